@@ -1,0 +1,8 @@
+"""BERTScore: exact, fast, bounded-memory scoring of text generation with contextual embeddings."""
+
+from .idf import TokenWeights
+from .models import EMBEDDED_MODEL_NAME, LANG_TO_MODEL, MODEL_TO_LAYERS
+from .scorer import BERTScorer, score
+from .version import __version__
+
+__all__ = ["BERTScorer", "score", "TokenWeights", "EMBEDDED_MODEL_NAME", "LANG_TO_MODEL", "MODEL_TO_LAYERS", "__version__"]

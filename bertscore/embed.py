@@ -1,0 +1,169 @@
+"""Batched embedding: token-budget batches, a byte-bounded LRU cache, dtype and device.
+
+Texts arrive already tokenised (ids). They are sorted by token count and packed into batches
+whose padded size stays under a token budget; the encoder runs once per batch; each text's
+normalised fp32 embedding [L, D] (or [K, L, D] for all layers) is returned and cached.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Hashable, Iterator, Sequence
+
+import torch
+
+from .matching import normalize
+from .models import LoadedModel
+
+logger = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DEFAULT_CACHE_BYTES = 512 << 20
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> str:
+    """Canonical dtype name; None -> float32 on CPU, bfloat16 on CUDA."""
+    if dtype is None:
+        return "bfloat16" if device.type == "cuda" else "float32"
+    if isinstance(dtype, torch.dtype):
+        names = {v: k for k, v in DTYPES.items()}
+        if dtype not in names:
+            raise ValueError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)}")
+        return names[dtype]
+    aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16", "float": "float32"}
+    name = aliases.get(str(dtype).lower(), str(dtype).lower())
+    if name not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
+    return name
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The device to run on: CUDA when available unless told otherwise."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def default_tokens_per_batch(device: torch.device) -> int:
+    """A token budget per encoder batch that suits the device."""
+    return 65536 if device.type == "cuda" else 4096
+
+
+class EmbeddingCache:
+    """An LRU map (settings, text) -> embedding tensor, bounded in bytes (0 disables it)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES):
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> torch.Tensor | None:
+        value = self._items.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return value
+
+    def put(self, key: Hashable, value: torch.Tensor) -> None:
+        size = value.numel() * value.element_size()
+        if size > self.max_bytes or key in self._items:
+            return
+        self._items[key] = value
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, evicted = self._items.popitem(last=False)
+            self.bytes -= evicted.numel() * evicted.element_size()
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.bytes = 0
+
+
+def token_budget_batches(
+    lengths: Sequence[int], max_tokens: int, max_sentences: int | None = None
+) -> Iterator[list[int]]:
+    """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    longest = 0
+    for index in order:
+        length = lengths[index]
+        candidate_longest = max(longest, length)
+        too_many = max_sentences is not None and len(batch) >= max_sentences
+        if batch and (too_many or candidate_longest * (len(batch) + 1) > max_tokens):
+            yield batch
+            batch, candidate_longest = [], length
+        batch.append(index)
+        longest = candidate_longest
+    if batch:
+        yield batch
+
+
+class Embedder:
+    """Runs the encoder over token-id sequences in token-budget batches."""
+
+    def __init__(
+        self,
+        model: LoadedModel,
+        device: torch.device,
+        dtype: str = "float32",
+        max_tokens_per_batch: int | None = None,
+        batch_size: int | None = None,
+        cache: EmbeddingCache | None = None,
+        cache_namespace: Hashable = "",
+    ):
+        self.model = model
+        self.device = device
+        self.dtype = dtype
+        self.max_tokens_per_batch = max_tokens_per_batch or default_tokens_per_batch(device)
+        self.batch_size = batch_size
+        self.cache = cache if cache is not None else EmbeddingCache(0)
+        self.cache_namespace = cache_namespace
+        model.encoder.to(device=device, dtype=DTYPES[dtype])
+
+    @torch.inference_mode()
+    def _forward(self, batch_ids: list[Sequence[int]]) -> list[torch.Tensor]:
+        longest = max(len(ids) for ids in batch_ids)
+        input_ids = torch.full((len(batch_ids), longest), self.model.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(batch_ids), longest), dtype=torch.long)
+        for row, ids in enumerate(batch_ids):
+            input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+            attention[row, : len(ids)] = 1
+        if self.device.type == "cuda":
+            input_ids = input_ids.pin_memory().to(self.device, non_blocking=True)
+            attention = attention.pin_memory().to(self.device, non_blocking=True)
+        output = self.model.encoder(
+            input_ids=input_ids, attention_mask=attention, output_hidden_states=self.model.all_layers
+        )
+        if self.model.all_layers:
+            hidden = torch.stack(output.hidden_states, dim=1)  # [B, K, L, D]
+        else:
+            hidden = output[0]  # [B, L, D]
+        hidden = normalize(hidden)
+        return [hidden[row, ..., : len(ids), :].clone() for row, ids in enumerate(batch_ids)]
+
+    def embed(self, keys: Sequence[str], ids: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache."""
+        result: dict[str, torch.Tensor] = {}
+        todo: list[int] = []
+        for index, key in enumerate(keys):
+            cached = self.cache.get((self.cache_namespace, key))
+            if cached is None:
+                todo.append(index)
+            else:
+                result[key] = cached
+        lengths = [len(ids[i]) for i in todo]
+        for batch in token_budget_batches(lengths, self.max_tokens_per_batch, self.batch_size):
+            members = [todo[i] for i in batch]
+            for index, embedding in zip(members, self._forward([ids[i] for i in members])):
+                result[keys[index]] = embedding
+                self.cache.put((self.cache_namespace, keys[index]), embedding)
+        return result

@@ -1,0 +1,45 @@
+"""The reproducibility hash: one string that names every setting that can change a number.
+
+Like the official `model_L{k}_{idf|no-idf}_version=...(hug_trans=...)`, extended so that two
+settings that can give different numbers never share a hash (in the spirit of sacrebleu's
+signature).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """Everything that enters a score besides the texts."""
+
+    model: str
+    revision: str | None
+    num_layers: int
+    all_layers: bool
+    idf: str  # "no-idf", "idf" (from each call's references), "idf-sents:<hash>", "idf-dict:<hash>"
+    rescale: str  # "", "rescaled" (packaged baseline <lang>), "rescaled-custom:<hash>"
+    max_length: int
+    prefix_space: bool
+    dtype: str
+    version: str
+    transformers_version: str
+    torch_version: str
+
+    def hashcode(self) -> str:
+        """The signature string, e.g. `roberta-large_L17_no-idf_..._version=...`."""
+        model = self.model if self.revision is None else f"{self.model}@{self.revision}"
+        layer = "all-layers" if self.all_layers else f"L{self.num_layers}"
+        parts = [model, layer, self.idf]
+        if self.rescale:
+            parts.append(self.rescale)
+        parts += [
+            f"maxlen={self.max_length}",
+            "prefix-space" if self.prefix_space else "no-prefix-space",
+            self.dtype,
+        ]
+        return "_".join(parts) + (
+            f"_version=bertscore-{self.version}"
+            f"(transformers={self.transformers_version},torch={self.torch_version})"
+        )

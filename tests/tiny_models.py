@@ -1,0 +1,402 @@
+"""Tiny, random-weight transformer models + tokenizers, built fully offline.
+
+Each ``build_*`` function trains a small tokenizer (``tokenizers`` library) on a
+fixed, embedded corpus, wraps it in the matching ``transformers`` tokenizer
+class, creates a tiny randomly initialised encoder (``torch.manual_seed`` fixed)
+and saves both with ``save_pretrained`` into ``out_dir``.  The directory can
+then be loaded with ``AutoTokenizer.from_pretrained(out_dir)`` /
+``AutoModel.from_pretrained(out_dir)`` and passed as ``model_type=str(out_dir)``
+to the official ``bert_score.score`` (pass ``num_layers`` explicitly: the path
+is not in ``bert_score.utils.model2layers``).  Nothing is downloaded; set
+``HF_HUB_OFFLINE=1`` anyway so that no hub lookup is attempted.
+
+Models (all: hidden 32, 3 layers, 4 heads, FFN 64, ``model_max_length=128``,
+each directory well under 1 MB):
+
+* ``build_roberta``: byte-level BPE (vocab 1000), ``RobertaTokenizer(Fast)``
+  saved with ``add_prefix_space=True``; ``RobertaModel``
+  (``max_position_embeddings=130``, ``pad_token_id=1``).
+* ``build_xlmr``: Unigram/SentencePiece-style with Metaspace (vocab ~1000),
+  ``XLMRobertaTokenizer(Fast)``; ``XLMRobertaModel`` (positions 130).
+* ``build_electra``: lowercasing WordPiece (vocab ~1000),
+  ``ElectraTokenizerFast`` (an alias of ``BertTokenizer`` in transformers 5,
+  so the saved ``tokenizer_class`` is ``BertTokenizer``); ``ElectraModel``
+  (``embedding_size=16``, positions 128, ``pad_token_id=0``).
+
+Notes on transformers 5 (checked with transformers 5.24, tokenizers 0.23,
+bert-score 0.3.13):
+
+* There are no separate slow/fast tokenizer classes any more: ``XxxTokenizerFast``
+  is an alias of ``XxxTokenizer`` (a ``TokenizersBackend``), and
+  ``AutoTokenizer`` ignores ``use_fast`` (bert_score passes ``use_fast=False``).
+* When loading, the model-specific classes do NOT take the normalizer /
+  pre-tokenizer / decoder from ``tokenizer.json``; they rebuild them in
+  ``__init__`` from ``tokenizer_config.json`` kwargs (``add_prefix_space``,
+  ``do_lower_case`` ...) and only take the vocab/merges (and post-processor)
+  from ``tokenizer.json``.  The builders therefore instantiate the
+  ``transformers`` class from the trained vocab/merges (exactly what a reload
+  does) and train with the very same normalizer/pre-tokenizer that the class
+  rebuilds.  ``XLMRobertaTokenizer`` hard-codes ``unk_id=3``, hence the special
+  token order ``<s> <pad> </s> <unk> <mask>``.
+* Official ``bert_score.utils.sent_encode``: ``RobertaTokenizer`` now *is* the
+  fast class, so ``isinstance(tok, RobertaTokenizer)`` is True for the RoBERTa
+  model (``GPT2Tokenizer`` is not, it is a sibling class) and it calls
+  ``tok.encode(sent, add_special_tokens=True, add_prefix_space=True,
+  max_length=tok.model_max_length, truncation=True)``.  The
+  ``add_prefix_space`` call kwarg is silently ignored by transformers 5 fast
+  tokenizers; the prefix space only happens because the tokenizer is saved with
+  ``add_prefix_space=True``.  For these models ``sent_encode`` equals
+  ``tok(text.strip(), add_special_tokens=True, truncation=True,
+  max_length=tok.model_max_length)["input_ids"]``.
+* ``model_max_length`` must be saved in ``tokenizer_config.json`` (it is,
+  128): bert_score truncates with ``max_length=tokenizer.model_max_length``,
+  and an unset value (huge sentinel) would let long inputs overflow the
+  position embeddings.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
+from tokenizers.models import BPE, Unigram
+
+MODEL_MAX_LENGTH = 128
+NUM_LAYERS = 3
+VOCAB_SIZE = 1000
+SEED = 0
+
+_TINY_DIMS = dict(
+    hidden_size=32,
+    num_hidden_layers=NUM_LAYERS,
+    num_attention_heads=4,
+    intermediate_size=64,
+)
+
+_SUBJECTS = [
+    "the cat", "a dog", "my neighbour", "the old man", "a young girl",
+    "the teacher", "our team", "the committee", "this company", "the children",
+    "a small bird", "the scientist", "her brother", "the government",
+    "every student", "a stranger", "the pilot", "the farmer", "his mother",
+    "the doctor", "a tourist", "the president", "my best friend", "the police",
+]
+_VERBS = [
+    "sat on", "looked at", "walked to", "talked about", "jumped over",
+    "bought", "painted", "found", "lost", "cleaned", "visited", "described",
+    "ignored", "repaired", "watched", "opened", "carried", "discovered",
+    "reviewed", "sold", "liked", "hated", "remembered", "explained",
+]
+_OBJECTS = [
+    "the mat", "a red box", "the garden", "an interesting book", "the river",
+    "the new car", "a cup of tea", "the kitchen", "the evening news",
+    "a wooden chair", "the big city", "the report", "a strange noise",
+    "the broken window", "the morning train", "the quiet library",
+    "the bright moon", "a long letter", "the football match", "the museum",
+    "the hungry cats", "three green apples", "the mountains", "a blue umbrella",
+]
+_MODIFIERS = [
+    "yesterday", "quickly", "in the morning", "after lunch", "without a word",
+    "last week", "on Monday", "with great care", "for two hours",
+    "before sunset", "again", "at 5 pm", "in 2021", "near the station",
+    "because it was raining", "slowly", "today", "every day", "on 12 March",
+    "with 3 friends",
+]
+_TEMPLATES = [
+    "{S} {V} {O} {M}.",
+    "{M}, {s} {V} {O}.",
+    "{S} {V} {O}, and {s2} {V2} {O2}.",
+    "Did you know that {s} {V} {O}?",
+    "Wow! {S} {V} {O} {M}!",
+    "{S} never {V} {O}; {s2} {V2} {O2} instead.",
+    "\"{S} {V} {O},\" said {s2}.",
+    "{S} {V} {O} ({M}).",
+]
+_FIXED = [
+    "Hello world.", "hello world!", "Hello, World? Hello again.",
+    "a cat sat on the mat.", "the cat is on the mat", "The cat sat on the mat.",
+    "There is a cat on the mat.", "A dog is sleeping on the mat.",
+    "The quick brown fox jumps over the lazy dog.",
+    "The price is $42.50 (about 39 EUR, or 39 €).",
+    "Call 555-0199 or email info@example.com before 9:30.",
+    "It's 3:45 p.m. on 2024-01-15, isn't it?",
+    "She said: \"no way!\" and left -- quickly.",
+    "Café au lait, naïve façade, jalapeño, résumé, coöperate.",
+    "Über die Straße: München ist schön, Größe 42.",
+    "Ελληνικά: καλημέρα κόσμε. Русский: привет, мир.",
+    "日本語のテキストと中文的句子。",
+    "Emoji test: 😀 👍 🎉 ❤ ✓ → ©.",
+    "Numbers: 0 1 2 3 4 5 6 7 8 9 10 42 100 1000 3.14159 -7 1e6 50%",
+    "Punctuation: ; : , . ! ? ' \" ( ) [ ] { } - _ / \\ @ # % & * + = < > ~ ^ |",
+    "UPPER CASE WORDS AND lower case words And Mixed Case.",
+    "I can't, you won't, they'd, we'll, it's, o'clock.",
+    "Tabs\tand  multiple   spaces  are  whitespace too.",
+    "New York, Paris, London, Tokyo and São Paulo are big cities.",
+    "Machine translation systems are evaluated with BERTScore and BLEU.",
+    "The model produces contextual embeddings for every token.",
+    "Precision, recall and F1 are computed with greedy matching.",
+    "Inverse document frequency weighting downweights common words.",
+]
+
+
+_WORDS = """
+about above across action active actually address admit adult afraid after afternoon against agency agree
+ahead airport allow almost alone along already although always amount analysis ancient animal answer anyone
+apartment appear apply approach argue army around arrive article artist attack attention audience author autumn
+average avoid baby balance bank basket beach beautiful become bedroom before begin behaviour believe below
+benefit between beyond bicycle billion blanket blood board body border bottle bottom branch bread breakfast
+bridge brief bring brown budget building business butter button camera campaign candle capital captain career
+careful castle ceiling century chance change chapter cheese chicken choice church circle citizen climate clock
+cloud coffee collect college colour comfortable common community computer concert condition consider contain
+continue control corner cotton country couple courage course cousin create crowd culture current customer
+damage danger daughter decade decide deep defend degree deliver demand depend design desert detail develop
+dinner direction discuss disease distance doctor double dream dress drive during early earth easy economy edge
+education effect effort eight either election electric element energy engine enjoy enough entire environment
+equal escape evening event evidence exactly example exercise expect experience explain factory family famous
+father feeling festival field fifteen figure final finger finish flower follow forest forget forward freedom
+fresh friendly future garden general gentle glass global golden government grass great ground group growth
+guest guitar happen happy harbour health heart heavy history holiday honest horse hospital hotel hundred
+husband idea image imagine important improve include increase industry inside instead island journey judge
+kitchen knowledge language large laugh lawyer leader learn lesson letter level library light listen little
+machine manager market material matter meeting memory message method middle minute mirror modern moment money
+morning mother mountain movement music narrow nation natural nature nearly network never newspaper night
+normal notice number ocean office orange order organise outside owner painting paper parent party passenger
+patient pattern peace pencil people pepper perfect period person picture planet plastic player pocket poetry
+police popular possible potato power practice prepare present pretty prison private problem process produce
+program project protect public purpose quality question quiet rabbit railway reason record region remember
+report research result river rocket science season second secret series service seven shadow shoulder silver
+simple sister society soldier special spring square station story street strong student summer sunlight
+support surface system table teacher theatre thousand ticket tomorrow travel treasure trouble uncle valley
+village visitor voice volume weather weekend window winter wonderful worker writer yellow yesterday zebra
+""".split()
+
+
+def training_corpus() -> list[str]:
+    """Return the fixed (~350 sentence) training corpus; deterministic."""
+    rng = random.Random(1234)
+    out: list[str] = []
+    words = list(_WORDS)
+    for _ in range(3):  # every word appears at least 3 times
+        rng.shuffle(words)
+        for i in range(0, len(words), 9):
+            chunk = words[i : i + 9]
+            out.append(chunk[0].capitalize() + " " + " ".join(chunk[1:]) + rng.choice(".!?;,"))
+    for i in range(224):
+        tpl = _TEMPLATES[i % len(_TEMPLATES)]
+        s, s2 = rng.choice(_SUBJECTS), rng.choice(_SUBJECTS)
+        sent = tpl.format(
+            S=s[0].upper() + s[1:], s=s, s2=s2,
+            V=rng.choice(_VERBS), V2=rng.choice(_VERBS),
+            O=rng.choice(_OBJECTS), O2=rng.choice(_OBJECTS),
+            M=rng.choice(_MODIFIERS),
+        )
+        out.append(sent[0].upper() + sent[1:])
+    return _FIXED + out
+
+
+def _save_model(model: torch.nn.Module, out_dir: Path) -> None:
+    model.eval()
+    model.save_pretrained(out_dir)
+
+
+def _prepare(out_dir: Path) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
+def build_roberta(out_dir: Path) -> Path:
+    """Byte-level BPE RoBERTa (``add_prefix_space=True``) saved into ``out_dir``."""
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+
+    out_dir = _prepare(out_dir)
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    raw = Tokenizer(BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    raw.train_from_iterator(training_corpus(), trainer=trainer)
+    model_json = json.loads(raw.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model_json["merges"]]
+    tok = RobertaTokenizerFast(
+        vocab=model_json["vocab"],
+        merges=merges,
+        add_prefix_space=True,
+        model_max_length=MODEL_MAX_LENGTH,
+    )
+    tok.save_pretrained(out_dir)
+
+    torch.manual_seed(SEED)
+    config = RobertaConfig(
+        vocab_size=len(tok),
+        max_position_embeddings=MODEL_MAX_LENGTH + 2,
+        type_vocab_size=1,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        **_TINY_DIMS,
+    )
+    _save_model(RobertaModel(config, add_pooling_layer=False), out_dir)
+    return out_dir
+
+
+def _unigram_vocab(corpus: list[str], specials: list[str]) -> list[tuple[str, float]]:
+    """Train a Unigram vocab ``[(piece, log_prob)]`` whose first pieces are ``specials``.
+
+    Uses the ``sentencepiece`` trainer (single-threaded, so bit-for-bit
+    deterministic; identity normalisation, whitespace -> "▁" prefix, i.e. the
+    same segmentation as ``WhitespaceSplit + Metaspace(prepend_scheme="always")``).
+    Falls back to ``tokenizers.trainers.UnigramTrainer`` (NOT deterministic
+    across processes) if ``sentencepiece`` is missing.
+    """
+    bos, pad, eos, unk, *user = specials
+    try:
+        import sentencepiece as spm
+    except ImportError:  # pragma: no cover - fallback
+        raw = Tokenizer(Unigram())
+        raw.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(prepend_scheme="always")]
+        )
+        trainer = trainers.UnigramTrainer(
+            vocab_size=VOCAB_SIZE, special_tokens=specials, unk_token=unk,
+            max_piece_length=16, show_progress=False,
+        )
+        raw.train_from_iterator(corpus, trainer=trainer)
+        return [(p, float(s)) for p, s in json.loads(raw.to_str())["model"]["vocab"]]
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus),
+        model_writer=buf,
+        model_type="unigram",
+        vocab_size=VOCAB_SIZE,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        max_sentencepiece_length=16,
+        bos_id=0, pad_id=1, eos_id=2, unk_id=3,
+        bos_piece=bos, pad_piece=pad, eos_piece=eos, unk_piece=unk,
+        user_defined_symbols=user,
+        num_threads=1,
+        minloglevel=2,
+    )
+    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
+    return [(sp.id_to_piece(i), float(sp.get_score(i))) for i in range(sp.get_piece_size())]
+
+
+def _wordpiece_vocab(corpus: list[str], specials: list[str]) -> dict[str, int]:
+    """Train a lowercase WordPiece vocab (``##`` continuation prefix), deterministically.
+
+    ``tokenizers``' ``WordPieceTrainer`` assigns ids to ``##x`` pieces in hash
+    order, so its result differs between processes.  Instead, the (BERT
+    normalised + pre-tokenised) words are fed to the deterministic ``BpeTrainer``
+    with every non-initial character replaced by a private-use code point;
+    these map back to ``##``-prefixed pieces afterwards (this is what the
+    WordPiece trainer does internally).  Every character gets both a plain and
+    a ``##`` piece, so no word of the corpus ends up as ``[UNK]``.
+    """
+    norm = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
+    pre = pre_tokenizers.BertPreTokenizer()
+    words = [w for text in corpus for w, _ in pre.pre_tokenize_str(norm.normalize_str(text))]
+    chars = sorted({c for w in words for c in w})
+    to_cont = {c: chr(0xE000 + i) for i, c in enumerate(chars)}
+    from_cont = {v: k for k, v in to_cont.items()}
+    encoded = [w[0] + "".join(to_cont[c] for c in w[1:]) for w in words]
+
+    raw = Tokenizer(BPE())
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=specials,
+        initial_alphabet=chars + list(to_cont.values()),
+        show_progress=False,
+    )
+    raw.train_from_iterator(encoded, trainer=trainer)
+    bpe_vocab = json.loads(raw.to_str())["model"]["vocab"]
+
+    vocab: dict[str, int] = {}
+    for piece in sorted(bpe_vocab, key=bpe_vocab.__getitem__):
+        if piece in specials:
+            token = piece
+        elif piece[0] in from_cont:
+            token = "##" + "".join(from_cont[c] for c in piece)
+        else:
+            token = piece[0] + "".join(from_cont.get(c, c) for c in piece[1:])
+        vocab.setdefault(token, len(vocab))
+    return vocab
+
+
+def build_xlmr(out_dir: Path) -> Path:
+    """SentencePiece-style Unigram XLM-RoBERTa saved into ``out_dir``."""
+    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+
+    out_dir = _prepare(out_dir)
+    # XLMRobertaTokenizer (transformers 5) hard-codes unk_id=3.
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    vocab = _unigram_vocab(training_corpus(), specials)
+    assert [p for p, _ in vocab[: len(specials)]] == specials, vocab[:5]
+    # add_prefix_space=True (the class default) -> Metaspace(prepend_scheme="always")
+    tok = XLMRobertaTokenizerFast(vocab=vocab, add_prefix_space=True, model_max_length=MODEL_MAX_LENGTH)
+    tok.save_pretrained(out_dir)
+
+    torch.manual_seed(SEED)
+    config = XLMRobertaConfig(
+        vocab_size=len(tok),
+        max_position_embeddings=MODEL_MAX_LENGTH + 2,
+        type_vocab_size=1,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        **_TINY_DIMS,
+    )
+    _save_model(XLMRobertaModel(config, add_pooling_layer=False), out_dir)
+    return out_dir
+
+
+def build_electra(out_dir: Path) -> Path:
+    """Lowercasing WordPiece ELECTRA (discriminator encoder) saved into ``out_dir``."""
+    from transformers import ElectraConfig, ElectraModel, ElectraTokenizerFast
+
+    out_dir = _prepare(out_dir)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = _wordpiece_vocab(training_corpus(), specials)
+    # ElectraTokenizerFast is BertTokenizer in transformers 5: BertNormalizer(lowercase)
+    # + BertPreTokenizer + WordPiece("##"), exactly what _wordpiece_vocab trained on.
+    tok = ElectraTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=MODEL_MAX_LENGTH)
+    tok.save_pretrained(out_dir)
+
+    torch.manual_seed(SEED)
+    config = ElectraConfig(
+        vocab_size=len(tok),
+        embedding_size=16,
+        max_position_embeddings=MODEL_MAX_LENGTH,
+        type_vocab_size=2,
+        pad_token_id=tok.pad_token_id,
+        **_TINY_DIMS,
+    )
+    _save_model(ElectraModel(config), out_dir)
+    return out_dir
+
+
+BUILDERS = {
+    "roberta": build_roberta,
+    "xlmr": build_xlmr,
+    "electra": build_electra,
+}
+
+
+def build_all(out_dir: Path) -> dict[str, Path]:
+    """Build every tiny model into ``out_dir/<name>``; returns ``{name: path}``."""
+    out_dir = Path(out_dir)
+    return {name: fn(out_dir / name) for name, fn in BUILDERS.items()}
