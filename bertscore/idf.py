@@ -20,8 +20,9 @@ logger = logging.getLogger(__name__)
 class TokenWeights:
     """A dense token-id -> weight table, looked up per sequence."""
 
-    def __init__(self, table: torch.Tensor):
+    def __init__(self, table: torch.Tensor, label: str | None = None):
         self.table = table.float()
+        self.label = label  # how the hash names this table; None -> "idf-weights:<fingerprint>"
 
     @classmethod
     def uniform(cls, vocab_size: int, zero_weight_ids: Iterable[int]) -> "TokenWeights":
@@ -30,17 +31,25 @@ class TokenWeights:
         for token_id in zero_weight_ids:
             if 0 <= token_id < vocab_size:
                 table[token_id] = 0.0
-        return cls(table)
+        return cls(table, "no-idf")
 
     @classmethod
     def from_documents(
-        cls, documents: Sequence[Sequence[int]], vocab_size: int, zero_weight_ids: Iterable[int]
+        cls,
+        documents: Iterable[Sequence[int]],
+        vocab_size: int,
+        zero_weight_ids: Iterable[int],
+        label: str | None = "idf",
     ) -> "TokenWeights":
-        """idf weights from tokenised reference documents (each counted once per document)."""
-        total = len(documents)
+        """idf weights from tokenised reference documents (each counted once per document).
+
+        `documents` may be a generator, so a corpus can be counted as it streams by.
+        """
+        total = 0
         counts: Counter[int] = Counter()
         for ids in documents:
             counts.update(set(ids))
+            total += 1
         size = max([vocab_size] + [token_id + 1 for token_id in counts])
         table = torch.full((size,), math.log(total + 1))
         if counts:
@@ -50,7 +59,7 @@ class TokenWeights:
         for token_id in zero_weight_ids:
             if 0 <= token_id < size:
                 table[token_id] = 0.0
-        return cls(table)
+        return cls(table, label)
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[int, float], vocab_size: int) -> "TokenWeights":
@@ -70,7 +79,9 @@ class TokenWeights:
             table[torch.tensor(keys, dtype=torch.long)] = torch.tensor(
                 [float(mapping[k]) for k in mapping.keys()], dtype=torch.float32
             )
-        return cls(table)
+        weights = cls(table)
+        weights.label = f"idf-dict:{weights.fingerprint()}"
+        return weights
 
     def __call__(self, ids: Sequence[int]) -> torch.Tensor:
         """Weights [L] of one token-id sequence."""

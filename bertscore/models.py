@@ -359,6 +359,18 @@ def load_model(model_type: str, num_layers: int | None = None, all_layers: bool 
     (with a warning). The encoder is truncated to its first `num_layers` layers unless
     `all_layers`, where every hidden state (embeddings included) is returned instead.
     """
+    from transformers.utils import logging as hf_logging
+
+    progress_was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no per-tensor "Loading weights" bar on every load
+    try:
+        return _load_model(model_type, num_layers, all_layers)
+    finally:
+        if progress_was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _load_model(model_type: str, num_layers: int | None, all_layers: bool) -> LoadedModel:
     from transformers import AutoModel
 
     source, revision = resolve_source(model_type)

@@ -51,7 +51,8 @@ class BERTScorer:
     """A loaded model plus scoring settings; `score()` can be called many times.
 
     Drop-in for the official `bert_score.BERTScorer`, with: `idf=True` alone computes idf from
-    each call's references; `idf` may also be a token-id -> weight mapping or a list of texts;
+    each call's references; `idf` may also be a token-id -> weight mapping, a list of texts or
+    a `TokenWeights` table;
     `batch_size` caps sentences per encoder batch next to the token budget
     `max_tokens_per_batch`; `dtype` sets the encoder precision; embeddings are cached
     (`cache_bytes`, 0 turns the cache off); work runs in chunks of `chunk_size` pairs.
@@ -66,7 +67,7 @@ class BERTScorer:
         batch_size: int | None = 64,
         nthreads: int = 4,
         all_layers: bool = False,
-        idf: bool | Mapping[int, float] | Sequence[str] = False,
+        idf: bool | Mapping[int, float] | Sequence[str] | TokenWeights = False,
         idf_sents: Sequence[str] | None = None,
         device: str | torch.device | None = None,
         lang: str | None = None,
@@ -133,9 +134,11 @@ class BERTScorer:
         self, idf: Any, idf_sents: Sequence[str] | None
     ) -> tuple[str, TokenWeights | None]:
         vocab, special = self.model.vocab_size, self.model.zero_weight_ids
+        if isinstance(idf, TokenWeights):
+            return idf.label or f"idf-weights:{idf.fingerprint()}", idf
         if isinstance(idf, Mapping):
             weights = TokenWeights.from_mapping(idf, vocab)
-            return f"idf-dict:{weights.fingerprint()}", weights
+            return str(weights.label), weights
         if not isinstance(idf, (bool, int)) and isinstance(idf, Sequence):
             idf_sents, idf = list(idf), True
         if not idf:
@@ -145,8 +148,8 @@ class BERTScorer:
             for index, text in enumerate(texts):
                 if not isinstance(text, str):
                     raise TypeError(f"idf_sents[{index}] is a {type(text).__name__}, not a string")
-            weights = TokenWeights.from_documents(self.model.tokenize(texts), vocab, special)
-            return f"idf-sents:{_text_fingerprint(texts)}", weights
+            label = f"idf-sents:{_text_fingerprint(texts)}"
+            return label, TokenWeights.from_documents(self.model.tokenize(texts), vocab, special, label)
         return "idf", None  # computed from each call's references
 
     def _resolve_baseline(
