@@ -1,0 +1,624 @@
+"""BERTScore Space: a Gradio app over the `bertscore` package (the math lives in the package).
+
+Run locally with `python app.py` (honours GRADIO_SERVER_NAME / GRADIO_SERVER_PORT).
+Tabs: "One pair" (scores, hash, token-similarity heatmap with the greedy matches both ways,
+idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL upload -> per-row table, corpus
+mean, F1 histogram, CSV download). API endpoint `/compute` for gradio_client:
+
+    compute(predictions: str, references: str, model: str = <default>, num_layers: str = "",
+            idf: bool = False, rescale: bool = False, lang: str = "") -> dict
+
+`predictions` is a JSON list of strings or one plain text; `references` a JSON list (one
+string or a list of strings per prediction) or, for one prediction, a plain text (one
+reference per line). Returns {"precision": [...], "recall": [...], "f1": [...],
+"hashcode": str, "model": str, "rescaled": bool} or {"error": message}.
+
+Environment: BERTSCORE_APP_MODELS (comma-separated allow-list), BERTSCORE_APP_DEFAULT_MODEL,
+BERTSCORE_APP_MAX_CHARS, BERTSCORE_APP_MAX_ROWS, BERTSCORE_APP_MAX_REFS,
+BERTSCORE_APP_MAX_UPLOAD_MB, BERTSCORE_APP_QUEUE_SIZE, BERTSCORE_APP_CONCURRENCY,
+BERTSCORE_APP_MAX_MODELS (encoders kept loaded), BERTSCORE_APP_DEVICE.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import gradio as gr
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from bertscore import EMBEDDED_MODEL_NAME, __version__  # noqa: E402
+from bertscore import baselines  # noqa: E402
+from bertscore.explain import Explanation, explain_pair  # noqa: E402
+from bertscore.pool import ScorerPool  # noqa: E402
+
+DEFAULT_MODELS = (
+    EMBEDDED_MODEL_NAME,
+    "roberta-large",
+    "microsoft/deberta-xlarge-mnli",
+    "bert-base-multilingual-cased",
+    "xlm-roberta-large",
+    "distilbert-base-uncased",
+    "bert-base-uncased",
+)
+CANDIDATE_COLUMNS = ("candidate", "candidates", "prediction", "predictions", "hypothesis", "hypotheses", "cand", "pred", "hyp")
+REFERENCE_COLUMNS = ("reference", "references", "ref", "refs", "target", "targets")
+HEATMAP_LABEL_LIMIT = 60  # tokens per side beyond which tick labels are dropped
+
+
+# ----- configuration ------------------------------------------------------------------------
+def _env_int(env: dict[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as error:
+        raise ValueError(f"{name}={raw!r} is not an integer") from error
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    models: tuple[str, ...]
+    default_model: str
+    max_chars: int = 2000
+    max_rows: int = 1000
+    max_refs: int = 10
+    max_upload_mb: int = 5
+    queue_size: int = 16
+    concurrency: int = 1
+    max_models: int = 1
+    device: str | None = None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "AppConfig":
+        env = dict(os.environ if env is None else env)
+        models = [m.strip() for m in env.get("BERTSCORE_APP_MODELS", "").split(",") if m.strip()] or list(DEFAULT_MODELS)
+        default = env.get("BERTSCORE_APP_DEFAULT_MODEL", "").strip() or models[0]
+        if default not in models:
+            models.insert(0, default)
+        return cls(
+            models=tuple(dict.fromkeys(models)),
+            default_model=default,
+            max_chars=_env_int(env, "BERTSCORE_APP_MAX_CHARS", 2000),
+            max_rows=_env_int(env, "BERTSCORE_APP_MAX_ROWS", 1000),
+            max_refs=_env_int(env, "BERTSCORE_APP_MAX_REFS", 10),
+            max_upload_mb=_env_int(env, "BERTSCORE_APP_MAX_UPLOAD_MB", 5),
+            queue_size=_env_int(env, "BERTSCORE_APP_QUEUE_SIZE", 16),
+            concurrency=_env_int(env, "BERTSCORE_APP_CONCURRENCY", 1),
+            max_models=_env_int(env, "BERTSCORE_APP_MAX_MODELS", 1),
+            device=env.get("BERTSCORE_APP_DEVICE", "").strip() or None,
+        )
+
+
+class UserError(Exception):
+    """A problem with the user's input or choice, shown in the page as is."""
+
+
+# ----- scoring (thin: the package does the math) ----------------------------------------------
+class ScoringService:
+    """Settings validation + a ScorerPool shared by every request (serialised by a lock)."""
+
+    def __init__(self, config: AppConfig):
+        self.config = config
+        self.pool = ScorerPool(max_models=config.max_models)
+        self.lock = threading.Lock()
+
+    def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None) -> tuple[Any, list[str]]:
+        """A scorer for these settings and notes for the page; UserError on bad settings."""
+        notes: list[str] = []
+        model = (model or "").strip() or self.config.default_model
+        if model not in self.config.models:
+            raise UserError(f"model {model!r} is not in this app's allow-list: {', '.join(self.config.models)}")
+        layers = parse_layer(num_layers)
+        lang = (lang or "").strip() or None
+        languages = baselines.packaged_languages(model)
+        if rescale and not languages:
+            notes.append(f"no packaged rescale baseline for {model}: raw scores only")
+            rescale = False
+        if rescale:
+            if lang is None:
+                lang = languages[0] if len(languages) == 1 else ("en" if "en" in languages else languages[0])
+            elif lang not in languages:
+                raise UserError(f"no rescale baseline for {model} in language {lang!r}; available: {', '.join(languages)}")
+            notes.append(f"rescaled with the packaged {lang} baseline")
+        try:
+            scorer = self.pool.get(
+                model_type=model, num_layers=layers, device=self.config.device, idf=bool(idf),
+                rescale_with_baseline=bool(rescale), lang=lang if rescale else None,
+            )
+        except Exception as error:  # loading: hub unreachable, bad layer, unknown architecture...
+            raise UserError(
+                f"could not load model {model!r}"
+                + (f" at layer {layers}" if layers is not None else "")
+                + f": {type(error).__name__}: {_short(str(error))}"
+                + ("" if model == EMBEDDED_MODEL_NAME else f". Models other than the embedded {EMBEDDED_MODEL_NAME} "
+                   "need the Hugging Face Hub (or a local cache) to be reachable from this server.")
+            ) from error
+        return scorer, notes
+
+    def check_texts(self, texts: Sequence[str], what: str) -> None:
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise UserError(f"{what} {index + 1} is not a string")
+            if len(text) > self.config.max_chars:
+                raise UserError(
+                    f"{what} {index + 1} has {len(text)} characters; this app accepts at most {self.config.max_chars}"
+                )
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def parse_layer(value: Any) -> int | None:
+    """Blank -> the model's default layer; else a non-negative integer."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError as error:
+        raise UserError(f"layer must be a whole number or blank, got {text!r}") from error
+    if number != int(number) or number < 0:
+        raise UserError(f"layer must be a non-negative whole number or blank, got {text!r}")
+    return int(number)
+
+
+def split_references(text: str) -> list[str]:
+    """One reference per non-blank line."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+# ----- table parsing (uploads and pasted text) -------------------------------------------------
+def decode_upload(data: bytes, name: str = "upload") -> str:
+    if not data or not data.strip():
+        raise UserError(f"{name} is empty")
+    if b"\0" in data[:65536]:
+        raise UserError(f"{name} looks binary, not a UTF-8 text file (CSV, TSV or JSONL)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise UserError(
+            f"{name} is not UTF-8 text (byte {error.start}: {data[error.start:error.start + 1]!r}); save it as UTF-8"
+        ) from error
+
+
+def _pick_columns(columns: Sequence[str], where: str) -> tuple[str, list[str]]:
+    lowered = {str(c).strip().lower(): c for c in columns}
+    candidate = next((lowered[n] for n in CANDIDATE_COLUMNS if n in lowered), None)
+    numbered = sorted(
+        (c for key, c in lowered.items() if _reference_number(key) is not None),
+        key=lambda c: _reference_number(str(c).strip().lower()),
+    )
+    references = [lowered[n] for n in REFERENCE_COLUMNS if n in lowered][:1] + numbered
+    missing = []
+    if candidate is None:
+        missing.append("a candidate column (candidate / prediction / hypothesis)")
+    if not references:
+        missing.append("reference column(s) (reference / references / reference_1..n)")
+    if missing:
+        shown = ", ".join(repr(str(c)) for c in columns) or "none"
+        raise UserError(f"{where}: missing {' and '.join(missing)}; found columns: {shown}")
+    return candidate, references
+
+
+def _reference_number(key: str) -> int | None:
+    for prefix in ("reference_", "reference", "ref_", "ref", "references_"):
+        if key.startswith(prefix) and key[len(prefix):].isdigit():
+            return int(key[len(prefix):])
+    return None
+
+
+def _cell_references(value: Any) -> list[str]:
+    """A cell: a string (a JSON list of strings is several references), a list, or blank."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    text = str(value)
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        try:
+            parsed = json.loads(stripped)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list) and all(isinstance(v, str) for v in parsed):
+            return [v for v in parsed if v.strip()]
+    return [text] if stripped else []
+
+
+def parse_table(text: str, name: str = "input", max_rows: int | None = None) -> tuple[list[str], list[list[str]]]:
+    """Candidates and reference groups of a CSV / TSV / JSONL text (format from its content)."""
+    stripped = text.strip()
+    if not stripped:
+        raise UserError(f"{name} is empty")
+    records: list[dict[str, Any]]
+    if stripped.startswith("{"):
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UserError(f"{name}: line {number} is not valid JSON ({error.msg}); expected one object per line") from error
+            if not isinstance(record, dict):
+                raise UserError(f"{name}: line {number} is a JSON {type(record).__name__}, expected an object")
+            records.append(record)
+        columns = list(dict.fromkeys(k for r in records for k in r))
+    else:
+        first_line = stripped.splitlines()[0]
+        delimiter = "\t" if "\t" in first_line else ","
+        try:
+            rows = list(csv.reader(io.StringIO(stripped), delimiter=delimiter))
+        except csv.Error as error:
+            raise UserError(f"{name}: not valid {'TSV' if delimiter == chr(9) else 'CSV'} ({error})") from error
+        header, body = rows[0], [r for r in rows[1:] if any(cell.strip() for cell in r)]
+        columns = [h.strip() for h in header]
+        records = []
+        for number, row in enumerate(body, start=2):
+            if len(row) > len(columns):
+                raise UserError(f"{name}: row {number} has {len(row)} fields but the header has {len(columns)}")
+            records.append(dict(zip(columns, row)))
+    candidate_column, reference_columns = _pick_columns(columns, name)
+    if not records:
+        raise UserError(f"{name} has a header but no rows")
+    if max_rows is not None and len(records) > max_rows:
+        raise UserError(f"{name} has {len(records)} rows; this app accepts at most {max_rows} per batch")
+    candidates, groups = [], []
+    for record in records:
+        value = record.get(candidate_column)
+        candidates.append("" if value is None else str(value))
+        group = [ref for column in reference_columns for ref in _cell_references(record.get(column))]
+        groups.append(group or [""])
+    return candidates, groups
+
+
+# ----- figures ---------------------------------------------------------------------------------
+def _label(token: str, weight: float, idf: bool) -> str:
+    return f"{token} ({weight:.2f})" if idf else token
+
+
+def heatmap_figure(explanation: Explanation) -> plt.Figure:
+    """Cosine similarity of candidate (rows) x winning reference (columns) tokens, with matches."""
+    ref = explanation.best
+    sim = ref.similarity.numpy()
+    rows, cols = sim.shape
+    width = min(18.0, 3.0 + 0.42 * cols)
+    height = min(18.0, 2.5 + 0.36 * rows)
+    fig, ax = plt.subplots(figsize=(width, height), dpi=90)
+    image = ax.imshow(sim, cmap="viridis", vmin=min(0.0, float(sim.min())), vmax=1.0, aspect="auto")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="cosine similarity")
+    p_rows = [i for i in range(rows) if explanation.weights[i] > 0]
+    r_cols = [j for j in range(cols) if ref.weights[j] > 0]
+    ax.scatter([ref.cand_best[i] for i in p_rows], p_rows, marker="o", s=110, facecolors="none",
+               edgecolors="red", linewidths=2, label="precision: best reference token per candidate token (row max)")
+    ax.scatter(r_cols, [ref.ref_best[j] for j in r_cols], marker="x", s=70, c="white",
+               linewidths=2, label="recall: best candidate token per reference token (column max)")
+    if rows <= HEATMAP_LABEL_LIMIT and cols <= HEATMAP_LABEL_LIMIT:
+        ax.set_yticks(range(rows), [_label(t, w, explanation.idf) for t, w in zip(explanation.tokens, explanation.weights)])
+        ax.set_xticks(range(cols), [_label(t, w, explanation.idf) for t, w in zip(ref.tokens, ref.weights)],
+                      rotation=60, ha="right")
+    ax.set_ylabel("candidate tokens" + (" (idf weight)" if explanation.idf else ""))
+    ax.set_xlabel(f"reference #{explanation.winner + 1} tokens" + (" (idf weight)" if explanation.idf else ""))
+    ax.set_title(f"Token similarity, candidate vs reference #{explanation.winner + 1}  (F1 {ref.f1:.4f})", fontsize=11)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 if cols <= HEATMAP_LABEL_LIMIT else -0.08),
+              fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def histogram_figure(f1: Sequence[float], title: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(6.5, 3.2), dpi=90)
+    ax.hist(list(f1), bins=min(30, max(5, len(f1) // 2)), color="#4c72b0", edgecolor="white")
+    ax.set_xlabel(title)
+    ax.set_ylabel("rows")
+    ax.set_title(f"Distribution of {title} over {len(f1)} rows", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def fmt(value: float) -> str:
+    return f"{value:.4f}"
+
+
+# ----- handlers ----------------------------------------------------------------------------------
+def _error_md(message: str) -> str:
+    return f"**Error:** {message}"
+
+
+def _notes_md(notes: Sequence[str]) -> str:
+    return "\n".join(f"- {n}" for n in notes)
+
+
+class Handlers:
+    def __init__(self, service: ScoringService):
+        self.service = service
+        self.config = service.config
+
+    # One pair ---------------------------------------------------------------------------------
+    def pair(self, candidate: str, references_text: str, model: str, num_layers: Any, idf: bool, rescale: bool,
+             lang: str) -> tuple[str, str, Any, pd.DataFrame]:
+        empty_table = pd.DataFrame(columns=["side", "#", "token", "weight", "best match", "cosine"])
+        try:
+            candidate = candidate or ""
+            references = split_references(references_text)
+            if not candidate.strip():
+                raise UserError("enter a candidate text")
+            if not references:
+                raise UserError("enter at least one reference (one per line)")
+            if len(references) > self.config.max_refs:
+                raise UserError(f"{len(references)} references; this app accepts at most {self.config.max_refs}")
+            self.service.check_texts([candidate], "candidate")
+            self.service.check_texts(references, "reference")
+            with self.service.lock:
+                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+                explanation = explain_pair(scorer, candidate, references)
+            figure = heatmap_figure(explanation)
+            plt.close(figure)
+            return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
+        except UserError as error:
+            gr.Warning(str(error))
+            return _error_md(str(error)), "", None, empty_table
+
+    @staticmethod
+    def _pair_markdown(expl: Explanation, notes: list[str]) -> str:
+        lines = ["| | Precision | Recall | F1 |", "|---|---|---|---|",
+                 f"| raw | {fmt(expl.precision)} | {fmt(expl.recall)} | {fmt(expl.f1)} |"]
+        if expl.rescaled is not None:
+            p, r, f = expl.rescaled
+            lines.append(f"| rescaled | {fmt(p)} | {fmt(r)} | {fmt(f)} |")
+        out = "\n".join(lines)
+        if len(expl.references) > 1:
+            out += "\n\n**Per reference** (the candidate's scores are the max of each column):\n\n"
+            out += "| # | reference | P | R | F1 |\n|---|---|---|---|---|\n"
+            for index, ref in enumerate(expl.references):
+                mark = " **(best)**" if index == expl.winner else ""
+                text = _short(ref.text, 80).replace("|", "\\|")
+                out += f"| {index + 1}{mark} | {text} | {fmt(ref.precision)} | {fmt(ref.recall)} | {fmt(ref.f1)} |\n"
+        winner = expl.best
+        out += f"\n\n**Winning reference:** #{expl.winner + 1}: {_short(winner.text, 160)}"
+        out += f"\n\n**Hash:** `{expl.hashcode}`"
+        all_notes = notes + expl.notes
+        if all_notes:
+            out += "\n\n" + _notes_md(all_notes)
+        return out
+
+    @staticmethod
+    def _token_table(expl: Explanation) -> pd.DataFrame:
+        ref = expl.best
+        rows = []
+        for i, token in enumerate(expl.tokens):
+            rows.append(["candidate", i, token, round(expl.weights[i], 4), ref.tokens[ref.cand_best[i]],
+                         round(ref.cand_best_sim[i], 4)])
+        for j, token in enumerate(ref.tokens):
+            rows.append([f"reference #{expl.winner + 1}", j, token, round(ref.weights[j], 4),
+                         expl.tokens[ref.ref_best[j]], round(ref.ref_best_sim[j], 4)])
+        return pd.DataFrame(rows, columns=["side", "#", "token", "weight", "best match", "cosine"])
+
+    # Batch ------------------------------------------------------------------------------------
+    def batch(self, upload: Any, pasted: str, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str,
+              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[str, Any, str, Any, Any]:
+        empty = pd.DataFrame(columns=["row", "candidate", "references", "precision", "recall", "f1"])
+        try:
+            progress(0.0, desc="reading input")
+            candidates, groups = self._batch_inputs(upload, pasted)
+            self.service.check_texts(candidates, "candidate of row")
+            for row, group in enumerate(groups, start=1):
+                if len(group) > self.config.max_refs:
+                    raise UserError(f"row {row} has {len(group)} references; this app accepts at most {self.config.max_refs}")
+                self.service.check_texts(group, f"row {row}: reference")
+            progress(0.05, desc="loading model")
+            with self.service.lock:
+                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+                saved_chunk = scorer.chunk_size
+                scorer.chunk_size = max(16, len(candidates) // 20)  # progress steps; numbers unchanged
+                try:
+                    import warnings
+
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        precision, recall, f1 = scorer.score(candidates, groups, verbose=True)
+                finally:
+                    scorer.chunk_size = saved_chunk
+            notes += [_short(str(w.message), 200) for w in caught if issubclass(w.category, UserWarning)]
+            frame = pd.DataFrame({
+                "row": range(1, len(candidates) + 1),
+                "candidate": candidates,
+                "references": [" ‖ ".join(g) for g in groups],
+                "precision": precision.tolist(),
+                "recall": recall.tolist(),
+                "f1": f1.tolist(),
+            })
+            kind = "rescaled" if scorer.rescale_with_baseline else "raw"
+            summary = (
+                f"**{len(frame)} rows** — corpus mean ({kind}): P {fmt(frame.precision.mean())}, "
+                f"R {fmt(frame.recall.mean())}, **F1 {fmt(frame.f1.mean())}**\n\n**Hash:** `{scorer.hash}`"
+            )
+            if notes:
+                summary += "\n\n" + _notes_md(notes)
+            figure = histogram_figure(frame.f1.tolist(), f"F1 ({kind})")
+            plt.close(figure)
+            path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
+            frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
+            shown = frame.copy()
+            for column in ("precision", "recall", "f1"):
+                shown[column] = shown[column].map(fmt)
+            return "", shown, summary, figure, path
+        except UserError as error:
+            gr.Warning(str(error))
+            return _error_md(str(error)), empty, "", None, None
+
+    def _batch_inputs(self, upload: Any, pasted: str) -> tuple[list[str], list[list[str]]]:
+        if upload:
+            path = upload if isinstance(upload, str) else getattr(upload, "name", None) or upload.get("path")
+            name = os.path.basename(str(path))
+            size = os.path.getsize(path)
+            if size > self.config.max_upload_mb * 1024 * 1024:
+                raise UserError(f"{name} is {size / 1e6:.1f} MB; this app accepts at most {self.config.max_upload_mb} MB")
+            with open(path, "rb") as handle:
+                text = decode_upload(handle.read(), name)
+            return parse_table(text, name, self.config.max_rows)
+        if pasted and pasted.strip():
+            return parse_table(pasted, "pasted text", self.config.max_rows)
+        raise UserError("upload a CSV / TSV / JSONL file or paste rows (with a header line) first")
+
+    # API --------------------------------------------------------------------------------------
+    def compute(self, predictions: str, references: str, model: str = "", num_layers: str = "",
+                idf: bool = False, rescale: bool = False, lang: str = "") -> dict:
+        """BERTScore of predictions against references.
+
+        Args:
+            predictions: a JSON list of strings, or one plain text.
+            references: a JSON list with one string or one list of strings per prediction; for
+                one plain-text prediction, plain text with one reference per line.
+            model: a model of the app's allow-list (blank: the default).
+            num_layers: the layer (blank: the model's default).
+            idf: weigh tokens by idf over the references.
+            rescale: rescale with the packaged baseline (when the model has one).
+            lang: the baseline language when the model has several (blank: en).
+        Returns:
+            {"precision": [...], "recall": [...], "f1": [...], "hashcode": str, "model": str,
+            "rescaled": bool, "notes": [...]} or {"error": str}.
+        """
+        try:
+            cands, groups = _api_inputs(predictions, references)
+            if len(cands) > self.config.max_rows:
+                raise UserError(f"{len(cands)} predictions; this app accepts at most {self.config.max_rows} per call")
+            self.service.check_texts(cands, "prediction")
+            for group in groups:
+                if len(group) > self.config.max_refs:
+                    raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
+                self.service.check_texts(group, "reference")
+            with self.service.lock:
+                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+                import warnings
+
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    p, r, f = scorer.score(cands, groups) if cands else ([], [], [])
+            notes += [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+            return {
+                "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
+                "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
+                "notes": notes,
+            }
+        except UserError as error:
+            return {"error": str(error)}
+        except Exception as error:  # never let a request take the server down
+            return {"error": f"{type(error).__name__}: {_short(str(error))}"}
+
+
+def _api_inputs(predictions: Any, references: Any) -> tuple[list[str], list[list[str]]]:
+    def parse(value: Any) -> Any:
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                try:
+                    return json.loads(stripped)
+                except json.JSONDecodeError as error:
+                    raise UserError(f"not valid JSON: {error.msg} at {error.pos}") from error
+        return value
+
+    preds, refs = parse(predictions), parse(references)
+    if isinstance(preds, str):
+        preds = [preds]
+        if isinstance(refs, str):
+            refs = [split_references(refs) or [refs]]
+    if not isinstance(preds, list) or not all(isinstance(p, str) for p in preds):
+        raise UserError("predictions must be a JSON list of strings or one text")
+    if isinstance(refs, str):
+        raise UserError("references must be a JSON list (one entry per prediction) when predictions is a list")
+    if not isinstance(refs, list) or len(refs) != len(preds):
+        raise UserError(f"references must be a list with one entry per prediction ({len(preds)})")
+    groups = []
+    for index, ref in enumerate(refs):
+        group = [ref] if isinstance(ref, str) else ref
+        if not isinstance(group, list) or not group or not all(isinstance(x, str) for x in group):
+            raise UserError(f"references[{index}] must be a string or a non-empty list of strings")
+        groups.append(group)
+    return preds, groups
+
+
+# ----- layout ------------------------------------------------------------------------------------
+PASTE_PLACEHOLDER = "candidate,reference\nthe cat sat on the mat,a cat was sitting on the mat\n..."
+
+
+def build_demo(config: AppConfig | None = None) -> gr.Blocks:
+    """The Blocks app (queue configured); `demo.launch()` to serve it."""
+    config = config or AppConfig.from_env()
+    handlers = Handlers(ScoringService(config))
+    with gr.Blocks(title="BERTScore") as demo:
+        gr.Markdown(
+            f"# BERTScore\nToken-level similarity of a candidate text to reference texts with contextual "
+            f"embeddings: each candidate token is matched to its most similar reference token (precision), "
+            f"each reference token to its most similar candidate token (recall); F1 is their harmonic mean. "
+            f"`bertscore` {__version__}; the numbers equal the official `bert-score` package."
+        )
+        with gr.Row():
+            model = gr.Dropdown(list(config.models), value=config.default_model, label="Model", scale=3,
+                                elem_id="model")
+            layer = gr.Textbox(value="", label="Layer (blank = model default)", scale=1, elem_id="layer")
+            idf = gr.Checkbox(value=False, label="idf weighting", elem_id="idf")
+            rescale = gr.Checkbox(value=False, label="Rescale with baseline", elem_id="rescale")
+            lang = gr.Textbox(value="", label="Baseline language (blank = auto)", scale=1, elem_id="lang")
+        options = [model, layer, idf, rescale, lang]
+        with gr.Tab("One pair", elem_id="tab-pair"):
+            with gr.Row():
+                candidate = gr.Textbox(label="Candidate", lines=3, max_length=config.max_chars, elem_id="candidate")
+                references = gr.Textbox(label="Reference(s), one per line", lines=3, elem_id="references")
+            pair_button = gr.Button("Score", variant="primary", elem_id="pair-button")
+            pair_error = gr.Markdown(elem_id="pair-error")
+            pair_scores = gr.Markdown(elem_id="pair-scores")
+            heatmap = gr.Plot(label="Token similarity (winning reference)", elem_id="heatmap")
+            tokens = gr.Dataframe(label="Tokens: weight and best match", interactive=False, elem_id="tokens")
+            pair_button.click(handlers.pair, [candidate, references] + options, [pair_error, pair_scores, heatmap, tokens],
+                              api_visibility="undocumented", concurrency_id="bertscore")
+        with gr.Tab("Batch", elem_id="tab-batch"):
+            gr.Markdown(
+                "Upload a CSV, TSV or JSONL file, or paste CSV/TSV rows, with a header: a candidate column "
+                "(`candidate` / `prediction` / `hypothesis`) and a reference column (`reference`, `references`) "
+                f"or several (`reference_1` .. `reference_n`: multi-reference). At most {config.max_rows} rows, "
+                f"{config.max_chars} characters per text, {config.max_upload_mb} MB per file."
+            )
+            with gr.Row():
+                upload = gr.File(label="Upload CSV / TSV / JSONL", file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"],
+                                 type="filepath", elem_id="upload")
+                pasted = gr.Textbox(label="…or paste rows", lines=6, placeholder=PASTE_PLACEHOLDER, elem_id="pasted")
+            batch_button = gr.Button("Score batch", variant="primary", elem_id="batch-button")
+            batch_error = gr.Markdown(elem_id="batch-error")
+            batch_summary = gr.Markdown(elem_id="batch-summary")
+            batch_table = gr.Dataframe(label="Per-row scores", interactive=False, elem_id="batch-table")
+            with gr.Row():
+                histogram = gr.Plot(label="F1 histogram", elem_id="histogram")
+                download = gr.File(label="Results (CSV)", elem_id="download")
+            batch_button.click(handlers.batch, [upload, pasted] + options,
+                               [batch_error, batch_table, batch_summary, histogram, download],
+                               api_visibility="undocumented", concurrency_id="bertscore")
+        gr.api(handlers.compute, api_name="compute", concurrency_id="bertscore")
+    demo.queue(max_size=config.queue_size, default_concurrency_limit=config.concurrency)
+    demo.bertscore_config = config  # type: ignore[attr-defined]
+    return demo
+
+
+if __name__ == "__main__":
+    _config = AppConfig.from_env()
+    build_demo(_config).launch(max_file_size=f"{_config.max_upload_mb}mb")
