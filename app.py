@@ -591,7 +591,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             heatmap = gr.Plot(label="Token similarity (winning reference)", elem_id="heatmap")
             tokens = gr.Dataframe(label="Tokens: weight and best match", interactive=False, elem_id="tokens")
             pair_button.click(handlers.pair, [candidate, references] + options, [pair_error, pair_scores, heatmap, tokens],
-                              api_visibility="undocumented", concurrency_id="bertscore")
+                              api_name="score_pair", api_visibility="undocumented", concurrency_id="bertscore")
         with gr.Tab("Batch", elem_id="tab-batch"):
             gr.Markdown(
                 "Upload a CSV, TSV or JSONL file, or paste CSV/TSV rows, with a header: a candidate column "
@@ -612,7 +612,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                 download = gr.File(label="Results (CSV)", elem_id="download")
             batch_button.click(handlers.batch, [upload, pasted] + options,
                                [batch_error, batch_table, batch_summary, histogram, download],
-                               api_visibility="undocumented", concurrency_id="bertscore")
+                               api_name="score_batch", api_visibility="undocumented", concurrency_id="bertscore")
         gr.api(handlers.compute, api_name="compute", concurrency_id="bertscore")
     demo.queue(max_size=config.queue_size, default_concurrency_limit=config.concurrency)
     demo.bertscore_config = config  # type: ignore[attr-defined]
