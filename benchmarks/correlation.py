@@ -1,0 +1,156 @@
+"""Segment-level correlation with WMT17 human judgements (to-English, 560 rows per pair).
+
+Pearson r of BERTScore F1 (embedded MiniLM, default layer; idf off and on) against the
+Direct Assessment `human_score`, per language pair and averaged over the 7 pairs, next to
+sentence-BLEU and chrF (sacrebleu) on the same rows and the official WMT17 sentBLEU column
+where it covers the rows (a sanity check of the protocol).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py [--data /work/shared/data]
+
+Writes benchmarks/results/correlation.md and correlation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import pearsonr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bertscore import BERTScorer  # noqa: E402
+from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
+
+PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results"
+# Published official sentBLEU r on this data (data README) for the sanity check.
+PUBLISHED_SENTBLEU = {"cs": 0.435, "de": 0.432, "fi": 0.571, "ru": 0.484, "tr": 0.538, "zh": 0.512}
+
+
+def read_tsv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+
+
+def pearson(x, y) -> float:
+    return float(pearsonr(np.asarray(x, dtype=float), np.asarray(y, dtype=float))[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    folder = args.data / "wmt17"
+    missing = [lp for lp in PAIRS if not (folder / f"wmt17_{lp}-en.tsv").is_file()]
+    if missing:
+        print(
+            f"error: WMT17 data not found under {folder} (missing: {', '.join(f'wmt17_{lp}-en.tsv' for lp in missing)}).\n"
+            "Pass --data /path/to/shared/data (the folder holding wmt17/) or set BERTSCORE_DATA.",
+            file=sys.stderr,
+        )
+        return 2
+
+    import sacrebleu
+
+    torch.set_num_threads(args.threads)
+    scorers = {
+        "bertscore_f1": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=False),
+        "bertscore_f1_idf": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=True),
+    }
+    official_path = folder / "wmt17_sentbleu_official_subset.tsv"
+    official = read_tsv(official_path) if official_path.is_file() else None
+
+    rows = []
+    started = time.perf_counter()
+    for lp in PAIRS:
+        frame = read_tsv(folder / f"wmt17_{lp}-en.tsv")
+        cands, refs = frame["candidate"].tolist(), frame["reference"].tolist()
+        human = frame["human_score"].astype(float).to_numpy()
+        row: dict[str, object] = {"lp": f"{lp}-en", "n": len(frame)}
+        for name, scorer in scorers.items():
+            # idf=True: idf over this pair's 560 references (the official package's protocol).
+            _, _, f1 = scorer.score(cands, refs)
+            row[name] = pearson(f1.numpy(), human)
+        bleu = [sacrebleu.sentence_bleu(c, [r]).score for c, r in zip(cands, refs)]
+        chrf = [sacrebleu.sentence_chrf(c, [r]).score for c, r in zip(cands, refs)]
+        row["sentbleu_sacrebleu"] = pearson(bleu, human)
+        row["chrf_sacrebleu"] = pearson(chrf, human)
+        if official is not None:
+            joined = frame.assign(sid=frame["sid"].astype(str)).merge(
+                official.assign(sid=official["sid"].astype(str)), on=["lp", "sys", "sid"], how="inner"
+            )
+            row["official_sentbleu_rows"] = len(joined)
+            row["official_sentbleu"] = pearson(joined["sentbleu"], joined["human_score"]) if len(joined) > 2 else None
+        row["published_sentbleu"] = PUBLISHED_SENTBLEU.get(lp)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    metrics = ["bertscore_f1", "bertscore_f1_idf", "sentbleu_sacrebleu", "chrf_sacrebleu", "official_sentbleu"]
+    mean = {m: float(np.mean([r[m] for r in rows if r.get(m) is not None])) for m in metrics if any(r.get(m) is not None for r in rows)}
+    command = "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py"
+    import sacrebleu as _sb
+    import transformers
+
+    result = {
+        "command": command,
+        "model": EMBEDDED_MODEL_NAME,
+        "layer": scorers["bertscore_f1"].num_layers,
+        "protocol": "Pearson r of metric vs human_score per language pair (560 rows), then the mean over 7 pairs",
+        "rows": rows,
+        "mean": mean,
+        "seconds": round(time.perf_counter() - started, 1),
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "sacrebleu": _sb.__version__},
+        "hash": {k: s.hash for k, s in scorers.items()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "correlation.json").write_text(json.dumps(result, indent=2) + "\n")
+
+    def fmt(value) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = [
+        "# WMT17 segment-level correlation (to-English, Pearson r vs DA human_score)",
+        "",
+        f"Reproduce: `{command}` (data: /work/shared/data/wmt17, read-only; {result['seconds']} s on CPU).",
+        "",
+        f"BERTScore: `{EMBEDDED_MODEL_NAME}` (embedded), layer {result['layer']}, F1, no baseline rescaling; "
+        "idf variant = idf over each pair's 560 references. sentBLEU / chrF: sacrebleu "
+        "`sentence_bleu` / `sentence_chrf` defaults on the same (lowercased, tokenised) rows. "
+        "Official sentBLEU: the WMT17 column, on the rows it covers (n shown).",
+        "",
+        "| pair | BERTScore F1 | BERTScore F1 (idf) | sentBLEU (sacrebleu) | chrF (sacrebleu) | official sentBLEU (n) | published sentBLEU |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['lp']} | {fmt(r['bertscore_f1'])} | {fmt(r['bertscore_f1_idf'])} | {fmt(r['sentbleu_sacrebleu'])} | "
+            f"{fmt(r['chrf_sacrebleu'])} | {fmt(r.get('official_sentbleu'))} ({r.get('official_sentbleu_rows', 0)}) | "
+            f"{fmt(r['published_sentbleu'])} |"
+        )
+    lines.append(
+        f"| **mean** | **{fmt(mean['bertscore_f1'])}** | **{fmt(mean['bertscore_f1_idf'])}** | {fmt(mean['sentbleu_sacrebleu'])} | "
+        f"{fmt(mean['chrf_sacrebleu'])} | {fmt(mean.get('official_sentbleu'))} | |"
+    )
+    lines += ["", f"Scorer hashes: idf off `{result['hash']['bertscore_f1']}`, idf on `{result['hash']['bertscore_f1_idf']}`.", ""]
+    (args.out / "correlation.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
