@@ -215,19 +215,25 @@ def run(args: argparse.Namespace) -> int:
             detail = ", ".join(f"{p}: {n} lines" for p, n in counts.items())
             raise InputError(f"the input files differ in length ({detail}): give one reference per candidate line")
 
+    from . import distributed
+
+    sharded = distributed.is_distributed()  # launched by torchrun / accelerate with WORLD_SIZE > 1
+    device = distributed.local_device(args.device) if sharded else args.device
     model_type = args.model_type or default_model_for_lang(args.lang)
     model = load_model(model_type, args.num_layers)
     idf = _idf_from_references(model, args.references, args.chunk_size) if args.idf else False
     scorer = BERTScorer(
         model_type=model_type, batch_size=args.batch_size, lang=args.lang, idf=idf,
         rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-        device=args.device, dtype=args.dtype, max_tokens_per_batch=args.max_tokens_per_batch,
+        device=device, dtype=args.dtype, max_tokens_per_batch=args.max_tokens_per_batch,
         chunk_size=args.chunk_size, loaded_model=model,
     )
+    if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
+        return distributed.run_cli(args, scorer, _write_results, _pairs)
     return _write_results(args, scorer)
 
 
-def _write_results(args: argparse.Namespace, scorer) -> int:
+def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=None) -> int:
     summary = Summary()
     done: list[Row] = []
     output_path = Path(args.output) if args.output else None
@@ -257,6 +263,8 @@ def _write_results(args: argparse.Namespace, scorer) -> int:
         skipped = sum(1 for _ in islice(pairs, len(done)))
         if skipped < len(done):
             raise InputError(f"{output_path} holds {len(done)} rows but the inputs only {skipped} pairs")
+        if on_start is not None:
+            on_start(len(done))
         index = len(done)
         progress = tqdm(total=args.total_pairs, initial=index, disable=not args.verbose, desc="BERTScore", unit="pair")
         while chunk := list(islice(pairs, args.chunk_size)):
@@ -267,7 +275,7 @@ def _write_results(args: argparse.Namespace, scorer) -> int:
                 logger.warning("empty text on line %s: scored 0", ", ".join(empty))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                precision, recall, f1 = scorer.score(cands, refs)
+                precision, recall, f1 = (score_fn or scorer.score)(cands, refs)
             progress.update(len(chunk))
             rows = [Row(index + i, p, r, f) for i, (p, r, f) in
                     enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]

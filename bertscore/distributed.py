@@ -1,0 +1,238 @@
+"""Sharded scoring with torch.distributed: every rank scores a token-balanced shard.
+
+Launch N processes with `torchrun --nproc_per_node=N` (or `accelerate launch`, which sets
+the same RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT variables) and call
+`score_distributed(scorer, cands, refs)` on every rank with the *same* inputs:
+
+    from bertscore import BERTScorer
+    from bertscore.distributed import init_from_env, local_device, score_distributed
+
+    init_from_env()                                   # gloo on CPU, nccl on GPU
+    scorer = BERTScorer(model_type=..., device=local_device())
+    P, R, F = score_distributed(scorer, cands, refs)  # full results on every rank
+
+Each rank tokenizes the inputs, the candidates (each with all its references) are assigned
+greedily to ranks so that token sums are balanced (same assignment on every rank), each
+rank computes the raw pair scores of its shard with `BERTScorer.score_pairs`, the raw pair
+scores are gathered with their indices, and the multi-reference max and baseline rescaling
+are applied exactly as `BERTScorer.score` does. The numbers equal one process's (up to
+float rounding from different padding in encoder batches, far below 1e-6).
+
+`dst=None` (default) returns the results on every rank (`all_gather_object`); `dst=0`
+returns them on rank 0 only (`gather_object`, less traffic) and None on the other ranks.
+Outside a distributed launch (WORLD_SIZE unset or 1, no process group) it is `scorer.score`.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import os
+import warnings
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import baselines
+from .inputs import normalize_inputs
+
+Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+# ----- process group ----------------------------------------------------------------------
+def env_world_size() -> int:
+    """WORLD_SIZE from the environment (1 when not launched by torchrun / accelerate)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def is_distributed() -> bool:
+    """True when a process group with more than one rank is (or can be) used."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size() > 1
+    return env_world_size() > 1
+
+
+def init_from_env(backend: str | None = None) -> bool:
+    """Initialise the default process group from the torchrun env vars if not done yet.
+
+    Backend: nccl when CUDA is available, else gloo. On CUDA the current device is set to
+    LOCAL_RANK. Returns True when this call created the group (so the caller may destroy it).
+    """
+    import torch.distributed as dist
+
+    if not dist.is_available() or dist.is_initialized() or env_world_size() <= 1:
+        return False
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend=backend)
+    return True
+
+
+def rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def world_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def local_device(device: str | None = None) -> str | None:
+    """The device a rank should score on: cuda:LOCAL_RANK when CUDA is used, else `device`."""
+    if device not in (None, "cuda") or not torch.cuda.is_available():
+        return device
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+
+
+# ----- sharding ---------------------------------------------------------------------------
+def balanced_shards(costs: Sequence[int], num_shards: int) -> list[list[int]]:
+    """Assign items to shards greedily (largest first, to the lightest shard) to balance cost.
+
+    Deterministic: every rank computes the same assignment. Each shard's indices ascend.
+    """
+    shards: list[list[int]] = [[] for _ in range(num_shards)]
+    heap = [(0, shard) for shard in range(num_shards)]
+    for index in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        load, shard = heapq.heappop(heap)
+        shards[shard].append(index)
+        heapq.heappush(heap, (load + int(costs[index]), shard))
+    return [sorted(shard) for shard in shards]
+
+
+def finish_scores(scorer: Any, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
+    """P, R, F from raw pair scores [n, 3] ([n, K, 3]): per-candidate max, rescale, layout.
+
+    The same steps as the end of `BERTScorer.score` (owners[i] = candidate of pair i).
+    """
+    shape = (num_candidates,) + tuple(pair_scores.shape[1:])
+    best = torch.full(shape, float("-inf")).scatter_reduce(
+        0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
+    )
+    if scorer._baseline is not None:
+        best = baselines.rescale(best, scorer._baseline)
+    if scorer.all_layers:
+        best = best.transpose(0, 1)  # [K, N, 3], as the official package
+    return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()
+
+
+def score_distributed(
+    scorer: Any,
+    cands: Sequence[str],
+    refs: Sequence[str] | Sequence[Sequence[str]],
+    verbose: bool = False,
+    dst: int | None = None,
+) -> Scores | None:
+    """`scorer.score(cands, refs)` computed by all ranks together (call it on every rank).
+
+    Every rank passes the same inputs. Returns (P, R, F) on every rank (`dst=None`) or on
+    rank `dst` only (None elsewhere). Per-call idf (`idf=True` without fixed weights) is
+    computed over *all* references, as one process would.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return scorer.score(cands, refs, verbose=verbose)
+    me, size = dist.get_rank(), dist.get_world_size()
+    candidates, groups = normalize_inputs(cands, refs)
+    flat_refs = [ref for group in groups for ref in group]
+    owners = [i for i, group in enumerate(groups) for _ in group]
+    if me == (dst or 0):
+        from .scorer import _warn_empty
+
+        empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
+        empty += [
+            f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
+            for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
+        ]
+        if empty:
+            _warn_empty(empty)
+    if scorer._idf_weights is None:  # per-call idf: weights over every reference, not the shard's
+        scorer = copy.copy(scorer)
+        scorer._idf_weights = scorer.idf_weights_for(flat_refs)
+
+    # Balance by tokens: a candidate and all its references go to the same rank.
+    keys = list(dict.fromkeys(t.strip() for t in candidates + flat_refs))
+    lengths = dict(zip(keys, (len(ids) for ids in scorer.model.tokenize(keys))))
+    costs = [
+        (lengths[c.strip()] if c.strip() else 0) * len(group) + sum(lengths[r.strip()] if r.strip() else 0 for r in group)
+        for c, group in zip(candidates, groups)
+    ]
+    mine = set(balanced_shards(costs, size)[me])
+    pair_indices = [p for p, owner in enumerate(owners) if owner in mine]
+    if pair_indices:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # empty texts: warned once above
+            local = scorer.score_pairs(
+                [candidates[owners[p]] for p in pair_indices], [flat_refs[p] for p in pair_indices],
+                verbose=verbose and me == (dst or 0), warn_empty=False,
+            )
+    else:
+        layers = (scorer.model.total_layers + 1,) if scorer.all_layers else ()
+        local = torch.zeros((0,) + layers + (3,))
+    payload = (pair_indices, local.cpu())
+    if dst is None:
+        gathered: list[Any] = [None] * size
+        dist.all_gather_object(gathered, payload)
+    else:
+        gathered = [None] * size if me == dst else None
+        dist.gather_object(payload, gathered, dst=dst)
+        if me != dst:
+            return None
+    pair_scores = torch.empty((len(flat_refs),) + tuple(local.shape[1:]))
+    for indices, scores in gathered:
+        if indices:
+            pair_scores[torch.tensor(indices, dtype=torch.long)] = scores
+    return finish_scores(scorer, pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
+
+
+# ----- command line -----------------------------------------------------------------------
+def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Callable[[Any], Any]) -> int:
+    """The CLI under torchrun: every rank reads the inputs, scores its shard of each chunk;
+    rank 0 alone writes the output (and handles --resume); the others follow its chunks.
+    """
+    import torch.distributed as dist
+    from itertools import islice
+
+    created = init_from_env()
+    try:
+        if dist.get_rank() == 0:
+            started = []
+
+            def on_start(skip: int) -> None:
+                started.append(skip)
+                dist.broadcast_object_list([skip], src=0)
+
+            try:
+                return write_results(
+                    args, scorer, score_fn=lambda c, r: score_distributed(scorer, c, r, dst=0), on_start=on_start
+                )
+            except BaseException:
+                if not started:  # tell the other ranks to stop instead of waiting for chunks
+                    dist.broadcast_object_list([-1], src=0)
+                raise
+        box: list[Any] = [None]
+        dist.broadcast_object_list(box, src=0)
+        skip = box[0]
+        if skip < 0:
+            return 2  # rank 0 failed before scoring and reported why
+        stream = pairs(args)
+        for _ in islice(stream, skip):
+            pass
+        while chunk := list(islice(stream, args.chunk_size)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                score_distributed(scorer, [c for c, _ in chunk], [r for _, r in chunk], dst=0)
+        return 0
+    finally:
+        if created:
+            dist.destroy_process_group()
