@@ -303,7 +303,7 @@ def heatmap_figure(explanation: Explanation) -> plt.Figure:
     sim = ref.similarity.numpy()
     rows, cols = sim.shape
     width = min(18.0, 3.0 + 0.42 * cols)
-    height = min(18.0, 2.5 + 0.36 * rows)
+    height = min(18.0, 3.0 + 0.36 * rows)
     fig, ax = plt.subplots(figsize=(width, height), dpi=90)
     image = ax.imshow(sim, cmap="viridis", vmin=min(0.0, float(sim.min())), vmax=1.0, aspect="auto")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="cosine similarity")
@@ -311,7 +311,7 @@ def heatmap_figure(explanation: Explanation) -> plt.Figure:
     r_cols = [j for j in range(cols) if ref.weights[j] > 0]
     ax.scatter([ref.cand_best[i] for i in p_rows], p_rows, marker="o", s=110, facecolors="none",
                edgecolors="red", linewidths=2, label="precision: best reference token per candidate token (row max)")
-    ax.scatter(r_cols, [ref.ref_best[j] for j in r_cols], marker="x", s=70, c="white",
+    ax.scatter(r_cols, [ref.ref_best[j] for j in r_cols], marker="x", s=70, c="#ff8c00",
                linewidths=2, label="recall: best candidate token per reference token (column max)")
     if rows <= HEATMAP_LABEL_LIMIT and cols <= HEATMAP_LABEL_LIMIT:
         ax.set_yticks(range(rows), [_label(t, w, explanation.idf) for t, w in zip(explanation.tokens, explanation.weights)])
@@ -320,9 +320,8 @@ def heatmap_figure(explanation: Explanation) -> plt.Figure:
     ax.set_ylabel("candidate tokens" + (" (idf weight)" if explanation.idf else ""))
     ax.set_xlabel(f"reference #{explanation.winner + 1} tokens" + (" (idf weight)" if explanation.idf else ""))
     ax.set_title(f"Token similarity, candidate vs reference #{explanation.winner + 1}  (F1 {ref.f1:.4f})", fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 if cols <= HEATMAP_LABEL_LIMIT else -0.08),
-              fontsize=8, frameon=False)
-    fig.tight_layout()
+    fig.legend(loc="lower center", ncol=1, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

@@ -1,0 +1,145 @@
+"""The Space app in a real headless Chromium (Python playwright, system /usr/bin/chromium).
+
+Screenshots go to a temp dir and, when BERTSCORE_SAVE_SCREENSHOTS=<dir> is set, there too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
+]
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("gradio")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import app  # noqa: E402
+import bertscore  # noqa: E402
+
+MODEL = bertscore.EMBEDDED_MODEL_NAME
+TIMEOUT_MS = 60_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def url():
+    config = app.AppConfig.from_env({"BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_ROWS": "50"})
+    demo = app.build_demo(config)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page():
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("screenshots")
+    extra = os.environ.get("BERTSCORE_SAVE_SCREENSHOTS")
+
+    def save(page, name: str, locator=None) -> Path:
+        path = directory / name
+        (locator or page).screenshot(path=str(path), **({} if locator else {"full_page": True}))
+        assert path.stat().st_size > 1000
+        if extra:
+            os.makedirs(extra, exist_ok=True)
+            shutil.copy(path, Path(extra) / name)
+        return path
+
+    return save
+
+
+def _open(page, url: str, tab: str | None = None) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator("#candidate textarea").wait_for(timeout=TIMEOUT_MS)
+    if tab:
+        page.get_by_role("tab", name=tab).click()
+
+
+def test_one_pair_scores_and_heatmap(page, url, shots) -> None:
+    candidate = "The quick brown fox jumps over the lazy dog."
+    references = ["A fast brown fox leaps over a lazy dog.", "Dogs are sleeping."]
+    _open(page, url)
+    page.locator("#idf input[type=checkbox]").check()
+    page.locator("#candidate textarea").fill(candidate)
+    page.locator("#references textarea").fill("\n".join(references))
+    page.locator("#pair-button").click()
+    scores = page.locator("#pair-scores")
+    playwright_sync.expect(scores).to_contain_text("Winning reference", timeout=TIMEOUT_MS)
+    (p, r, f), hashcode = bertscore.score([candidate], [references], model_type=MODEL, idf=True, return_hash=True)
+    text = scores.inner_text()
+    for value in (p, r, f):
+        assert f"{value.item():.4f}" in text
+    assert "#1" in text and hashcode in text
+    plot = page.locator("#heatmap")
+    image = plot.locator("img, canvas").first  # matplotlib figures render as an <img> (svg: only icons)
+    image.wait_for(timeout=TIMEOUT_MS)
+    box = image.bounding_box()
+    assert box and box["width"] > 200 and box["height"] > 100
+    playwright_sync.expect(page.locator("#tokens")).to_contain_text("[CLS]")
+    shots(page, "app-pair.png")
+
+
+def test_batch_upload_table_and_bad_file(page, url, shots, tmp_path: Path) -> None:
+    rows = [("the cat sat on the mat", "a cat was sitting on the mat"),
+            ("Paris is the capital of France.", "France's capital is Paris."),
+            ("hello world", "goodbye moon")]
+    good = tmp_path / "pairs.csv"
+    good.write_text("candidate,reference\n" + "".join(f'"{c}","{r}"\n' for c, r in rows))
+    _open(page, url, "Batch")
+    page.locator("#upload input[type=file]").set_input_files(str(good))
+    page.locator("#batch-button").click()
+    summary = page.locator("#batch-summary")
+    playwright_sync.expect(summary).to_contain_text("corpus mean", timeout=TIMEOUT_MS)
+    p, r, f = bertscore.score([c for c, _ in rows], [r for _, r in rows], model_type=MODEL)
+    assert f"F1 {f.mean().item():.4f}" in summary.inner_text()
+    table = page.locator("#batch-table")
+    for value in f.tolist():
+        playwright_sync.expect(table).to_contain_text(f"{value:.4f}")
+    histogram = page.locator("#histogram").locator("img, canvas").first
+    histogram.wait_for(timeout=TIMEOUT_MS)
+    assert histogram.bounding_box()["width"] > 200
+    playwright_sync.expect(page.locator("#download a[href*='bertscore_results.csv']")).to_have_count(1)
+    shots(page, "app-batch.png")
+
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary junk")
+    _open(page, url, "Batch")
+    page.locator("#upload input[type=file]").set_input_files(str(bad))
+    page.locator("#batch-button").click()
+    playwright_sync.expect(page.locator("#batch-error")).to_contain_text("looks binary", timeout=TIMEOUT_MS)
+    shots(page, "app-batch-error.png")
