@@ -1,0 +1,119 @@
+"""Sharded scoring under torchrun: 2 CPU ranks (gloo) give one process's numbers, API and CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertscore.distributed import balanced_shards, finish_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+SENTENCES = [
+    "The cat sat on the mat.", "A dog is running in the park.", "It is raining heavily today.",
+    "She bought three apples at the market.", "The meeting was postponed until next week.",
+    "He plays the guitar every evening.", "Stock prices fell sharply on Monday after the report.",
+    "The children built a sandcastle on the beach.", "Our flight was delayed by two hours.",
+    "The new bridge will open in spring.", "Scientists discovered a new species of frog in the rainforest.",
+    "Please close the window.",
+]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    rng = random.Random(0)
+    cands, refs, refs2 = [], [], []
+    for i in range(40):
+        a, b = rng.choice(SENTENCES), rng.choice(SENTENCES)
+        cands.append(a if i % 7 else a.lower() + " indeed")
+        refs.append(b if i % 5 else a)
+        refs2.append(rng.choice(SENTENCES))
+    cands[3] = ""  # an empty candidate scores 0 on any rank
+    folder = tmp_path_factory.mktemp("dist")
+    paths = {}
+    for name, lines in (("c", cands), ("r", refs), ("r2", refs2)):
+        paths[name] = folder / f"{name}.txt"
+        paths[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return paths
+
+
+def _torchrun(args: list[str], nproc: int = 2) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+               "--master_port", str(29500 + os.getpid() % 1000), *args]
+    return subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_balanced_shards_balance_and_cover() -> None:
+    costs = [9, 1, 1, 7, 3, 3, 5, 2, 8, 4]
+    shards = balanced_shards(costs, 3)
+    assert sorted(i for shard in shards for i in shard) == list(range(len(costs)))
+    loads = [sum(costs[i] for i in shard) for shard in shards]
+    assert max(loads) - min(loads) <= max(costs)
+    assert balanced_shards([], 2) == [[], []]
+
+
+def test_finish_scores_matches_score(corpus) -> None:
+    from bertscore import BERTScorer
+
+    scorer = BERTScorer(model_type=MODEL, idf=True)
+    cands = corpus["c"].read_text().split("\n")[:8]
+    refs = [[a, b] for a, b in zip(corpus["r"].read_text().split("\n")[:8], corpus["r2"].read_text().split("\n")[:8])]
+    expected = scorer.score(cands, refs)
+    flat = [r for group in refs for r in group]
+    owners = torch.tensor([i for i, g in enumerate(refs) for _ in g])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fixed = BERTScorer(model_type=MODEL, idf=scorer.idf_weights_for(flat))
+        raw = fixed.score_pairs([cands[i] for i in owners.tolist()], flat)
+    for got, want in zip(finish_scores(scorer, raw, owners, len(cands)), expected):
+        assert torch.allclose(got, want, atol=1e-6)
+
+
+def test_python_api_two_ranks_equal_one_process(corpus, tmp_path) -> None:
+    extra = ["--idf"]  # per-call idf must come from all references, not a shard's
+    script = str(ROOT / "examples" / "score_distributed.py")
+    inputs = [str(corpus["c"]), str(corpus["r"]), str(corpus["r2"])]
+    one = subprocess.run([sys.executable, script, *inputs, "--out", str(tmp_path / "one.json"), *extra],
+                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr
+    two = _torchrun([script, *inputs, "--out", str(tmp_path / "two.json"), *extra])
+    assert two.returncode == 0, two.stderr[-3000:]
+    a = json.loads((tmp_path / "one.json").read_text())
+    b = json.loads((tmp_path / "two.json").read_text())
+    assert b["world_size"] == 2 and a["world_size"] == 1
+    assert a["hashcode"] == b["hashcode"]
+    assert len(b["f1"]) == 40 and b["f1"][3] == 0.0
+    delta = max(abs(x - y) for key in ("precision", "recall", "f1") for x, y in zip(a[key], b[key]))
+    assert delta <= 1e-6
+
+
+def test_cli_two_ranks_equal_one_process(corpus, tmp_path) -> None:
+    common = ["-c", str(corpus["c"]), "-r", str(corpus["r"]), str(corpus["r2"]), "-m", MODEL,
+              "--idf", "-f", "jsonl", "--chunk-size", "7"]
+    one = subprocess.run([sys.executable, "-m", "bertscore", *common, "-o", str(tmp_path / "one.jsonl")],
+                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr
+    two = _torchrun(["-m", "bertscore", *common, "-o", str(tmp_path / "two.jsonl")])
+    assert two.returncode == 0, two.stderr[-3000:]
+    a = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    b = [json.loads(line) for line in (tmp_path / "two.jsonl").read_text().splitlines()]
+    assert [row["index"] for row in b] == list(range(40))
+    delta = max(abs(x[k] - y[k]) for x, y in zip(a, b) for k in ("precision", "recall", "f1"))
+    assert delta <= 1e-6
+    assert two.stderr.count("mean over 40 pairs") == 1  # rank 0 alone reports
