@@ -340,6 +340,12 @@ def fmt(value: float) -> str:
 
 
 # ----- handlers ----------------------------------------------------------------------------------
+def _user_message(error: Exception) -> str:
+    if isinstance(error, UserError):
+        return str(error)
+    return f"unexpected {type(error).__name__}: {_short(str(error))}"
+
+
 def _error_md(message: str) -> str:
     return f"**Error:** {message}"
 
@@ -374,9 +380,10 @@ class Handlers:
             figure = heatmap_figure(explanation)
             plt.close(figure)
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
-        except UserError as error:
-            gr.Warning(str(error))
-            return _error_md(str(error)), "", None, empty_table
+        except Exception as error:  # a message in the page, never a crashed worker
+            message = _user_message(error)
+            gr.Warning(message)
+            return _error_md(message), "", None, empty_table
 
     @staticmethod
     def _pair_markdown(expl: Explanation, notes: list[str]) -> str:
@@ -462,9 +469,10 @@ class Handlers:
             for column in ("precision", "recall", "f1"):
                 shown[column] = shown[column].map(fmt)
             return "", shown, summary, figure, path
-        except UserError as error:
-            gr.Warning(str(error))
-            return _error_md(str(error)), empty, "", None, None
+        except Exception as error:
+            message = _user_message(error)
+            gr.Warning(message)
+            return _error_md(message), empty, "", None, None
 
     def _batch_inputs(self, upload: Any, pasted: str) -> tuple[list[str], list[list[str]]]:
         if upload:

@@ -152,3 +152,17 @@ def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     assert f"F1 {f.mean().item():.4f}" in summary
     csv_text = Path(download).read_text()
     assert csv_text.splitlines()[0] == "row,candidate,references,precision,recall,f1,hashcode"
+
+
+def test_pair_handler_direct() -> None:
+    handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_MAX_CHARS": "100"})))
+    error, scores, figure, table = handlers.pair("the cat sat", "a cat sat\nthe dog sat", MODEL, "", True, True, "")
+    assert error == "" and figure is not None
+    p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True)
+    assert f"| raw | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
+    assert "no packaged rescale baseline" in scores and "Winning reference:** #1" in scores
+    assert list(table.columns) == ["side", "#", "token", "weight", "best match", "cosine"]
+    error, scores, figure, _ = handlers.pair("x" * 101, "y", MODEL, "", False, False, "")
+    assert "at most 100" in error and figure is None
+    error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, False, "")
+    assert "whole number" in error

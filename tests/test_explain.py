@@ -83,3 +83,16 @@ class _nothing:
 
     def __exit__(self, *args: object) -> bool:
         return False
+
+
+def test_rescaled_numbers_equal_score(tmp_path) -> None:
+    baseline = tmp_path / "baseline.tsv"
+    baseline.write_text("LAYER,P,R,F\n" + "".join(f"{k},0.{k}1,0.{k}2,0.{k}3\n" for k in range(7)))
+    scorer = POOL.get(model_type=EMBEDDED_MODEL_NAME, idf=True, rescale_with_baseline=True, baseline_path=str(baseline))
+    refs = ["a cat was sitting on the mat", "the dog sat on a log"]
+    p, r, f = scorer.score(["the cat sat on the mat"], [refs])
+    explanation = explain_pair(scorer, "the cat sat on the mat", refs)
+    assert explanation.rescaled == pytest.approx((p.item(), r.item(), f.item()), abs=1e-6)
+    assert explanation.scores == explanation.rescaled
+    assert explanation.best.rescaled is not None
+    assert explanation.f1 != pytest.approx(f.item())  # raw kept next to the rescaled numbers
