@@ -251,7 +251,15 @@ def parse_table(text: str, name: str = "input", max_rows: int | None = None) -> 
     if not stripped:
         raise UserError(f"{name} is empty")
     records: list[dict[str, Any]]
-    if stripped.startswith("{"):
+    if stripped.startswith("["):  # a JSON array of objects
+        try:
+            records = json.loads(stripped)
+        except json.JSONDecodeError as error:
+            raise UserError(f"{name}: not valid JSON ({error.msg} at line {error.lineno})") from error
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise UserError(f"{name}: a JSON file must be an array of objects (or JSONL: one object per line)")
+        columns = list(dict.fromkeys(k for r in records for k in r))
+    elif stripped.startswith("{"):
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():

@@ -31,6 +31,9 @@ def test_parse_csv_tsv_jsonl_and_multi_reference() -> None:
     jsonl = '{"candidate": "a", "references": ["b", "c"]}\n\n{"candidate": "d", "references": "e"}\n'
     assert app.parse_table(jsonl) == (["a", "d"], [["b", "c"], ["e"]])
     assert app.parse_table('candidate,references\na,"[""b"", ""c""]"\n') == (["a"], [["b", "c"]])
+    assert app.parse_table('[{"prediction": "a", "reference_1": "b", "reference_2": "c"}]') == (["a"], [["b", "c"]])
+    with pytest.raises(app.UserError, match="array of objects"):
+        app.parse_table('[1, 2]')
 
 
 @pytest.mark.parametrize(
@@ -150,6 +153,9 @@ def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     p, r, f = bertscore.score(["the cat sat", "hello"], [["a cat sat", "the dog sat"], ["hi"]], model_type=MODEL)
     assert [row[-1] for row in table["data"]] == [f"{x:.4f}" for x in f.tolist()]
     assert f"F1 {f.mean().item():.4f}" in summary
+    pasted = server.predict(None, "candidate,reference_1,reference_2\nthe cat sat,a cat sat,the dog sat\n", MODEL, "", False, False, "",
+                            api_name="/score_batch")
+    assert pasted[0] == "" and pasted[1]["data"][0][-1] == table["data"][0][-1]
     csv_text = Path(download).read_text()
     assert csv_text.splitlines()[0] == "row,candidate,references,precision,recall,f1,hashcode"
 
