@@ -1,65 +1,98 @@
 """Tiny, random-weight transformer models + tokenizers, built fully offline.
 
-Each ``build_*`` function trains a small tokenizer (``tokenizers`` library) on a
-fixed, embedded corpus, wraps it in the matching ``transformers`` tokenizer
-class, creates a tiny randomly initialised encoder (``torch.manual_seed`` fixed)
-and saves both with ``save_pretrained`` into ``out_dir``.  The directory can
-then be loaded with ``AutoTokenizer.from_pretrained(out_dir)`` /
-``AutoModel.from_pretrained(out_dir)`` and passed as ``model_type=str(out_dir)``
-to the official ``bert_score.score`` (pass ``num_layers`` explicitly: the path
-is not in ``bert_score.utils.model2layers``).  Nothing is downloaded; set
-``HF_HUB_OFFLINE=1`` anyway so that no hub lookup is attempted.
+Each ``build_*(out_dir)`` trains a small tokenizer on the fixed corpus embedded
+here (``training_corpus()``), wraps it in the matching ``transformers``
+tokenizer class, creates a tiny randomly initialised encoder
+(``torch.manual_seed(SEED)``) and ``save_pretrained``-s both *directly into*
+``out_dir`` (created if needed), returning ``out_dir``.  ``build_all(root)``
+builds every model into ``root/<name>`` and returns ``{name: path}``.  The
+directories load with ``AutoTokenizer.from_pretrained(path)`` /
+``AutoModel.from_pretrained(path)`` and work as ``model_type=str(path)`` for the
+official ``bert_score.score`` (pass ``num_layers`` explicitly: a path is not in
+``bert_score.utils.model2layers``).  Nothing is downloaded (set
+``HF_HUB_OFFLINE=1`` anyway).  Output is byte-for-byte reproducible across
+processes; building all three takes ~3 s on CPU.
 
 Models (all: hidden 32, 3 layers, 4 heads, FFN 64, ``model_max_length=128``,
-each directory well under 1 MB):
+~0.2-0.3 MB per directory):
 
-* ``build_roberta``: byte-level BPE (vocab 1000), ``RobertaTokenizer(Fast)``
-  saved with ``add_prefix_space=True``; ``RobertaModel``
-  (``max_position_embeddings=130``, ``pad_token_id=1``).
-* ``build_xlmr``: Unigram/SentencePiece-style with Metaspace (vocab ~1000),
-  ``XLMRobertaTokenizer(Fast)``; ``XLMRobertaModel`` (positions 130).
-* ``build_electra``: lowercasing WordPiece (vocab ~1000),
-  ``ElectraTokenizerFast`` (an alias of ``BertTokenizer`` in transformers 5,
-  so the saved ``tokenizer_class`` is ``BertTokenizer``); ``ElectraModel``
-  (``embedding_size=16``, positions 128, ``pad_token_id=0``).
+========= ============================ ========= ===================================
+name      tokenizer (transformers 5)    vocab     model
+========= ============================ ========= ===================================
+roberta   RobertaTokenizer (== ...Fast) 1000      RobertaModel, positions 130, pad 1
+          byte-level BPE, saved with
+          ``add_prefix_space=True``
+xlmr      XLMRobertaTokenizer           906       XLMRobertaModel, positions 130, pad 1
+          Unigram + Metaspace (spm)
+electra   BertTokenizer (==             1000      ElectraModel, embedding_size 16,
+          ElectraTokenizerFast), lower            positions 128, pad 0
+          case WordPiece
+========= ============================ ========= ===================================
 
 Notes on transformers 5 (checked with transformers 5.24, tokenizers 0.23,
-bert-score 0.3.13):
+sentencepiece 0.2, bert-score 0.3.13):
 
-* There are no separate slow/fast tokenizer classes any more: ``XxxTokenizerFast``
-  is an alias of ``XxxTokenizer`` (a ``TokenizersBackend``), and
-  ``AutoTokenizer`` ignores ``use_fast`` (bert_score passes ``use_fast=False``).
-* When loading, the model-specific classes do NOT take the normalizer /
-  pre-tokenizer / decoder from ``tokenizer.json``; they rebuild them in
-  ``__init__`` from ``tokenizer_config.json`` kwargs (``add_prefix_space``,
-  ``do_lower_case`` ...) and only take the vocab/merges (and post-processor)
-  from ``tokenizer.json``.  The builders therefore instantiate the
-  ``transformers`` class from the trained vocab/merges (exactly what a reload
-  does) and train with the very same normalizer/pre-tokenizer that the class
-  rebuilds.  ``XLMRobertaTokenizer`` hard-codes ``unk_id=3``, hence the special
-  token order ``<s> <pad> </s> <unk> <mask>``.
-* Official ``bert_score.utils.sent_encode``: ``RobertaTokenizer`` now *is* the
-  fast class, so ``isinstance(tok, RobertaTokenizer)`` is True for the RoBERTa
-  model (``GPT2Tokenizer`` is not, it is a sibling class) and it calls
+* There are no separate slow/fast tokenizer classes any more:
+  ``XxxTokenizerFast`` is an alias of ``XxxTokenizer`` (a ``TokenizersBackend``;
+  ``ElectraTokenizerFast`` is ``BertTokenizer``) and ``AutoTokenizer`` ignores
+  ``use_fast`` (bert_score passes ``use_fast=False``: harmless).
+* On load, model-specific tokenizer classes do NOT take the normalizer /
+  pre-tokenizer / decoder from ``tokenizer.json``: their ``__init__`` rebuilds
+  them from ``tokenizer_config.json`` kwargs (``add_prefix_space``,
+  ``do_lower_case`` ...) and only the vocab/merges come from
+  ``tokenizer.json``.  The builders therefore construct the ``transformers``
+  class from the trained vocab/merges (exactly what a reload does) and train
+  with the same normalizer/pre-tokenizer the class rebuilds; the reloaded
+  backend equals the saved ``tokenizer.json``.  ``XLMRobertaTokenizer``
+  hard-codes ``unk_id=3``, hence the order ``<s> <pad> </s> <unk> <mask>``.
+* Determinism: ``tokenizers``' ``UnigramTrainer`` and ``WordPieceTrainer`` give
+  different vocabs in different processes (hash-map order, parallel float
+  sums).  So the Unigram vocab is trained with ``sentencepiece``
+  (``num_threads=1``) and the WordPiece vocab with the (deterministic)
+  ``BpeTrainer`` on words whose non-initial characters are mapped to
+  private-use code points (= ``##`` pieces).  The byte-level BPE trainer is
+  deterministic as is.
+
+Official ``bert_score`` on transformers 5 (works on these models, no patch
+needed for normal, non-empty inputs):
+
+* ``sent_encode``: ``RobertaTokenizer`` now *is* the fast class, so
+  ``isinstance(tok, RobertaTokenizer)`` is True for ``roberta``
+  (``isinstance(tok, GPT2Tokenizer)`` is False: sibling class) and it calls
   ``tok.encode(sent, add_special_tokens=True, add_prefix_space=True,
-  max_length=tok.model_max_length, truncation=True)``.  The
-  ``add_prefix_space`` call kwarg is silently ignored by transformers 5 fast
-  tokenizers; the prefix space only happens because the tokenizer is saved with
-  ``add_prefix_space=True``.  For these models ``sent_encode`` equals
-  ``tok(text.strip(), add_special_tokens=True, truncation=True,
-  max_length=tok.model_max_length)["input_ids"]``.
-* ``model_max_length`` must be saved in ``tokenizer_config.json`` (it is,
-  128): bert_score truncates with ``max_length=tokenizer.model_max_length``,
-  and an unset value (huge sentinel) would let long inputs overflow the
-  position embeddings.
+  max_length=tok.model_max_length, truncation=True)``.  transformers 5 silently
+  IGNORES the ``add_prefix_space`` call kwarg; the prefix space is only added
+  because the tokenizer is saved with ``add_prefix_space=True`` (a real
+  ``roberta-large`` loaded under transformers 5 would get no prefix space,
+  unlike under transformers 4).  For all three models ``sent_encode(tok, s)``
+  equals ``tok(s.strip(), add_special_tokens=True, truncation=True,
+  max_length=tok.model_max_length)["input_ids"]`` (checked on 50 sentences
+  incl. leading/trailing whitespace, unicode, >128-token text).
+* Empty / whitespace-only sentences CRASH the official package:
+  ``sent_encode`` calls ``tokenizer.build_inputs_with_special_tokens([])``,
+  which transformers 5 tokenizers no longer have (``AttributeError``).  Avoid
+  them in reference comparisons, or monkeypatch e.g.
+  ``type(tok).build_inputs_with_special_tokens = lambda self, ids: [self.cls_token_id, *ids, self.sep_token_id]``
+  (gives ``[cls, sep]``, the transformers 4 result for these models).
+* ``idf=True`` with a single reference: every idf is ``log(2/2) = 0``, so the
+  official R is NaN and F is 0 (P finite).  Not specific to transformers 5;
+  use >= 2 references when comparing with idf.
+* ``model_max_length`` (128) is saved in ``tokenizer_config.json``: bert_score
+  truncates with ``max_length=tokenizer.model_max_length``; an unset value
+  would let long inputs overflow the position embeddings.
+* ``get_model`` truncates ``model.encoder.layer`` to ``num_layers``; on
+  transformers 5 its output equals ``hidden_states[num_layers]`` of the full
+  model for all three architectures.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import random
 from pathlib import Path
+from typing import Callable
 
 import torch
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
@@ -175,7 +208,12 @@ village visitor voice volume weather weekend window winter wonderful worker writ
 
 
 def training_corpus() -> list[str]:
-    """Return the fixed (~350 sentence) training corpus; deterministic."""
+    """Return the fixed (390 sentence) training corpus; deterministic."""
+    return list(_training_corpus())
+
+
+@functools.lru_cache(maxsize=1)
+def _training_corpus() -> tuple[str, ...]:
     rng = random.Random(1234)
     out: list[str] = []
     words = list(_WORDS)
@@ -194,7 +232,7 @@ def training_corpus() -> list[str]:
             M=rng.choice(_MODIFIERS),
         )
         out.append(sent[0].upper() + sent[1:])
-    return _FIXED + out
+    return tuple(_FIXED + out)
 
 
 def _save_model(model: torch.nn.Module, out_dir: Path) -> None:
@@ -244,7 +282,7 @@ def build_roberta(out_dir: Path) -> Path:
         eos_token_id=tok.eos_token_id,
         **_TINY_DIMS,
     )
-    _save_model(RobertaModel(config, add_pooling_layer=False), out_dir)
+    _save_model(RobertaModel(config), out_dir)
     return out_dir
 
 
@@ -360,7 +398,7 @@ def build_xlmr(out_dir: Path) -> Path:
         eos_token_id=tok.eos_token_id,
         **_TINY_DIMS,
     )
-    _save_model(XLMRobertaModel(config, add_pooling_layer=False), out_dir)
+    _save_model(XLMRobertaModel(config), out_dir)
     return out_dir
 
 
@@ -389,7 +427,12 @@ def build_electra(out_dir: Path) -> Path:
     return out_dir
 
 
-BUILDERS = {
+__all__ = [
+    "MODEL_MAX_LENGTH", "NUM_LAYERS", "VOCAB_SIZE", "SEED", "BUILDERS",
+    "training_corpus", "build_roberta", "build_xlmr", "build_electra", "build_all",
+]
+
+BUILDERS: dict[str, Callable[[Path], Path]] = {
     "roberta": build_roberta,
     "xlmr": build_xlmr,
     "electra": build_electra,

