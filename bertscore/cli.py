@@ -61,22 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open_text(path: str) -> IO[str]:
+def _open_text(path: str) -> IO[bytes]:
+    """The file (or stdin for '-') as bytes: lines are decoded one by one to name a bad line."""
     if path == "-":
-        return open(sys.stdin.fileno(), encoding="utf-8", errors="strict", closefd=False, newline=None)
+        return open(sys.stdin.fileno(), "rb", closefd=False)
     if not os.path.isfile(path):
         raise InputError(f"file not found: {path}")
-    return open(path, encoding="utf-8", errors="strict", newline=None)
+    return open(path, "rb")
 
 
-def _lines(handle: IO[str], path: str) -> Iterator[str]:
+def _lines(handle: IO[bytes], path: str) -> Iterator[str]:
     """Lines without their newline; a decoding error names the file and line."""
-    number = 0
-    try:
-        for number, line in enumerate(handle, start=1):
-            yield line.rstrip("\n").rstrip("\r")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}, line {number + 1}: not valid UTF-8 ({error.reason}); re-encode it as UTF-8")
+    for number, raw in enumerate(handle, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is not text
+        except UnicodeDecodeError as error:
+            raise InputError(f"{path}, line {number}: not valid UTF-8 ({error.reason}); re-encode it as UTF-8")
+        yield line.rstrip("\n").rstrip("\r")
 
 
 def _count_lines(path: str) -> int:

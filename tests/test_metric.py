@@ -1,0 +1,70 @@
+"""The evaluate module through evaluate.load, offline."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+evaluate = pytest.importorskip("evaluate")
+
+from bertscore import EMBEDDED_MODEL_NAME, score  # noqa: E402
+from conftest import REPO_ROOT, SENTENCES  # noqa: E402
+
+METRIC_PATH = str(REPO_ROOT / "bertscore_metric.py")
+
+
+@pytest.fixture(scope="module")
+def metric():
+    return evaluate.load(METRIC_PATH)
+
+
+def test_add_batch_streaming_with_bare_string_references(metric):
+    cands, refs = SENTENCES[:6], SENTENCES[1:7]
+    metric.add_batch(predictions=cands[:3], references=refs[:3])
+    metric.add_batch(predictions=cands[3:5], references=[[r] for r in refs[3:5]])
+    metric.add(prediction=cands[5], reference=refs[5])
+    out = metric.compute(model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    p, r, f = score(cands, refs, model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    assert torch.allclose(torch.tensor(out["f1"]), f, atol=1e-6)
+    assert torch.allclose(torch.tensor(out["recall"]), r, atol=1e-6)
+    assert set(out) == {"precision", "recall", "f1", "hashcode"}
+    assert out["hashcode"].startswith(EMBEDDED_MODEL_NAME)
+
+
+def test_multi_reference(metric):
+    out = metric.compute(predictions=SENTENCES[:2], references=[SENTENCES[2:4], [SENTENCES[4]]],
+                         model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    p, r, f = score(SENTENCES[:2], [SENTENCES[2:4], [SENTENCES[4]]], model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    assert torch.allclose(torch.tensor(out["f1"]), f, atol=1e-6)
+
+
+def test_idf_weights_are_never_stale(metric):
+    """evaluate's own wrapper reuses idf weights across calls; ours recomputes them per call."""
+    cands = SENTENCES[:4]
+    first = metric.compute(predictions=cands, references=SENTENCES[4:8], model_type=EMBEDDED_MODEL_NAME,
+                           num_layers=4, idf=True)
+    second = metric.compute(predictions=cands, references=SENTENCES[5:9], model_type=EMBEDDED_MODEL_NAME,
+                            num_layers=4, idf=True)
+    expected = score(cands, SENTENCES[5:9], model_type=EMBEDDED_MODEL_NAME, num_layers=4, idf=True)
+    assert torch.allclose(torch.tensor(second["f1"]), expected[2], atol=1e-6)
+    assert first["hashcode"] == second["hashcode"]
+    no_idf = metric.compute(predictions=cands, references=SENTENCES[5:9], model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    assert no_idf["hashcode"] != second["hashcode"]
+
+
+def test_scorer_is_reused_between_computes(metric):
+    import bertscore_metric as module  # the repo root is importable under pytest
+
+    pool = module._SCORER_POOL
+    for _ in range(2):
+        metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3)
+    loads = pool.loads
+    metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3, idf=True)
+    assert pool.loads == loads
+
+
+def test_empty_prediction_scores_zero(metric):
+    with pytest.warns(UserWarning, match="empty"):
+        out = metric.compute(predictions=["", "a cat"], references=["a dog", "a cat"], model_type=EMBEDDED_MODEL_NAME,
+                             num_layers=4)
+    assert out["f1"][0] == 0.0 and out["f1"][1] == pytest.approx(1.0, abs=1e-5)
