@@ -70,11 +70,6 @@ class Explanation:
         return self.rescaled if self.rescaled is not None else (self.precision, self.recall, self.f1)
 
 
-def _baseline_of(scorer: BERTScorer) -> torch.Tensor | None:
-    # The scorer keeps its baseline row privately; reading it avoids a second scoring pass.
-    return getattr(scorer, "_baseline", None)
-
-
 def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[str]) -> Explanation:
     """Explain the score of `candidate` against one reference or a list of references."""
     if isinstance(references, str):
@@ -99,7 +94,7 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
         return tokens, embedding, weights_table(ids).to(scorer.device)
 
     cand_tokens, cand_emb, cand_weights = encode(candidate)
-    baseline = _baseline_of(scorer)
+    baseline = scorer.baseline
     explained: list[ReferenceExplanation] = []
     for reference in references:
         ref_tokens, ref_emb, ref_weights = encode(reference)

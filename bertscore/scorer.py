@@ -171,6 +171,11 @@ class BERTScorer:
         return rows, tag
 
     @property
+    def baseline(self) -> torch.Tensor | None:
+        """The rescale baseline in use: [3] (P, R, F of the layer), [K, 3] with all layers, or None."""
+        return self._baseline
+
+    @property
     def hash(self) -> str:
         """The reproducibility hash of this scorer's settings."""
         return self.settings.hashcode()
@@ -204,16 +209,24 @@ class BERTScorer:
         if empty:
             _warn_empty(empty)
         pair_scores = self.score_pairs([candidates[i] for i in owners.tolist()], flat_refs, verbose, warn_empty=False)
-        shape = (len(candidates),) + tuple(pair_scores.shape[1:])
+        out = self.finish_scores(pair_scores, owners, len(candidates))
+        return (out, self.hash) if return_hash else out
+
+    def finish_scores(self, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
+        """P, R, F from raw pair scores [n, 3] ([n, K, 3]), owners[i] = the candidate of pair i.
+
+        The max over each candidate's references per column, then rescaling, then the
+        official layout ([K, N] per column with all layers).
+        """
+        shape = (num_candidates,) + tuple(pair_scores.shape[1:])
         best = torch.full(shape, float("-inf")).scatter_reduce(
             0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
         )
-        if self._baseline is not None:
-            best = baselines.rescale(best, self._baseline)
+        if self.baseline is not None:
+            best = baselines.rescale(best, self.baseline)
         if self.all_layers:
             best = best.transpose(0, 1)  # [K, N, 3], as the official package
-        out = (best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous())
-        return (out, self.hash) if return_hash else out
+        return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()
 
     def score_pairs(
         self, cands: Sequence[str], refs: Sequence[str], verbose: bool = False, warn_empty: bool = True
