@@ -1,0 +1,103 @@
+"""1 process vs N torchrun ranks on CPU: agreement (max |delta|) and speed of sharded scoring.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/distributed_speed.py [--pairs 600] [--ranks 2]
+
+Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
+as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
+split between ranks), and writes benchmarks/results/distributed_cpu.md. "scoring s" is the
+time inside `score_distributed` (model loading excluded); "wall s" includes start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
+         "train station morning evening quickly slowly announced reported found built opened closed new old "
+         "large small first last local national").split()
+
+
+def _sentences(count: int, rng: random.Random) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + "." for _ in range(count)]
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[dict, float]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    return json.loads(Path(command[command.index("--out") + 1]).read_text()), wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=600)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "distributed_cpu.md"))
+    args = parser.parse_args()
+
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as folder:
+        cands, refs = Path(folder) / "c.txt", Path(folder) / "r.txt"
+        cands.write_text("\n".join(_sentences(args.pairs, rng)) + "\n", encoding="utf-8")
+        refs.write_text("\n".join(_sentences(args.pairs, rng)) + "\n", encoding="utf-8")
+        script = [str(ROOT / "examples" / "score_distributed.py"), str(cands), str(refs)]
+        base = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+        for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+            base.pop(name, None)
+        load_before = os.getloadavg()[0]
+        one, one_wall = _run([sys.executable, *script, "--out", f"{folder}/one.json"],
+                             dict(base, OMP_NUM_THREADS=str(args.threads)))
+        per_rank = str(max(1, args.threads // args.ranks))
+        one_thin, one_thin_wall = _run([sys.executable, *script, "--out", f"{folder}/one_thin.json"],
+                                       dict(base, OMP_NUM_THREADS=per_rank))
+        many, many_wall = _run(
+            [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.ranks}", *script,
+             "--out", f"{folder}/many.json"],
+            dict(base, OMP_NUM_THREADS=str(max(1, args.threads // args.ranks))),
+        )
+        load_after = os.getloadavg()[0]
+    delta = max(abs(a - b) for key in ("precision", "recall", "f1") for a, b in zip(one[key], many[key]))
+    delta = max(delta, max(abs(a - b) for key in ("precision", "recall", "f1")
+                            for a, b in zip(one_thin[key], many[key])))
+    speedup = one["seconds"] / many["seconds"]
+    best_one = min(one["seconds"], one_thin["seconds"])
+    lines = [
+        "# Sharded scoring on CPU: 1 process vs torchrun ranks",
+        "",
+        f"{args.pairs} synthetic pairs (5-30 words each), embedded MiniLM (`sentence-transformers/all-MiniLM-L6-v2`), "
+        f"fp32, idf off, {os.cpu_count()} CPU cores, gloo. Machine shared with other jobs "
+        f"(1-min load average {load_before:.1f} before, {load_after:.1f} after), so timings are noisy.",
+        "",
+        "| run | torch threads per process | scoring s | wall s (incl. start-up, model load) |",
+        "|---|---|---|---|",
+        f"| 1 process | {args.threads} | {one['seconds']:.2f} | {one_wall:.1f} |",
+        f"| 1 process | {max(1, args.threads // args.ranks)} | {one_thin['seconds']:.2f} | {one_thin_wall:.1f} |",
+        f"| torchrun {args.ranks} ranks | {max(1, args.threads // args.ranks)} | {many['seconds']:.2f} | {many_wall:.1f} |",
+        "",
+        f"- speedup of {args.ranks} ranks over 1 process with all threads (scoring): **{speedup:.2f}x**; "
+        f"over the faster 1-process run: **{best_one / many['seconds']:.2f}x** (on a loaded machine, "
+        "fewer threads per process thrash less; on an idle machine expect at most ~the core count)",
+        f"- max |delta| of P, R, F1 between the 1-process and the sharded runs: **{delta:.2e}** (same hash: {one['hashcode'] == many['hashcode']})",
+        "",
+        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/distributed_speed.py --pairs {args.pairs} "
+        f"--ranks {args.ranks}`",
+        "",
+    ]
+    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
