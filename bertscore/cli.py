@@ -219,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
     from . import distributed
 
     sharded = distributed.is_distributed()  # launched by torchrun / accelerate with WORLD_SIZE > 1
+    if sharded and args.candidates == "-":
+        raise InputError("under torchrun every rank reads the inputs: pass --candidates as a file, not stdin")
     device = distributed.local_device(args.device) if sharded else args.device
     model_type = args.model_type or default_model_for_lang(args.lang)
     model = load_model(model_type, args.num_layers)

@@ -117,3 +117,31 @@ def test_cli_two_ranks_equal_one_process(corpus, tmp_path) -> None:
     delta = max(abs(x[k] - y[k]) for x, y in zip(a, b) for k in ("precision", "recall", "f1"))
     assert delta <= 1e-6
     assert two.stderr.count("mean over 40 pairs") == 1  # rank 0 alone reports
+
+
+def test_accelerate_launch_two_processes(corpus, tmp_path) -> None:
+    """`accelerate launch --multi_gpu --num_processes 2` sets the same env vars (CPU works too)."""
+    pytest.importorskip("accelerate")
+    script = str(ROOT / "examples" / "score_distributed.py")
+    inputs = [str(corpus["c"]), str(corpus["r"])]
+    one = subprocess.run([sys.executable, script, *inputs, "--out", str(tmp_path / "one.json")],
+                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr
+    launched = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+         "--main_process_port", str(29600 + os.getpid() % 300), script, *inputs, "--out", str(tmp_path / "acc.json")],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    a = json.loads((tmp_path / "one.json").read_text())
+    b = json.loads((tmp_path / "acc.json").read_text())
+    assert b["world_size"] == 2
+    assert max(abs(x - y) for key in ("precision", "recall", "f1") for x, y in zip(a[key], b[key])) <= 1e-6
+
+
+def test_cli_under_torchrun_refuses_stdin(corpus) -> None:
+    env = dict(_env(), WORLD_SIZE="2", RANK="0", LOCAL_RANK="0")
+    done = subprocess.run([sys.executable, "-m", "bertscore", "-c", "-", "-r", str(corpus["r"]), "-m", MODEL],
+                          cwd=ROOT, env=env, input="a\n", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "not stdin" in done.stderr
