@@ -112,8 +112,11 @@ def balanced_shards(costs: Sequence[int], num_shards: int) -> list[list[int]]:
 def finish_scores(scorer: Any, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
     """P, R, F from raw pair scores [n, 3] ([n, K, 3]): per-candidate max, rescale, layout.
 
-    The same steps as the end of `BERTScorer.score` (owners[i] = candidate of pair i).
+    The same steps as the end of `BERTScorer.score` (owners[i] = candidate of pair i):
+    `BERTScorer.finish_scores` where the scorer has it, else the equivalent code below.
     """
+    if hasattr(scorer, "finish_scores"):
+        return scorer.finish_scores(pair_scores, owners, num_candidates)
     shape = (num_candidates,) + tuple(pair_scores.shape[1:])
     best = torch.full(shape, float("-inf")).scatter_reduce(
         0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
