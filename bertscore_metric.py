@@ -76,7 +76,8 @@ class BERTScoreMetric(evaluate.Metric):
             citation=_CITATION,
             homepage="https://github.com/Tiiiger/bert_score",
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[datasets.Features({"predictions": datasets.Value("string"), "references": string_list})],
+            # One Features (not a list): evaluate can then take an empty add_batch from a rank with no data.
+            features=datasets.Features({"predictions": datasets.Value("string"), "references": string_list}),
             codebase_urls=["https://github.com/Tiiiger/bert_score"],
             reference_urls=["https://arxiv.org/abs/1904.09675"],
         )

@@ -25,7 +25,6 @@ Outside a distributed launch (WORLD_SIZE unset or 1, no process group) it is `sc
 
 from __future__ import annotations
 
-import copy
 import heapq
 import os
 import warnings
@@ -33,8 +32,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import baselines
 from .inputs import normalize_inputs
+from .scorer import warn_empty_inputs
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -109,25 +108,6 @@ def balanced_shards(costs: Sequence[int], num_shards: int) -> list[list[int]]:
     return [sorted(shard) for shard in shards]
 
 
-def finish_scores(scorer: Any, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
-    """P, R, F from raw pair scores [n, 3] ([n, K, 3]): per-candidate max, rescale, layout.
-
-    The same steps as the end of `BERTScorer.score` (owners[i] = candidate of pair i):
-    `BERTScorer.finish_scores` where the scorer has it, else the equivalent code below.
-    """
-    if hasattr(scorer, "finish_scores"):
-        return scorer.finish_scores(pair_scores, owners, num_candidates)
-    shape = (num_candidates,) + tuple(pair_scores.shape[1:])
-    best = torch.full(shape, float("-inf")).scatter_reduce(
-        0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
-    )
-    if scorer._baseline is not None:
-        best = baselines.rescale(best, scorer._baseline)
-    if scorer.all_layers:
-        best = best.transpose(0, 1)  # [K, N, 3], as the official package
-    return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()
-
-
 def score_distributed(
     scorer: Any,
     cands: Sequence[str],
@@ -150,18 +130,9 @@ def score_distributed(
     flat_refs = [ref for group in groups for ref in group]
     owners = [i for i, group in enumerate(groups) for _ in group]
     if me == (dst or 0):
-        from .scorer import _warn_empty
-
-        empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
-        empty += [
-            f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
-            for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
-        ]
-        if empty:
-            _warn_empty(empty)
-    if scorer._idf_weights is None:  # per-call idf: weights over every reference, not the shard's
-        scorer = copy.copy(scorer)
-        scorer._idf_weights = scorer.idf_weights_for(flat_refs)
+        warn_empty_inputs(candidates, groups)
+    # Per-call idf: the weights over every reference, not over this rank's shard.
+    weights = scorer.idf_weights_for(flat_refs) if scorer.idf_is_per_call else None
 
     # Balance by tokens: a candidate and all its references go to the same rank.
     keys = list(dict.fromkeys(t.strip() for t in candidates + flat_refs))
@@ -177,7 +148,7 @@ def score_distributed(
             warnings.simplefilter("ignore", UserWarning)  # empty texts: warned once above
             local = scorer.score_pairs(
                 [candidates[owners[p]] for p in pair_indices], [flat_refs[p] for p in pair_indices],
-                verbose=verbose and me == (dst or 0), warn_empty=False,
+                verbose=verbose and me == (dst or 0), warn_empty=False, weights=weights,
             )
     else:
         layers = (scorer.model.total_layers + 1,) if scorer.all_layers else ()
@@ -195,7 +166,7 @@ def score_distributed(
     for indices, scores in gathered:
         if indices:
             pair_scores[torch.tensor(indices, dtype=torch.long)] = scores
-    return finish_scores(scorer, pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
+    return scorer.finish_scores(pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
 
 
 # ----- command line -----------------------------------------------------------------------

@@ -47,6 +47,17 @@ def _warn_empty(where: list[str]) -> None:
     warnings.warn(f"empty or whitespace-only text at {shown}: its scores are 0", UserWarning, stacklevel=4)
 
 
+def warn_empty_inputs(candidates: Sequence[str], groups: Sequence[Sequence[str]]) -> None:
+    """One warning naming every empty or whitespace-only candidate and reference (they score 0)."""
+    empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
+    empty += [
+        f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
+        for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
+    ]
+    if empty:
+        _warn_empty(empty)
+
+
 class BERTScorer:
     """A loaded model plus scoring settings; `score()` can be called many times.
 
@@ -201,13 +212,7 @@ class BERTScorer:
         candidates, groups = normalize_inputs(cands, refs)
         flat_refs = [ref for group in groups for ref in group]
         owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
-        empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
-        empty += [
-            f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
-            for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
-        ]
-        if empty:
-            _warn_empty(empty)
+        warn_empty_inputs(candidates, groups)
         pair_scores = self.score_pairs([candidates[i] for i in owners.tolist()], flat_refs, verbose, warn_empty=False)
         out = self.finish_scores(pair_scores, owners, len(candidates))
         return (out, self.hash) if return_hash else out
@@ -228,18 +233,29 @@ class BERTScorer:
             best = best.transpose(0, 1)  # [K, N, 3], as the official package
         return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()
 
+    @property
+    def idf_is_per_call(self) -> bool:
+        """True when idf weights come from each call's references (idf=True, no fixed texts)."""
+        return self._idf_weights is None
+
     def score_pairs(
-        self, cands: Sequence[str], refs: Sequence[str], verbose: bool = False, warn_empty: bool = True
+        self,
+        cands: Sequence[str],
+        refs: Sequence[str],
+        verbose: bool = False,
+        warn_empty: bool = True,
+        weights: TokenWeights | None = None,
     ) -> torch.Tensor:
         """Raw (not rescaled) scores [n, 3] (or [n, K, 3]) of aligned candidate/reference pairs.
 
-        A pair with an empty (or whitespace-only) side scores 0, with one warning.
+        A pair with an empty (or whitespace-only) side scores 0, with one warning. `weights`
+        overrides the scorer's token weights (e.g. idf over a corpus this call sees a shard of).
         """
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]
         unique = list(dict.fromkeys(k for k in cand_keys + ref_keys if k))
         token_ids = dict(zip(unique, self.model.tokenize(unique)))
-        weights = self._idf_weights
+        weights = weights or self._idf_weights
         if weights is None:
             empty_ids = self.model.tokenize([""])[0]
             documents = [token_ids[k] if k else empty_ids for k in ref_keys]

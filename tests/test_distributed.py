@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertscore.distributed import balanced_shards, finish_scores
+from bertscore.distributed import balanced_shards
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -66,22 +66,23 @@ def test_balanced_shards_balance_and_cover() -> None:
     assert balanced_shards([], 2) == [[], []]
 
 
-def test_finish_scores_matches_score(corpus) -> None:
+def test_pairs_with_corpus_weights_finish_as_score(corpus) -> None:
+    """What a rank does (raw pair scores under the full corpus's idf, then finish) == score()."""
+    import warnings
+
     from bertscore import BERTScorer
 
     scorer = BERTScorer(model_type=MODEL, idf=True)
+    assert scorer.idf_is_per_call
     cands = corpus["c"].read_text().split("\n")[:8]
     refs = [[a, b] for a, b in zip(corpus["r"].read_text().split("\n")[:8], corpus["r2"].read_text().split("\n")[:8])]
     expected = scorer.score(cands, refs)
     flat = [r for group in refs for r in group]
     owners = torch.tensor([i for i, g in enumerate(refs) for _ in g])
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fixed = BERTScorer(model_type=MODEL, idf=scorer.idf_weights_for(flat))
-        raw = fixed.score_pairs([cands[i] for i in owners.tolist()], flat)
-    for got, want in zip(finish_scores(scorer, raw, owners, len(cands)), expected):
+        raw = scorer.score_pairs([cands[i] for i in owners.tolist()], flat, weights=scorer.idf_weights_for(flat))
+    for got, want in zip(scorer.finish_scores(raw, owners, len(cands)), expected):
         assert torch.allclose(got, want, atol=1e-6)
 
 
