@@ -1,0 +1,75 @@
+"""Sweep of the CPU token budget per encoder batch (embed.default_tokens_per_batch).
+
+The encoder forward alone (the floor of speed.py) over the unique texts of N seeded WMT17
+pairs, for several budgets, interleaved over --reps repetitions (best time kept), fp32 and bf16.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py [--pairs 300] [--reps 3]
+
+Writes benchmarks/results/token_budget_cpu.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speed import DEFAULT_DATA, RESULTS, load_pairs, make_floor  # noqa: E402
+
+from bertscore.embed import default_tokens_per_batch  # noqa: E402
+from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=300)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--budgets", default="1024,2048,4096,8192,16384")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cands, refs, _ = load_pairs(args.data, args.pairs)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    models = {"fp32": load_model(EMBEDDED_MODEL_NAME), "bf16": load_model(EMBEDDED_MODEL_NAME)}
+    models["bf16"].encoder.to(torch.bfloat16)
+    runs = {(p, b): make_floor(models[p], cands + refs, b)[0] for p in models for b in budgets}
+    for fn in runs.values():  # warm-up
+        fn()
+    best: dict[tuple[str, int], float] = {}
+    for rep in range(args.reps):
+        for key, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            seconds = time.perf_counter() - start
+            best[key] = min(best.get(key, float("inf")), seconds)
+            print(rep, key, f"{seconds:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py --pairs {args.pairs} --reps {args.reps}"
+    default = default_tokens_per_batch(torch.device("cpu"))
+    result = {"command": command, "pairs": args.pairs, "default_cpu_budget": default,
+              "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "token_budget_cpu.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
+             f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", "",
+             "| budget | fp32 s | fp32 rel | bf16 s | bf16 rel |", "|---|---|---|---|---|"]
+    low = {p: min(best[(p, b)] for b in budgets) for p in models}
+    for b in budgets:
+        lines.append(f"| {b} | {best[('fp32', b)]:.2f} | {best[('fp32', b)] / low['fp32']:.2f} | "
+                     f"{best[('bf16', b)]:.2f} | {best[('bf16', b)] / low['bf16']:.2f} |")
+    lines.append("")
+    (args.out / "token_budget_cpu.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
