@@ -48,7 +48,7 @@ class TokenWeights:
         total = 0
         counts: Counter[int] = Counter()
         for ids in documents:
-            counts.update(set(ids))
+            counts.update(set(ids.tolist() if hasattr(ids, "tolist") else ids))
             total += 1
         size = max([vocab_size] + [token_id + 1 for token_id in counts])
         table = torch.full((size,), math.log(total + 1))

@@ -21,6 +21,7 @@ from .idf import TokenWeights
 from .inputs import normalize_inputs
 from .matching import greedy_match, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model
+from .tokens import TokenStore
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -253,12 +254,11 @@ class BERTScorer:
         """
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]
-        unique = list(dict.fromkeys(k for k in cand_keys + ref_keys if k))
-        token_ids = dict(zip(unique, self.model.tokenize(unique)))
+        token_ids = TokenStore(list(dict.fromkeys(k for k in cand_keys + ref_keys if k)), self.model.tokenize)
         weights = weights or self._idf_weights
         if weights is None:
             empty_ids = self.model.tokenize([""])[0]
-            documents = [token_ids[k] if k else empty_ids for k in ref_keys]
+            documents = (token_ids[k] if k else empty_ids for k in ref_keys)
             weights = TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
         layers = (self.model.total_layers + 1,) if self.all_layers else ()
         scores = torch.zeros((len(cands),) + layers + (3,))
@@ -269,7 +269,7 @@ class BERTScorer:
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
         order = sorted(
             (i for i in range(len(cands)) if i not in empty_set),
-            key=lambda i: (len(token_ids[ref_keys[i]]), ref_keys[i], len(token_ids[cand_keys[i]])),
+            key=lambda i: (token_ids.length(ref_keys[i]), ref_keys[i], token_ids.length(cand_keys[i])),
         )
         progress = tqdm(total=len(cands), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
@@ -290,13 +290,13 @@ class BERTScorer:
 
     @staticmethod
     def _match_batches(
-        pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: dict[str, list[int]]
+        pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore
     ) -> Any:
         """Group pairs so that each batch's similarity tensor stays under a fixed size."""
         batch: list[int] = []
         longest_cand = longest_ref = 0
         for index in pairs:
-            lc, lr = len(token_ids[cand_keys[index]]), len(token_ids[ref_keys[index]])
+            lc, lr = token_ids.length(cand_keys[index]), token_ids.length(ref_keys[index])
             new_cand, new_ref = max(longest_cand, lc), max(longest_ref, lr)
             if batch and (
                 len(batch) >= MAX_PAIRS_PER_MATCH or (len(batch) + 1) * new_cand * new_ref > MATCH_ELEMENTS_PER_BATCH
