@@ -234,12 +234,13 @@ def main(argv: list[str] | None = None) -> int:
                 overhead = (seconds - inside) / inside
                 print(f"round {round_}: {name}: encoder forward {inside:.2f} s, overhead outside it {100 * overhead:.1f}%")
             best = results.get(name)
+            history = (best or {}).get("all_seconds", []) + [round(seconds, 3)]
             if best is None or seconds < best["seconds"]:
                 results[name] = {"seconds": seconds, "cpu_seconds": timed.cpu, "peak_rss_mib": peak / 2**20}
                 if name.startswith("ours_"):
                     results[name]["encoder_forward_s"] = inside
                     results[name]["x_own_encoder_time"] = seconds / inside
-            results[name].setdefault("all_seconds", []).append(round(seconds, 3))
+            results[name]["all_seconds"] = history
             outputs[name] = out
             print(f"round {round_}: {name}: {seconds:.2f} s (cpu {timed.cpu:.2f} s), peak RSS {peak / 2**20:.0f} MiB, "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
