@@ -28,6 +28,7 @@ import math
 import os
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -443,16 +444,10 @@ class Handlers:
             progress(0.05, desc="loading model")
             with self.service.lock:
                 scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
-                saved_chunk = scorer.chunk_size
-                scorer.chunk_size = max(16, len(candidates) // 20)  # progress steps; numbers unchanged
-                try:
-                    import warnings
-
-                    with warnings.catch_warnings(record=True) as caught:
-                        warnings.simplefilter("always")
-                        precision, recall, f1 = scorer.score(candidates, groups, verbose=True)
-                finally:
-                    scorer.chunk_size = saved_chunk
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    # verbose: the scorer's tqdm bar (advanced per encoder batch) drives gr.Progress.
+                    precision, recall, f1 = scorer.score(candidates, groups, verbose=True)
             notes += [_short(str(w.message), 200) for w in caught if issubclass(w.category, UserWarning)]
             frame = pd.DataFrame({
                 "row": range(1, len(candidates) + 1),
@@ -525,8 +520,6 @@ class Handlers:
                 self.service.check_texts(group, "reference")
             with self.service.lock:
                 scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
-                import warnings
-
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     p, r, f = scorer.score(cands, groups) if cands else ([], [], [])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Hashable, Iterator, Sequence
+from typing import Callable, Hashable, Iterator, Sequence
 
 import torch
 
@@ -150,8 +150,16 @@ class Embedder:
         hidden = normalize(hidden)
         return [hidden[row, ..., : len(ids), :].clone() for row, ids in enumerate(batch_ids)]
 
-    def embed(self, keys: Sequence[str], ids: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
-        """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache."""
+    def embed(
+        self,
+        keys: Sequence[str],
+        ids: Sequence[Sequence[int]],
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache.
+
+        `on_progress(n)` is called after each encoder batch with the number of texts done so far.
+        """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
         for index, key in enumerate(keys):
@@ -166,4 +174,6 @@ class Embedder:
             for index, embedding in zip(members, self._forward([ids[i] for i in members])):
                 result[keys[index]] = embedding
                 self.cache.put((self.cache_namespace, keys[index]), embedding)
+            if on_progress is not None:
+                on_progress(len(result))
         return result

@@ -87,9 +87,10 @@ def greedy_match(
         return p.view(batch, layers), r.view(batch, layers), f.view(batch, layers)
 
     similarity = torch.bmm(cand_embeddings.float(), ref_embeddings.float().transpose(1, 2))
-    negative_infinity = torch.tensor(float("-inf"), device=similarity.device)
-    best_for_cand = similarity.masked_fill(~ref_mask[:, None, :], negative_infinity).amax(dim=2)
-    best_for_ref = similarity.masked_fill(~cand_mask[:, :, None], negative_infinity).amax(dim=1)
+    # In place on the one similarity tensor (no masked copies): padded reference columns only
+    # feed best_for_ref entries that are zeroed below, so masking them first changes nothing.
+    best_for_cand = similarity.masked_fill_(~ref_mask[:, None, :], float("-inf")).amax(dim=2)
+    best_for_ref = similarity.masked_fill_(~cand_mask[:, :, None], float("-inf")).amax(dim=1)
     # Padded rows still hold a finite max over real tokens; their weight is 0.
     best_for_cand = best_for_cand.masked_fill(~cand_mask, 0.0)
     best_for_ref = best_for_ref.masked_fill(~ref_mask, 0.0)

@@ -27,6 +27,7 @@ from .version import __version__
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_PAIRS = 2048
+CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
 MATCH_ELEMENTS_PER_BATCH = 1 << 24  # B x Lc x Lr similarity entries per matching batch
 MAX_PAIRS_PER_MATCH = 1024
 
@@ -273,20 +274,53 @@ class BERTScorer:
         )
         progress = tqdm(total=len(cands), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
-        for start in range(0, len(order), self.chunk_size):
-            chunk = order[start : start + self.chunk_size]
+        for chunk in self._chunks(order, cand_keys, ref_keys, token_ids):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
-            embeddings = self.embedder.embed(needed, [token_ids[k] for k in needed])
+            # The encoder is most of the work: advance the bar (in pairs) as the chunk's texts embed.
+            shown = [0]
+
+            def advance(texts_done: int, chunk_pairs: int = len(chunk), texts: int = len(needed)) -> None:
+                target = chunk_pairs * texts_done // texts
+                progress.update(target - shown[0])
+                shown[0] = target
+
+            embeddings = self.embedder.embed(needed, [token_ids[k] for k in needed], on_progress=advance)
             text_weights = {k: weights(token_ids[k]).to(self.device) for k in needed}
             for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
                 cand = pad_sequences([embeddings[cand_keys[i]] for i in batch], [text_weights[cand_keys[i]] for i in batch])
                 ref = pad_sequences([embeddings[ref_keys[i]] for i in batch], [text_weights[ref_keys[i]] for i in batch])
                 precision, recall, f1 = greedy_match(*cand, *ref)
                 scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
-                progress.update(len(batch))
+            progress.update(len(chunk) - shown[0])
             del embeddings, text_weights
         progress.close()
         return scores
+
+    def _chunks(self, order: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore) -> Any:
+        """Consecutive pairs: at most chunk_size of them, and about CHUNK_EMBEDDING_BYTES of embeddings.
+
+        Bounding pairs alone lets a chunk of long texts (the last ones: pairs are sorted by length)
+        hold far more embeddings than a chunk of short ones, so peak memory grew with the corpus.
+        """
+        config = self.model.encoder.config
+        hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
+        layers = self.model.total_layers + 1 if self.all_layers else 1
+        budget = max(1, CHUNK_EMBEDDING_BYTES // (4 * hidden * layers))  # tokens
+        chunk: list[int] = []
+        seen: set[str] = set()
+        tokens = 0
+        for index in order:
+            texts = {cand_keys[index], ref_keys[index]}
+            cost = sum(token_ids.length(k) for k in texts - seen)
+            if chunk and (len(chunk) >= self.chunk_size or tokens + cost > budget):
+                yield chunk
+                chunk, seen, tokens = [], set(), 0
+                cost = sum(token_ids.length(k) for k in texts)
+            chunk.append(index)
+            seen |= texts
+            tokens += cost
+        if chunk:
+            yield chunk
 
     @staticmethod
     def _match_batches(
