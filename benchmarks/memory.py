@@ -44,22 +44,7 @@ with open(pairs_file, newline="", encoding="utf-8") as handle:
     rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
 cands, refs = [r[0] for r in rows], [r[1] for r in rows]
 del rows
-if which == "ours-chunked-tokenize":
-    # The patch proposed for bertscore/models.py (LoadedModel.tokenize), applied here to measure it:
-    # tokenise in slices, so the tokenizer's per-text Encoding objects never exist for all texts at once.
-    import bertscore
-    from bertscore.models import LoadedModel
-    def tokenize(self, texts, _chunk=2048):
-        ids = []
-        for start in range(0, len(texts), _chunk):
-            encoded = self.tokenizer([t.strip() for t in texts[start:start + _chunk]], add_special_tokens=True,
-                                     truncation=True, max_length=self.max_length,
-                                     return_attention_mask=False, return_token_type_ids=False)
-            ids.extend(list(x) for x in encoded["input_ids"])
-        return ids
-    LoadedModel.tokenize = tokenize
-    fn = lambda: bertscore.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
-elif which == "ours":
+if which == "ours":
     import bertscore
     fn = lambda: bertscore.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
 else:
@@ -120,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
     parser.add_argument("--official-sizes", default="5000,50000", help="pair counts for the official package")
-    parser.add_argument("--patched-sizes", default="", help="pair counts for ours with the proposed chunked tokenize")
     parser.add_argument("--merge", action="store_true", help="add to the runs already in <out>/memory.json")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--ffn", type=int, default=384, help="FFN width (384 keeps the run short)")
@@ -131,19 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
-    patched_sizes = [int(x) for x in args.patched_sizes.split(",") if x]
     if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():
         sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
 
-    runs = ([("ours", n) for n in sizes] + [("official", n) for n in official_sizes]
-            + [("ours-chunked-tokenize", n) for n in patched_sizes])
+    runs = [("ours", n) for n in sizes] + [("official", n) for n in official_sizes]
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
         model_dir = build_model(tmp_path / "model", args.layers, args.ffn)
         script = tmp_path / "child.py"
         script.write_text(CHILD.format(root=str(ROOT), threads=args.threads))
-        for n in sorted(set(sizes + official_sizes + patched_sizes)):
+        for n in sorted(set(sizes + official_sizes)):
             write_pairs(args.data, n, tmp_path / f"pairs_{n}.tsv")
         for which, n in runs:
             started = time.perf_counter()
@@ -171,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         results = [r for r in previous["runs"] if (r["package"], r["pairs"]) not in new_keys] + results
         commands = previous.get("commands", [previous.get("command")])
         for r in results:
-            sizes_of = {"ours": sizes, "official": official_sizes, "ours-chunked-tokenize": patched_sizes}[r["package"]]
+            sizes_of = {"ours": sizes, "official": official_sizes}.get(r["package"])
+            if sizes_of is None:
+                continue
             if r["pairs"] not in sizes_of:
                 sizes_of.append(r["pairs"])
 
@@ -182,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return None
 
     growth = {}
-    for which, ns in (("ours", sizes), ("official", official_sizes), ("ours-chunked-tokenize", patched_sizes)):
+    for which, ns in (("ours", sizes), ("official", official_sizes)):
         if len(ns) >= 2 and peak(which, min(ns)) and peak(which, max(ns)):
             growth[which] = {"small": min(ns), "large": max(ns), "ratio": peak(which, max(ns)) / peak(which, min(ns))}
     target = None
@@ -190,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         target = {"target": f"ours at {growth['ours']['large']} <= 1.25x ours at {growth['ours']['small']}",
                   "measured": round(growth["ours"]["ratio"], 3), "met": growth["ours"]["ratio"] <= 1.25}
     command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes '{args.sizes}' "
-               f"--official-sizes '{args.official_sizes}' --patched-sizes '{args.patched_sizes}' "
+               f"--official-sizes '{args.official_sizes}' "
                f"--layers {args.layers} --ffn {args.ffn}" + (" --merge" if args.merge else ""))
     commands = [c for c in commands if c] + [command]
     import torch

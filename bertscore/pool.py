@@ -55,7 +55,7 @@ class ScorerPool:
                 raise ValueError("pass model_type=... or lang=...")
             model_type = default_model_for_lang(lang)
         resolved_device = resolve_device(device)
-        resolved_dtype = resolve_dtype(dtype, resolved_device)
+        resolved_dtype = resolve_dtype(dtype)
         model_key = (model_type, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)
         scorer_key = model_key + (lang,) + tuple(sorted((k, _freeze(v)) for k, v in settings.items()))
         scorer = self._scorers.get(scorer_key)

@@ -110,7 +110,7 @@ class BERTScorer:
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
+        self.dtype = resolve_dtype(dtype)
         self.model = loaded_model or load_model(model_type, num_layers, all_layers)
         self.num_layers = self.model.num_layers
         self.all_layers = self.model.all_layers
