@@ -117,3 +117,23 @@ def test_settings_that_change_numbers_change_the_hash(minilm_scorer, tmp_path):
 def test_return_hash_shape(minilm_dir):
     (p, r, f), code = score(["a b c"], ["a b d"], model_type=str(minilm_dir), num_layers=2, return_hash=True)
     assert p.shape == (1,) and code.startswith(str(minilm_dir)) and "_L2_" in code
+
+
+def test_sentinel_max_length_is_capped_by_positions():
+    from types import SimpleNamespace
+
+    from bertscore.models import resolve_max_length
+
+    sentinel = SimpleNamespace(model_max_length=int(1e30))
+    assert resolve_max_length(sentinel, SimpleNamespace(model_type="bert", max_position_embeddings=512)) == 512
+    roberta = SimpleNamespace(model_type="roberta", max_position_embeddings=514, pad_token_id=1)
+    assert resolve_max_length(sentinel, roberta) == 512
+    assert resolve_max_length(SimpleNamespace(model_max_length=128), roberta) == 128
+    assert resolve_max_length(sentinel, SimpleNamespace(model_type="t5")) == 512
+
+
+def test_long_texts_are_truncated_not_rejected(minilm_scorer):
+    long_text = " ".join(["word"] * 2000)
+    assert len(minilm_scorer.model.tokenize([long_text])[0]) == 512
+    p, r, f = minilm_scorer.score([long_text], [long_text + " more"])
+    assert torch.isfinite(f).all() and f.item() > 0.9
