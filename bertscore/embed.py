@@ -77,10 +77,11 @@ class EmbeddingCache:
         return value
 
     def put(self, key: Hashable, value: torch.Tensor) -> None:
+        """Keep `value` (a compact copy, so a view does not pin its whole batch) unless too big."""
         size = value.numel() * value.element_size()
         if size > self.max_bytes or key in self._items:
             return
-        self._items[key] = value
+        self._items[key] = value.clone()
         self.bytes += size
         while self.bytes > self.max_bytes:
             _, evicted = self._items.popitem(last=False)
@@ -91,10 +92,19 @@ class EmbeddingCache:
         self.bytes = 0
 
 
+ATTENTION_LENGTH = 128  # attention memory per batch is capped at that of max_tokens at this length
+
+
 def token_budget_batches(
     lengths: Sequence[int], max_tokens: int, max_sentences: int | None = None
 ) -> Iterator[list[int]]:
-    """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens."""
+    """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens.
+
+    Attention scores grow as (batch size) x longest^2, so batches of long texts are also capped
+    at max_tokens x ATTENTION_LENGTH there: peak memory then does not depend on how long the
+    corpus's longest texts happen to be.
+    """
+    max_attention = max_tokens * ATTENTION_LENGTH
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     longest = 0
@@ -102,7 +112,8 @@ def token_budget_batches(
         length = lengths[index]
         candidate_longest = max(longest, length)
         too_many = max_sentences is not None and len(batch) >= max_sentences
-        if batch and (too_many or candidate_longest * (len(batch) + 1) > max_tokens):
+        padded = candidate_longest * (len(batch) + 1)
+        if batch and (too_many or padded > max_tokens or padded * candidate_longest > max_attention):
             yield batch
             batch, candidate_longest = [], length
         batch.append(index)
@@ -152,7 +163,9 @@ class Embedder:
         else:
             hidden = output[0]  # [B, L, D]
         hidden = normalize(hidden)
-        return [hidden[row, ..., : len(ids), :].clone() for row, ids in enumerate(batch_ids)]
+        # Views into one batch tensor: one large allocation per batch instead of one small one per
+        # text, which fragments the heap so that RSS keeps growing with the corpus.
+        return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)]
 
     def embed(
         self,

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_PAIRS = 2048
 CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
-MATCH_ELEMENTS_PER_BATCH = 1 << 24  # B x Lc x Lr similarity entries per matching batch
+MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching batch
 MAX_PAIRS_PER_MATCH = 1024
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -302,10 +302,7 @@ class BERTScorer:
         Bounding pairs alone lets a chunk of long texts (the last ones: pairs are sorted by length)
         hold far more embeddings than a chunk of short ones, so peak memory grew with the corpus.
         """
-        config = self.model.encoder.config
-        hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
-        layers = self.model.total_layers + 1 if self.all_layers else 1
-        budget = max(1, CHUNK_EMBEDDING_BYTES // (4 * hidden * layers))  # tokens
+        budget = max(1, CHUNK_EMBEDDING_BYTES // (4 * self._floats_per_token()))  # tokens
         chunk: list[int] = []
         seen: set[str] = set()
         tokens = 0
@@ -322,19 +319,28 @@ class BERTScorer:
         if chunk:
             yield chunk
 
-    @staticmethod
+    def _layers(self) -> int:
+        return self.model.total_layers + 1 if self.all_layers else 1
+
+    def _floats_per_token(self) -> int:
+        """Floats in one token's embedding (hidden size x layers kept)."""
+        config = self.model.encoder.config
+        hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
+        return int(hidden) * self._layers()
+
     def _match_batches(
-        pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore
+        self, pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore
     ) -> Any:
-        """Group pairs so that each batch's similarity tensor stays under a fixed size."""
+        """Group pairs so that a batch's padded embeddings and similarities stay under MATCH_BATCH_BYTES."""
+        width, layers = self._floats_per_token(), self._layers()
+        budget = MATCH_BATCH_BYTES // 4  # floats
         batch: list[int] = []
         longest_cand = longest_ref = 0
         for index in pairs:
             lc, lr = token_ids.length(cand_keys[index]), token_ids.length(ref_keys[index])
             new_cand, new_ref = max(longest_cand, lc), max(longest_ref, lr)
-            if batch and (
-                len(batch) >= MAX_PAIRS_PER_MATCH or (len(batch) + 1) * new_cand * new_ref > MATCH_ELEMENTS_PER_BATCH
-            ):
+            floats = (len(batch) + 1) * (new_cand * new_ref * layers + (new_cand + new_ref) * width)
+            if batch and (len(batch) >= MAX_PAIRS_PER_MATCH or floats > budget):
                 yield batch
                 batch, new_cand, new_ref = [], lc, lr
             batch.append(index)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.embed import EmbeddingCache, token_budget_batches  # noqa: E402
+from bertscore.embed import ATTENTION_LENGTH, EmbeddingCache, token_budget_batches  # noqa: E402
 from bertscore.models import load_model  # noqa: E402
 
 CANDS = [
@@ -200,6 +200,8 @@ def test_token_budget_batches_respect_budget(lengths, max_tokens, max_sentences)
         assert batch
         if max_sentences is not None:
             assert len(batch) <= max_sentences
-        padded = max(lengths[i] for i in batch) * len(batch)
+        longest = max(lengths[i] for i in batch)
+        padded = longest * len(batch)
         # Over budget only when a single text is longer than the budget (it gets its own batch).
         assert padded <= max_tokens or len(batch) == 1
+        assert padded * longest <= max_tokens * ATTENTION_LENGTH or len(batch) == 1
