@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes '{args.sizes}' "
                f"--official-sizes '{args.official_sizes}' "
                f"--layers {args.layers} --ffn {args.ffn}" + (" --merge" if args.merge else ""))
-    commands = [c for c in commands if c] + [command]
+    commands = list(dict.fromkeys([c for c in commands if c] + [command]))
     import torch
     import transformers
 

@@ -70,7 +70,9 @@ class BERTScorer:
     `max_tokens_per_batch`; `dtype` sets the encoder precision; embeddings are cached
     (`cache_bytes`, 0 turns the cache off); work runs in chunks of `chunk_size` pairs.
     `loaded_model` and `cache` let several scorers share one encoder and one cache
-    (see `bertscore.pool`).
+    (see `bertscore.pool`). `nthreads` and `use_fast_tokenizer` are accepted for
+    compatibility and change nothing: the fast tokenizer is always used (on transformers 5 it
+    is the only one) and idf counting needs no process pool.
     """
 
     def __init__(
