@@ -11,6 +11,7 @@ Writes benchmarks/results/parity.md and .json.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import sys
@@ -78,7 +79,7 @@ def main() -> int:
     lines = ["# Parity with the official bert-score package", "",
              "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py` (asserted to <= 1e-5 by "
              "`tests/test_parity.py`).", "",
-             f"Official package: bert-score {bert_score.__version__} run with `batch_size=1`; ours with its defaults "
+             f"Official package: bert-score {importlib.metadata.version('bert-score')} run with `batch_size=1`; ours with its defaults "
              "(token-budget batches). Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, for the tiny "
              "random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",
              "| model family | mode | pairs | max abs delta (P, R, F) |", "|---|---|---|---|"]

@@ -24,6 +24,7 @@ Writes benchmarks/results/speed_cpu.md and speed_cpu.json.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import csv
 import gc
 import json
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_at_end": os.getloadavg(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
-        "bert_score": getattr(bert_score, "__version__", "?"),
+        "bert_score": importlib.metadata.version("bert-score"),  # its __version__ says 0.3.12
         "python": platform.python_version(),
     }
     result = {
