@@ -302,8 +302,9 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
                 "f1": [r.f1 for r in collected], "mean": means, "hashcode": scorer.hash,
             }, out)
             out.write("\n")
+        # The summary goes beside machine-readable rows (stderr), never inside them.
         report = sys.stderr if args.format in ("jsonl", "tsv", "json") else out
-        if args.format == "text" or output_path is not None or args.format in ("jsonl", "tsv"):
+        if args.format != "json" or output_path is not None:
             print(
                 f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
                 f"F1={means['f1']:.6f}\nhash: {scorer.hash}",

@@ -258,13 +258,13 @@ class BERTScorer:
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]
         token_ids = TokenStore(list(dict.fromkeys(k for k in cand_keys + ref_keys if k)), self.model.tokenize)
-        weights = weights or self._idf_weights
+        if weights is None:
+            weights = self._idf_weights
         if weights is None:
             empty_ids = self.model.tokenize([""])[0]
             documents = (token_ids[k] if k else empty_ids for k in ref_keys)
             weights = TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
-        layers = (self.model.total_layers + 1,) if self.all_layers else ()
-        scores = torch.zeros((len(cands),) + layers + (3,))
+        scores = torch.zeros((len(cands),) + ((self._layers(),) if self.all_layers else ()) + (3,))
         empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if not c or not r]
         if empty and warn_empty:
             _warn_empty([f"pair {i}" for i in empty])
