@@ -351,18 +351,6 @@ class BERTScorer:
             yield batch
 
     # ----- inspection -----------------------------------------------------------------------
-    def embed_text(self, text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
-        """Tokens, normalised embeddings [L, D] and weights [L] of one text (idf off or fixed).
-
-        With per-call idf (idf=True and no idf_sents) the weights are uniform; pass the
-        references through `idf_weights_for` to get theirs.
-        """
-        key = text.strip()
-        ids = self.model.tokenize([key])[0]
-        embedding = self.embedder.embed([key], [ids])[key]
-        weights = (self._idf_weights or TokenWeights.uniform(self.model.vocab_size, self.model.zero_weight_ids))(ids)
-        return self.model.tokenizer.convert_ids_to_tokens(ids), embedding, weights
-
     def idf_weights_for(self, references: Sequence[str]) -> TokenWeights:
         """The token weights a `score()` call with these references uses."""
         if self._idf_weights is not None:
