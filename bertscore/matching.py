@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 
 def normalize(embeddings: torch.Tensor) -> torch.Tensor:
@@ -25,20 +26,21 @@ def pad_sequences(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights.
 
-    Returns (embeddings [B, L, D] or [B, K, L, D], mask [B, L] bool, weights [B, L]).
+    Returns (embeddings [B, L, D] or [B, K, L, D], mask [B, L] bool, weights [B, L]), all on
+    the embeddings' device. Mask and weights are built on the host and moved in one copy each
+    (weights may live on the host: no per-text transfers).
     """
-    lengths = [w.shape[0] for w in weights]
-    longest = max(lengths)
-    first = sequences[0]
-    shape = (len(sequences),) + tuple(first.shape[:-2]) + (longest, first.shape[-1])
-    padded = first.new_zeros(shape)
-    mask = torch.zeros(len(sequences), longest, dtype=torch.bool, device=first.device)
-    padded_weights = torch.zeros(len(sequences), longest, dtype=torch.float32, device=first.device)
-    for row, (sequence, weight, length) in enumerate(zip(sequences, weights, lengths)):
-        padded[row, ..., :length, :] = sequence
-        mask[row, :length] = True
-        padded_weights[row, :length] = weight
-    return padded, mask, padded_weights
+    lengths = torch.tensor([w.shape[0] for w in weights])
+    device = sequences[0].device
+    if sequences[0].dim() == 3:  # [K, L, D]: pad along L
+        stacked = pad_sequence([s.transpose(0, 1) for s in sequences], batch_first=True)  # [B, L, K, D]
+        padded = stacked.permute(0, 2, 1, 3)
+    else:
+        padded = pad_sequence(list(sequences), batch_first=True)  # [B, L, D]
+    mask = torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    padded_weights = pad_sequence([w.float().cpu() for w in weights], batch_first=True)
+    non_blocking = device.type == "cuda"
+    return padded, mask.to(device, non_blocking=non_blocking), padded_weights.to(device, non_blocking=non_blocking)
 
 
 def _weighted_mean(token_scores: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

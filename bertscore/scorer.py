@@ -287,7 +287,7 @@ class BERTScorer:
                 shown[0] = target
 
             embeddings = self.embedder.embed(needed, [token_ids[k] for k in needed], on_progress=advance)
-            text_weights = {k: weights(token_ids[k]).to(self.device) for k in needed}
+            text_weights = {k: weights(token_ids[k]) for k in needed}  # host tensors, moved per batch
             for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
                 cand = pad_sequences([embeddings[cand_keys[i]] for i in batch], [text_weights[cand_keys[i]] for i in batch])
                 ref = pad_sequences([embeddings[ref_keys[i]] for i in batch], [text_weights[ref_keys[i]] for i in batch])
