@@ -151,7 +151,7 @@ def score_distributed(
                 verbose=verbose and me == (dst or 0), warn_empty=False, weights=weights,
             )
     else:
-        layers = (scorer.model.total_layers + 1,) if scorer.all_layers else ()
+        layers = (scorer.score_layers,) if scorer.all_layers else ()
         local = torch.zeros((0,) + layers + (3,))
     payload = (pair_indices, local.cpu())
     if dst is None:

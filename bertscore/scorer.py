@@ -264,7 +264,7 @@ class BERTScorer:
             empty_ids = self.model.tokenize([""])[0]
             documents = (token_ids[k] if k else empty_ids for k in ref_keys)
             weights = TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
-        scores = torch.zeros((len(cands),) + ((self._layers(),) if self.all_layers else ()) + (3,))
+        scores = torch.zeros((len(cands),) + ((self.score_layers,) if self.all_layers else ()) + (3,))
         empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if not c or not r]
         if empty and warn_empty:
             _warn_empty([f"pair {i}" for i in empty])
@@ -321,20 +321,22 @@ class BERTScorer:
         if chunk:
             yield chunk
 
-    def _layers(self) -> int:
+    @property
+    def score_layers(self) -> int:
+        """Layers scored per pair: every hidden state with all_layers, else 1."""
         return self.model.total_layers + 1 if self.all_layers else 1
 
     def _floats_per_token(self) -> int:
         """Floats in one token's embedding (hidden size x layers kept)."""
         config = self.model.encoder.config
         hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
-        return int(hidden) * self._layers()
+        return int(hidden) * self.score_layers
 
     def _match_batches(
         self, pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore
     ) -> Any:
         """Group pairs so that a batch's padded embeddings and similarities stay under MATCH_BATCH_BYTES."""
-        width, layers = self._floats_per_token(), self._layers()
+        width, layers = self._floats_per_token(), self.score_layers
         budget = MATCH_BATCH_BYTES // 4  # floats
         batch: list[int] = []
         longest_cand = longest_ref = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,13 @@ from bertscore.models import embedded_model_dir  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "wmt17"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (for test servers)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

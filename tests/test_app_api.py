@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ gradio_client = pytest.importorskip("gradio_client")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import app  # noqa: E402
 import bertscore  # noqa: E402
+from conftest import free_port  # noqa: E402
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME
 
@@ -72,12 +72,6 @@ def test_row_limit_and_config_from_env() -> None:
 
 
 # ----- the real server ---------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
     config = app.AppConfig.from_env({
@@ -85,7 +79,7 @@ def server():
         "BERTSCORE_APP_MAX_ROWS": "20",
     })
     demo = app.build_demo(config)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 max_file_size="1mb")
     try:

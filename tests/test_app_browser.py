@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -32,22 +31,17 @@ pytest.importorskip("gradio")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import app  # noqa: E402
 import bertscore  # noqa: E402
+from conftest import free_port  # noqa: E402
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME
 TIMEOUT_MS = 60_000
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def url():
     config = app.AppConfig.from_env({"BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_ROWS": "50"})
     demo = app.build_demo(config)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         yield f"http://127.0.0.1:{port}/"
