@@ -169,13 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     import bert_score
     import transformers
 
-    # Separate encoder copies: Embedder casts its encoder to the scorer's dtype in place.
+    # Each scorer loads its own encoder in its own dtype (a loaded encoder is never cast in place).
     ours32 = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0)
     ours16 = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, dtype="bfloat16")
     budget = ours32.embedder.max_tokens_per_batch
     floor32_model = load_model(EMBEDDED_MODEL_NAME)
-    floor16_model = load_model(EMBEDDED_MODEL_NAME)
-    floor16_model.encoder.to(torch.bfloat16)
+    floor16_model = load_model(EMBEDDED_MODEL_NAME, dtype="bfloat16")
     official = bert_score.BERTScorer(model_type=str(folder), num_layers=LAYER, batch_size=64, device="cpu")
     floor32, unique_texts, total_tokens = make_floor(floor32_model, cands + refs, budget)
     floor16, _, _ = make_floor(floor16_model, cands + refs, budget)

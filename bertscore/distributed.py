@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import heapq
 import os
-import warnings
 from typing import Any, Callable, Sequence
 
 import torch
 
 from .inputs import normalize_inputs
-from .scorer import warn_empty_inputs
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -56,10 +54,12 @@ def is_distributed() -> bool:
     return env_world_size() > 1
 
 
-def init_from_env(backend: str | None = None) -> bool:
+def init_from_env(backend: str | None = None, device: str | None = None) -> bool:
     """Initialise the default process group from the torchrun env vars if not done yet.
 
-    Backend: nccl when CUDA is available, else gloo. On CUDA the current device is set to
+    Backend: follows the device the ranks will score on (`device`, resolved as the scorer
+    does: CUDA when available unless told otherwise): nccl for CUDA, gloo otherwise, so
+    `--device cpu` on a GPU machine uses gloo. On CUDA the current device is set to
     LOCAL_RANK. Returns True when this call created the group (so the caller may destroy it).
     """
     import torch.distributed as dist
@@ -67,11 +67,17 @@ def init_from_env(backend: str | None = None) -> bool:
     if not dist.is_available() or dist.is_initialized() or env_world_size() <= 1:
         return False
     if backend is None:
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        backend = "nccl" if _device_type(device) == "cuda" else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group(backend=backend)
     return True
+
+
+def _device_type(device: str | None) -> str:
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device).type
 
 
 def rank() -> int:
@@ -87,10 +93,23 @@ def world_size() -> int:
 
 
 def local_device(device: str | None = None) -> str | None:
-    """The device a rank should score on: cuda:LOCAL_RANK when CUDA is used, else `device`."""
-    if device not in (None, "cuda") or not torch.cuda.is_available():
+    """The device a rank should score on: cuda:LOCAL_RANK when CUDA is used, else `device`.
+
+    An explicit `cuda:N` is kept only where each process sees a single GPU (e.g.
+    CUDA_VISIBLE_DEVICES set per rank); with several ranks sharing several visible GPUs it is
+    an error, since every rank would score on the same GPU.
+    """
+    if _device_type(device) != "cuda" or not torch.cuda.is_available():
         return device
-    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device is not None and torch.device(device).index is not None:
+        if env_world_size() > 1 and torch.cuda.device_count() > 1:
+            raise ValueError(
+                f"device={device!r} under a launch of {env_world_size()} ranks would put every rank on the "
+                "same GPU: pass device='cuda' (each rank then takes cuda:LOCAL_RANK)"
+            )
+        return device
+    return f"cuda:{local_rank}"
 
 
 # ----- sharding ---------------------------------------------------------------------------
@@ -114,6 +133,7 @@ def score_distributed(
     refs: Sequence[str] | Sequence[Sequence[str]],
     verbose: bool = False,
     dst: int | None = None,
+    notes: list[str] | None = None,
 ) -> Scores | None:
     """`scorer.score(cands, refs)` computed by all ranks together (call it on every rank).
 
@@ -127,29 +147,28 @@ def score_distributed(
         return scorer.score(cands, refs, verbose=verbose)
     me, size = dist.get_rank(), dist.get_world_size()
     candidates, groups = normalize_inputs(cands, refs)
+    _check_same_inputs(candidates, groups, scorer.hash)
     flat_refs = [ref for group in groups for ref in group]
     owners = [i for i, group in enumerate(groups) for _ in group]
-    if me == (dst or 0):
-        warn_empty_inputs(candidates, groups)
+    token_ids = scorer.tokenize(candidates + flat_refs)
     # Per-call idf: the weights over every reference, not over this rank's shard.
-    weights = scorer.idf_weights_for(flat_refs) if scorer.idf_is_per_call else None
+    weights = scorer.idf_weights_for(flat_refs, token_ids)
+    if me == (dst or 0):
+        scorer.note_inputs(candidates, groups, token_ids, weights, notes)
 
     # Balance by tokens: a candidate and all its references go to the same rank.
-    keys = list(dict.fromkeys(t.strip() for t in candidates + flat_refs))
-    lengths = dict(zip(keys, (len(ids) for ids in scorer.model.tokenize(keys))))
-    costs = [
-        (lengths[c.strip()] if c.strip() else 0) * len(group) + sum(lengths[r.strip()] if r.strip() else 0 for r in group)
-        for c, group in zip(candidates, groups)
-    ]
+    def cost(text: str) -> int:
+        key = text.strip()
+        return 0 if scorer.is_empty(token_ids, key) else token_ids.length(key)
+
+    costs = [cost(c) * len(group) + sum(cost(r) for r in group) for c, group in zip(candidates, groups)]
     mine = set(balanced_shards(costs, size)[me])
     pair_indices = [p for p, owner in enumerate(owners) if owner in mine]
     if pair_indices:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # empty texts: warned once above
-            local = scorer.score_pairs(
-                [candidates[owners[p]] for p in pair_indices], [flat_refs[p] for p in pair_indices],
-                verbose=verbose and me == (dst or 0), warn_empty=False, weights=weights,
-            )
+        local = scorer.score_pairs(
+            [candidates[owners[p]] for p in pair_indices], [flat_refs[p] for p in pair_indices],
+            verbose=verbose and me == (dst or 0), warn_empty=False, weights=weights,
+        )
     else:
         layers = (scorer.score_layers,) if scorer.all_layers else ()
         local = torch.zeros((0,) + layers + (3,))
@@ -162,11 +181,41 @@ def score_distributed(
         dist.gather_object(payload, gathered, dst=dst)
         if me != dst:
             return None
-    pair_scores = torch.empty((len(flat_refs),) + tuple(local.shape[1:]))
+    # NaN until filled: a pair that no rank scored can never pass for a score.
+    pair_scores = torch.full((len(flat_refs),) + tuple(local.shape[1:]), float("nan"))
+    filled = torch.zeros(len(flat_refs), dtype=torch.bool)
     for indices, scores in gathered:
         if indices:
-            pair_scores[torch.tensor(indices, dtype=torch.long)] = scores
+            index = torch.tensor(indices, dtype=torch.long)
+            pair_scores[index] = scores
+            filled[index] = True
+    if not bool(filled.all()) or bool(torch.isnan(pair_scores).any()):
+        missing = torch.nonzero(~filled).flatten().tolist()
+        raise RuntimeError(f"distributed scoring left {len(missing)} pair(s) unscored (e.g. pair {missing[:5]}): "
+                           "the ranks disagree on the shards; please report this")
     return scorer.finish_scores(pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
+
+
+def _check_same_inputs(candidates: list[str], groups: list[list[str]], settings_hash: str) -> None:
+    """Every rank must score the same texts with the same settings: compare fingerprints first."""
+    import hashlib
+
+    import torch.distributed as dist
+
+    digest = hashlib.sha256(settings_hash.encode())
+    for candidate, group in zip(candidates, groups):
+        digest.update(candidate.encode("utf-8") + b"\1")
+        for reference in group:
+            digest.update(reference.encode("utf-8") + b"\2")
+        digest.update(b"\3")
+    fingerprints: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(fingerprints, (len(candidates), digest.hexdigest()))
+    if len(set(fingerprints)) > 1:
+        detail = ", ".join(f"rank {r}: {n} candidates, {h[:10]}" for r, (n, h) in enumerate(fingerprints))
+        raise ValueError(
+            "score_distributed needs the same inputs and settings on every rank, but the ranks differ "
+            f"({detail}): read the same files on every rank and build the scorer with the same settings"
+        )
 
 
 # ----- command line -----------------------------------------------------------------------
@@ -177,7 +226,7 @@ def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Ca
     import torch.distributed as dist
     from itertools import islice
 
-    created = init_from_env()
+    created = init_from_env(device=getattr(args, "device", None))
     try:
         if dist.get_rank() == 0:
             started = []
@@ -203,9 +252,7 @@ def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Ca
         for _ in islice(stream, skip):
             pass
         while chunk := list(islice(stream, args.chunk_size)):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                score_distributed(scorer, [c for c, _ in chunk], [r for _, r in chunk], dst=0)
+            score_distributed(scorer, [c for c, _ in chunk], [r for _, r in chunk], dst=0)
         return 0
     finally:
         if created:

@@ -8,38 +8,19 @@ normalised fp32 embedding [L, D] (or [K, L, D] for all layers) is returned and c
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from typing import Callable, Hashable, Iterator, Sequence
 
 import torch
 
+from .devices import DTYPES, full_fp32_precision, resolve_dtype  # noqa: F401 (re-exported)
 from .matching import normalize
 from .models import LoadedModel
 
 logger = logging.getLogger(__name__)
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEFAULT_CACHE_BYTES = 512 << 20
-
-
-def resolve_dtype(dtype: str | torch.dtype | None) -> str:
-    """Canonical dtype name; None -> float32 on every device.
-
-    Reduced precision changes the numbers (within a documented tolerance), so it is only used
-    when asked for: the default stays the exact fp32 core, on a GPU too.
-    """
-    if dtype is None:
-        return "float32"
-    if isinstance(dtype, torch.dtype):
-        names = {v: k for k, v in DTYPES.items()}
-        if dtype not in names:
-            raise ValueError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)}")
-        return names[dtype]
-    aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16", "float": "float32"}
-    name = aliases.get(str(dtype).lower(), str(dtype).lower())
-    if name not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
-    return name
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -60,11 +41,19 @@ def default_tokens_per_batch(device: torch.device) -> int:
 
 
 class EmbeddingCache:
-    """An LRU map (settings, text) -> embedding tensor, bounded in bytes (0 disables it)."""
+    """An LRU map (settings, text) -> embedding tensor, bounded in bytes (0 disables it).
 
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES):
+    Thread-safe. `device` keeps the cached copies there (e.g. "cpu" to hold GPU embeddings in
+    host memory); None keeps them where they were computed.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, device: str | torch.device | None = None):
+        if int(max_bytes) < 0:
+            raise ValueError(f"cache_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = int(max_bytes)
+        self.device = torch.device(device) if device is not None else None
         self._items: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
+        self._lock = threading.RLock()
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -73,28 +62,35 @@ class EmbeddingCache:
         return len(self._items)
 
     def get(self, key: Hashable) -> torch.Tensor | None:
-        value = self._items.get(key)
-        if value is None:
-            self.misses += 1
-            return None
-        self._items.move_to_end(key)
-        self.hits += 1
-        return value
+        with self._lock:
+            value = self._items.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return value
 
     def put(self, key: Hashable, value: torch.Tensor) -> None:
         """Keep `value` (a compact copy, so a view does not pin its whole batch) unless too big."""
         size = value.numel() * value.element_size()
-        if size > self.max_bytes or key in self._items:
+        if size > self.max_bytes:
             return
-        self._items[key] = value.clone()
-        self.bytes += size
-        while self.bytes > self.max_bytes:
-            _, evicted = self._items.popitem(last=False)
-            self.bytes -= evicted.numel() * evicted.element_size()
+        copy = value.to(self.device, copy=True) if self.device is not None else value.clone()
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = copy
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                _, evicted = self._items.popitem(last=False)
+                self.bytes -= evicted.numel() * evicted.element_size()
 
     def clear(self) -> None:
-        self._items.clear()
-        self.bytes = 0
+        """Drop every cached embedding (frees their memory, on a GPU too)."""
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
 
 
 ATTENTION_LENGTH = 128  # attention memory per batch is capped at that of max_tokens at this length
@@ -127,30 +123,36 @@ def token_budget_batches(
         yield batch
 
 
+class NonFiniteEmbeddingError(FloatingPointError):
+    """The encoder returned inf or NaN (e.g. float16 overflow): never turned into a score."""
+
+
 class Embedder:
-    """Runs the encoder over token-id sequences in token-budget batches."""
+    """Runs a placed encoder over token-id sequences in token-budget batches.
+
+    The encoder is used as loaded (device and dtype are the LoadedModel's): an Embedder never
+    moves or casts it, so scorers sharing a model cannot change each other's numbers.
+    """
 
     def __init__(
         self,
         model: LoadedModel,
-        device: torch.device,
-        dtype: str = "float32",
         max_tokens_per_batch: int | None = None,
         batch_size: int | None = None,
         cache: EmbeddingCache | None = None,
         cache_namespace: Hashable = "",
     ):
         self.model = model
-        self.device = device
-        self.dtype = dtype
-        self.max_tokens_per_batch = max_tokens_per_batch or default_tokens_per_batch(device)
+        self.device = model.device
+        self.dtype = model.dtype
+        self.max_tokens_per_batch = max_tokens_per_batch or default_tokens_per_batch(self.device)
         self.batch_size = batch_size
         self.cache = cache if cache is not None else EmbeddingCache(0)
         self.cache_namespace = cache_namespace
-        model.encoder.to(device=device, dtype=DTYPES[dtype])
 
     @torch.inference_mode()
-    def _forward(self, batch_ids: list[Sequence[int]]) -> list[torch.Tensor]:
+    def _forward(self, batch_ids: list[Sequence[int]]) -> tuple[list[torch.Tensor], list[int]]:
+        """Normalised embeddings of one batch, and the rows whose encoder output was not finite."""
         longest = max(len(ids) for ids in batch_ids)
         input_ids = torch.full((len(batch_ids), longest), self.model.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(batch_ids), longest), dtype=torch.long)
@@ -160,27 +162,40 @@ class Embedder:
         if self.device.type == "cuda":
             input_ids = input_ids.pin_memory().to(self.device, non_blocking=True)
             attention = attention.pin_memory().to(self.device, non_blocking=True)
-        output = self.model.encoder(
-            input_ids=input_ids, attention_mask=attention, output_hidden_states=self.model.all_layers
-        )
+        else:
+            input_ids, attention = input_ids.to(self.device), attention.to(self.device)
+        with full_fp32_precision():
+            output = self.model.encoder(
+                input_ids=input_ids, attention_mask=attention, output_hidden_states=self.model.all_layers
+            )
         if self.model.all_layers:
             hidden = torch.stack(output.hidden_states, dim=1)  # [B, K, L, D]
         else:
             hidden = output[0]  # [B, L, D]
+        bad: list[int] = []
+        nonfinite = ~torch.isfinite(hidden)
+        if bool(nonfinite.any()):  # only real positions count (padding outputs are never used)
+            per_position = nonfinite.any(dim=-1)  # [B, L] or [B, K, L]
+            if per_position.dim() == 3:
+                per_position = per_position.any(dim=1)
+            bad = torch.nonzero((per_position & attention.bool()).any(dim=1)).flatten().tolist()
         hidden = normalize(hidden)
         # Views into one batch tensor: one large allocation per batch instead of one small one per
         # text, which fragments the heap so that RSS keeps growing with the corpus.
-        return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)]
+        return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)], bad
 
     def embed(
         self,
         keys: Sequence[str],
         ids: Sequence[Sequence[int]],
         on_progress: Callable[[int], None] | None = None,
+        batch_size: int | None = None,
     ) -> dict[str, torch.Tensor]:
         """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache.
 
-        `on_progress(n)` is called after each encoder batch with the number of texts done so far.
+        `on_progress(n)` is called after each encoder batch with the number of texts done so far;
+        `batch_size` caps sentences per encoder batch for this call only.
+        Raises NonFiniteEmbeddingError naming the texts when the encoder returns inf/NaN.
         """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
@@ -189,11 +204,20 @@ class Embedder:
             if cached is None:
                 todo.append(index)
             else:
-                result[key] = cached
+                result[key] = cached.to(self.device, non_blocking=True)
         lengths = [len(ids[i]) for i in todo]
-        for batch in token_budget_batches(lengths, self.max_tokens_per_batch, self.batch_size):
+        sentences = batch_size if batch_size is not None else self.batch_size
+        for batch in token_budget_batches(lengths, self.max_tokens_per_batch, sentences):
             members = [todo[i] for i in batch]
-            for index, embedding in zip(members, self._forward([ids[i] for i in members])):
+            embeddings, bad = self._forward([ids[i] for i in members])
+            if bad:
+                texts = [keys[members[row]] for row in bad]
+                raise NonFiniteEmbeddingError(
+                    f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text(s), e.g. "
+                    f"{texts[0][:80]!r}: {self.dtype} overflowed on {self.model.name}. Use dtype='float32' "
+                    "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
+                )
+            for index, embedding in zip(members, embeddings):
                 result[keys[index]] = embedding
                 self.cache.put((self.cache_namespace, keys[index]), embedding)
             if on_progress is not None:

@@ -20,6 +20,8 @@ from typing import Sequence
 import torch
 
 from . import baselines
+from .devices import full_fp32_precision
+from .inputs import check_text, normalize_group
 from .matching import greedy_match, similarity_matrix
 from .scorer import BERTScorer
 
@@ -72,25 +74,22 @@ class Explanation:
 
 def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[str]) -> Explanation:
     """Explain the score of `candidate` against one reference or a list of references."""
-    if isinstance(references, str):
-        references = [references]
-    references = list(references)
-    if not references:
-        raise ValueError("give at least one reference")
-    for index, text in enumerate([candidate] + references):
-        if not isinstance(text, str):
-            raise TypeError(f"text {index} is a {type(text).__name__}, not a string")
+    candidate = check_text(candidate, "candidate")
+    references = normalize_group(references, "references")
     if scorer.all_layers:
         raise ValueError("explain_pair needs a scorer on one layer (all_layers=False)")
 
-    weights_table = scorer.idf_weights_for(references)  # the weights score() uses for this call
+    token_ids = scorer.tokenize([candidate] + references)
+    weights_table = scorer.idf_weights_for(references, token_ids)  # the weights score() uses for this call
+    notes: list[str] = []
+    scorer.note_inputs([candidate], [references], token_ids, weights_table, notes)
     model = scorer.model
 
     def encode(text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         key = text.strip()
-        ids = model.tokenize([key])[0]
+        ids = token_ids[key]
         embedding = scorer.embedder.embed([key], [ids])[key].to(scorer.device)
-        tokens = model.tokenizer.convert_ids_to_tokens(ids)
+        tokens = model.tokenizer.convert_ids_to_tokens(ids.tolist())
         return tokens, embedding, weights_table(ids).to(scorer.device)
 
     cand_tokens, cand_emb, cand_weights = encode(candidate)
@@ -98,14 +97,18 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
     explained: list[ReferenceExplanation] = []
     for reference in references:
         ref_tokens, ref_emb, ref_weights = encode(reference)
-        similarity = similarity_matrix(cand_emb, ref_emb).cpu()
-        if not candidate.strip() or not reference.strip():
+        with full_fp32_precision():
+            similarity = similarity_matrix(cand_emb, ref_emb).clamp(-1.0, 1.0).cpu()
+        if scorer.is_empty(token_ids, candidate.strip()) or scorer.is_empty(token_ids, reference.strip()):
             p = r = f = 0.0
             empty = True
         else:
             ones_c = torch.ones(1, cand_emb.shape[0], dtype=torch.bool, device=cand_emb.device)
             ones_r = torch.ones(1, ref_emb.shape[0], dtype=torch.bool, device=ref_emb.device)
-            pt, rt, ft = greedy_match(cand_emb[None], ones_c, cand_weights[None], ref_emb[None], ones_r, ref_weights[None])
+            with full_fp32_precision():
+                pt, rt, ft = greedy_match(
+                    cand_emb[None], ones_c, cand_weights[None], ref_emb[None], ones_r, ref_weights[None]
+                )
             p, r, f = float(pt[0]), float(rt[0]), float(ft[0])
             empty = False
         cand_best_sim, cand_best = similarity.max(dim=1)
@@ -126,11 +129,8 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
     rescaled_best = None
     if baseline is not None:
         rescaled_best = tuple(baselines.rescale(best, baseline).tolist())
-    notes = []
     if len(references) > 1:
         notes.append("multi-reference: P, R and F are each the max over the references (as score())")
-    if any(e.empty for e in explained):
-        notes.append("an empty text scores 0")
     return Explanation(
         candidate=candidate, tokens=cand_tokens, weights=cand_weights.cpu().tolist(), references=explained,
         winner=winner, precision=float(best[0]), recall=float(best[1]), f1=float(best[2]),

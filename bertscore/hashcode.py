@@ -23,6 +23,7 @@ class ScoreSettings:
     max_length: int
     prefix_space: bool
     dtype: str
+    device: str  # device type: "cpu", "cuda", ... (fp32 kernels differ at the 1e-7 level)
     version: str
     transformers_version: str
     torch_version: str
@@ -38,6 +39,7 @@ class ScoreSettings:
             f"maxlen={self.max_length}",
             "prefix-space" if self.prefix_space else "no-prefix-space",
             self.dtype,
+            self.device,
         ]
         return "_".join(parts) + (
             f"_version=bertscore-{self.version}"

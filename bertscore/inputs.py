@@ -1,46 +1,92 @@
-"""Input checks: turn what users pass into candidate and reference lists, or say what is wrong."""
+"""Input checks: turn what users pass into candidate and reference lists, or say what is wrong.
+
+One contract for every door (Python API, evaluate module, CLI, Space): a text is a `str`
+(numpy's `str_` included) that is valid Unicode; anything else is an error naming its index,
+never stringified. Collections may be lists, tuples, 1-D numpy arrays or pandas Series.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
 
-def _check_text(value: Any, where: str) -> str:
+def check_text(value: Any, where: str) -> str:
+    """`value` if it is a valid text; TypeError/ValueError naming `where` otherwise."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"{where} contains a lone surrogate ({value[error.start]!r} at character {error.start}): "
+                "it is not valid Unicode text; decode your input with errors='replace' or fix it"
+            ) from None
+        return str(value)
     if value is None:
         raise TypeError(f"{where} is None; pass a string (an empty string scores 0)")
-    if not isinstance(value, str):
-        raise TypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
-    return value
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{where} is {type(value).__name__}, not a string: decode it first (e.g. .decode('utf-8'))")
+    raise TypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
 
 
-def normalize_inputs(cands: Any, refs: Any) -> tuple[list[str], list[list[str]]]:
+def as_list(value: Any, what: str) -> list[Any] | None:
+    """A list of the items of a list, tuple, 1-D numpy array or pandas Series; None for others.
+
+    Strings, bytes, mappings and sets are not collections of texts here (a bare string would
+    be iterated character by character; a set has no order).
+    """
+    if isinstance(value, (str, bytes, bytearray, Mapping, Set)):
+        return None
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    module = type(value).__module__.split(".")[0]
+    if module in ("numpy", "pandas", "polars", "pyarrow") and hasattr(value, "tolist"):
+        if getattr(value, "ndim", 1) != 1:
+            raise TypeError(f"{what} must be one-dimensional, got an array of shape {getattr(value, 'shape', '?')}")
+        return list(value.tolist())
+    if isinstance(value, Sequence):
+        return list(value)
+    return None
+
+
+def normalize_inputs(
+    cands: Any, refs: Any, cand_name: str = "candidates", ref_name: str = "references"
+) -> tuple[list[str], list[list[str]]]:
     """Validate candidates and references; references become one list of strings per candidate.
 
-    `refs` is a list of strings (one reference each) or a list of lists of strings
-    (multi-reference; each inner list non-empty). Errors name the offending index.
+    `refs` holds one reference per candidate (a string) or a collection of them
+    (multi-reference; each non-empty). Errors name the offending index, e.g. `candidates[3]`.
     """
-    if isinstance(cands, str) or not isinstance(cands, Sequence):
-        raise TypeError(f"candidates must be a list of strings, got {type(cands).__name__}")
-    if isinstance(refs, str) or not isinstance(refs, Sequence):
-        raise TypeError(f"references must be a list of strings or of lists of strings, got {type(refs).__name__}")
-    if len(cands) == 0:
-        raise ValueError("candidates is empty: pass at least one candidate")
-    if len(cands) != len(refs):
+    candidate_list = as_list(cands, cand_name)
+    if candidate_list is None:
+        hint = " (wrap a single text in a list: [text])" if isinstance(cands, str) else ""
+        raise TypeError(f"{cand_name} must be a list of strings, got {type(cands).__name__}{hint}")
+    reference_list = as_list(refs, ref_name)
+    if reference_list is None:
+        hint = " (wrap a single text in a list: [text])" if isinstance(refs, str) else ""
+        raise TypeError(
+            f"{ref_name} must be a list of strings or of lists of strings, got {type(refs).__name__}{hint}"
+        )
+    if len(candidate_list) == 0:
+        raise ValueError(f"{cand_name} is empty: pass at least one candidate")
+    if len(candidate_list) != len(reference_list):
         raise ValueError(
-            f"got {len(cands)} candidates but {len(refs)} references: pass one reference "
+            f"got {len(candidate_list)} {cand_name} but {len(reference_list)} {ref_name}: pass one reference "
             "(or one list of references) per candidate"
         )
-    candidates = [_check_text(c, f"candidates[{i}]") for i, c in enumerate(cands)]
-    groups: list[list[str]] = []
-    for i, group in enumerate(refs):
-        if isinstance(group, str):
-            groups.append([group])
-            continue
-        if group is None:
-            raise TypeError(f"references[{i}] is None; pass a string or a list of strings")
-        if not isinstance(group, Sequence):
-            raise TypeError(f"references[{i}] is a {type(group).__name__}, not a string or a list of strings")
-        if len(group) == 0:
-            raise ValueError(f"references[{i}] is an empty list: give each candidate at least one reference")
-        groups.append([_check_text(r, f"references[{i}][{j}]") for j, r in enumerate(group)])
-    return candidates, groups
+    candidates = [check_text(c, f"{cand_name}[{i}]") for i, c in enumerate(candidate_list)]
+    return candidates, [normalize_group(group, f"{ref_name}[{i}]") for i, group in enumerate(reference_list)]
+
+
+def normalize_group(group: Any, where: str) -> list[str]:
+    """One candidate's references: a string, or a non-empty collection of strings."""
+    if isinstance(group, str):
+        return [check_text(group, where)]
+    if group is None:
+        raise TypeError(f"{where} is None; pass a string or a list of strings")
+    items = as_list(group, where)
+    if items is None:
+        raise TypeError(f"{where} is a {type(group).__name__}, not a string or a list of strings: {group!r:.80}")
+    if len(items) == 0:
+        raise ValueError(f"{where} is an empty list: give each candidate at least one reference")
+    return [check_text(r, f"{where}[{j}]") for j, r in enumerate(items)]

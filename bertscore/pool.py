@@ -1,20 +1,28 @@
 """Reuse of loaded encoders and embedding caches across calls with changing settings.
 
 The evaluate module and the app call `ScorerPool.get(**settings)` on every compute: the
-encoder is loaded once per (model, layers, device, dtype), its embedding cache is shared by
-every scorer on it, and a scorer is rebuilt whenever any setting that can change the numbers
-changes (idf included, so idf weights are never stale).
+encoder is loaded once per (model, weights, layers, device, dtype), its embedding cache is
+shared by every scorer on it, and a scorer is rebuilt whenever any setting that can change the
+numbers changes (idf included, so idf weights are never stale). Local files are keyed by their
+content: a model folder or baseline file rewritten in place gives a fresh scorer and hash.
+Thread-safe: concurrent `compute()` calls may share a pool.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Hashable
 
-from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache, resolve_device, resolve_dtype
-from .models import default_model_for_lang, load_model
+import torch
+
+from . import baselines
+from .devices import resolve_dtype
+from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache, resolve_device
+from .models import default_model_for_lang, load_model, resolve_source
 from .scorer import BERTScorer
 
 
@@ -25,18 +33,27 @@ def _freeze(value: Any) -> Hashable:
         default = getattr(value, "default_factory", None)
         return ("mapping", digest.hexdigest(), default() if default else None)
     if isinstance(value, (list, tuple)):
-        return ("texts", hashlib.sha256("\0".join(map(str, value)).encode()).hexdigest())
+        digest = hashlib.sha256()
+        for item in value:
+            digest.update(repr(item).encode("utf-8", "surrogatepass") + b"\0")
+        return ("texts", digest.hexdigest())
+    if hasattr(value, "fingerprint"):  # TokenWeights
+        return ("weights", value.fingerprint())
     return value
 
 
 class ScorerPool:
     """Keeps up to `max_models` encoders (LRU) and the scorers built on them."""
 
-    def __init__(self, max_models: int = 1, cache_bytes: int = DEFAULT_CACHE_BYTES):
+    def __init__(
+        self, max_models: int = 1, cache_bytes: int = DEFAULT_CACHE_BYTES, cache_device: str | None = None
+    ):
         self.max_models = max_models
         self.cache_bytes = cache_bytes
+        self.cache_device = cache_device
         self._models: OrderedDict[Hashable, tuple[Any, EmbeddingCache]] = OrderedDict()
         self._scorers: dict[Hashable, BERTScorer] = {}
+        self._lock = threading.RLock()
         self.loads = 0
 
     def get(
@@ -47,32 +64,77 @@ class ScorerPool:
         lang: str | None = None,
         device: str | None = None,
         dtype: str | None = None,
+        cache_bytes: int | None = None,
+        cache_device: str | None = None,
         **settings: Any,
     ) -> BERTScorer:
-        """A scorer for these settings (BERTScorer's keywords), reusing what is loaded."""
+        """A scorer for these settings (BERTScorer's keywords), reusing what is loaded.
+
+        `cache_bytes` / `cache_device` resize or move the model's embedding cache (the pool's
+        defaults when None); they change no number, so they never reload the model.
+        """
+        lang = lang.lower() if isinstance(lang, str) else lang
         if model_type is None:
             if lang is None:
                 raise ValueError("pass model_type=... or lang=...")
             model_type = default_model_for_lang(lang)
         resolved_device = resolve_device(device)
-        resolved_dtype = resolve_dtype(dtype)
-        model_key = (model_type, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)
-        scorer_key = model_key + (lang,) + tuple(sorted((k, _freeze(v)) for k, v in settings.items()))
-        scorer = self._scorers.get(scorer_key)
-        if scorer is not None:
+        resolved_dtype = resolve_dtype(dtype, resolved_device)
+        # A local folder's revision is a content fingerprint: rewritten weights reload.
+        revision = resolve_source(model_type)[1]
+        model_key = (model_type, revision, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)
+        baseline_path = settings.get("baseline_path")
+        baseline_key = baselines.file_fingerprint(baseline_path) if baseline_path and Path(baseline_path).is_file() else None
+        scorer_key = model_key + (lang, baseline_key) + tuple(sorted((k, _freeze(v)) for k, v in settings.items()))
+        wanted_cache = (self.cache_bytes if cache_bytes is None else int(cache_bytes),
+                        self.cache_device if cache_device is None else cache_device)
+        with self._lock:
+            entry = self._models.get(model_key)
+            if entry is not None and (entry[1].max_bytes, _device_name(entry[1].device)) != (
+                wanted_cache[0], _device_name(wanted_cache[1])
+            ):
+                entry = (entry[0], EmbeddingCache(*wanted_cache))  # scorers on the old cache are dropped
+                self._models[model_key] = entry
+                self._drop_scorers(model_key)
+            scorer = self._scorers.get(scorer_key)
+            if scorer is not None:
+                self._models.move_to_end(model_key)
+                return scorer
+            if entry is None:
+                loaded = load_model(model_type, num_layers, all_layers, device=resolved_device, dtype=resolved_dtype)
+                self._models[model_key] = (loaded, EmbeddingCache(*wanted_cache))
+                self.loads += 1
+                while len(self._models) > self.max_models:
+                    evicted, _ = self._models.popitem(last=False)
+                    self._drop_scorers(evicted)
             self._models.move_to_end(model_key)
+            loaded, cache = self._models[model_key]
+            scorer = BERTScorer(
+                model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
+                device=resolved_device, dtype=resolved_dtype, loaded_model=loaded, cache=cache, **settings,
+            )
+            self._scorers[scorer_key] = scorer
             return scorer
-        if model_key not in self._models:
-            self._models[model_key] = (load_model(model_type, num_layers, all_layers), EmbeddingCache(self.cache_bytes))
-            self.loads += 1
-            while len(self._models) > self.max_models:
-                evicted, _ = self._models.popitem(last=False)
-                self._scorers = {k: v for k, v in self._scorers.items() if k[: len(evicted)] != evicted}
-        self._models.move_to_end(model_key)
-        loaded, cache = self._models[model_key]
-        scorer = BERTScorer(
-            model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
-            device=resolved_device, dtype=resolved_dtype, loaded_model=loaded, cache=cache, **settings,
-        )
-        self._scorers[scorer_key] = scorer
-        return scorer
+
+    def _drop_scorers(self, model_key: Hashable) -> None:
+        self._scorers = {k: v for k, v in self._scorers.items() if k[: len(model_key)] != model_key}
+
+    @property
+    def models(self) -> list[Hashable]:
+        """Keys of the encoders held now, least recently used first."""
+        with self._lock:
+            return list(self._models)
+
+    def release(self) -> None:
+        """Drop every encoder, scorer and cached embedding (GPU memory included)."""
+        with self._lock:
+            for _, cache in self._models.values():
+                cache.clear()
+            self._models.clear()
+            self._scorers.clear()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _device_name(device: Any) -> str | None:
+    return None if device is None else str(torch.device(device))

@@ -7,7 +7,7 @@ chunk and batch sizes, not on the corpus; embeddings are reused through a bounde
 from __future__ import annotations
 
 import logging
-import warnings
+from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, Sequence
 
@@ -15,12 +15,14 @@ import torch
 from tqdm.auto import tqdm
 
 from . import baselines
-from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device, resolve_dtype
+from .devices import check_reduced_precision, full_fp32_precision, resolve_dtype
+from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import normalize_inputs
 from .matching import greedy_match, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model
+from .notes import name_some, report
 from .tokens import TokenStore
 from .version import __version__
 
@@ -32,6 +34,28 @@ MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching
 MAX_PAIRS_PER_MATCH = 1024
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+OFFICIAL_VERSION = "0.3.13"  # the official bert-score release whose definition we reproduce
+
+
+def _check_loaded_model(
+    loaded: LoadedModel, model_type: str, num_layers: int | None, all_layers: bool
+) -> None:
+    """A shared `loaded_model` must be the model these settings ask for: never silently another."""
+    if model_type != loaded.name:
+        raise ValueError(
+            f"model_type={model_type!r} but loaded_model is {loaded.name!r}: pass the loaded model's "
+            "name (or model_type=None), or load the model you mean"
+        )
+    if num_layers is not None and num_layers != loaded.num_layers:
+        raise ValueError(
+            f"num_layers={num_layers} but loaded_model is truncated at layer {loaded.num_layers}: "
+            "load the model at the layer you mean (or pass num_layers=None)"
+        )
+    if bool(all_layers) != loaded.all_layers:
+        raise ValueError(
+            f"all_layers={bool(all_layers)} but loaded_model was loaded with all_layers={loaded.all_layers}: "
+            "load it with the same all_layers"
+        )
 
 
 def _text_fingerprint(texts: Sequence[str]) -> str:
@@ -44,35 +68,20 @@ def _text_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()[:10]
 
 
-def _warn_empty(where: list[str]) -> None:
-    shown = ", ".join(where[:20]) + (f", ... ({len(where)} in all)" if len(where) > 20 else "")
-    warnings.warn(f"empty or whitespace-only text at {shown}: its scores are 0", UserWarning, stacklevel=4)
-
-
-def warn_empty_inputs(candidates: Sequence[str], groups: Sequence[Sequence[str]]) -> None:
-    """One warning naming every empty or whitespace-only candidate and reference (they score 0)."""
-    empty = [f"candidates[{i}]" for i, c in enumerate(candidates) if not c.strip()]
-    empty += [
-        f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
-        for i, group in enumerate(groups) for j, r in enumerate(group) if not r.strip()
-    ]
-    if empty:
-        _warn_empty(empty)
-
-
 class BERTScorer:
     """A loaded model plus scoring settings; `score()` can be called many times.
 
     Drop-in for the official `bert_score.BERTScorer`, with: `idf=True` alone computes idf from
     each call's references; `idf` may also be a token-id -> weight mapping, a list of texts or
-    a `TokenWeights` table;
-    `batch_size` caps sentences per encoder batch next to the token budget
-    `max_tokens_per_batch`; `dtype` sets the encoder precision; embeddings are cached
-    (`cache_bytes`, 0 turns the cache off); work runs in chunks of `chunk_size` pairs.
-    `loaded_model` and `cache` let several scorers share one encoder and one cache
-    (see `bertscore.pool`). `nthreads` and `use_fast_tokenizer` are accepted for
-    compatibility and change nothing: the fast tokenizer is always used (on transformers 5 it
-    is the only one) and idf counting needs no process pool.
+    a `TokenWeights` table; `batch_size` caps sentences per encoder batch next to the token
+    budget `max_tokens_per_batch`; `dtype` sets the encoder precision ("auto": bf16 where the
+    hardware computes it natively, else fp32); embeddings are cached (`cache_bytes`, 0 turns
+    the cache off; `cache_device="cpu"` keeps GPU embeddings in host memory); work runs in
+    chunks of `chunk_size` pairs. `loaded_model` and `cache` let several scorers share one
+    encoder and one cache (see `bertscore.pool`); a shared encoder is never moved or cast.
+    `nthreads` and `use_fast_tokenizer` are kept for compatibility (and for `official_hash`)
+    and change nothing: the fast tokenizer is always used (on transformers 5 it is the only
+    one) and idf counting needs no process pool.
     """
 
     def __init__(
@@ -88,14 +97,18 @@ class BERTScorer:
         lang: str | None = None,
         rescale_with_baseline: bool = False,
         baseline_path: str | None = None,
-        use_fast_tokenizer: bool = True,
+        use_fast_tokenizer: bool = False,
         dtype: str | torch.dtype | None = None,
         max_tokens_per_batch: int | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         chunk_size: int = DEFAULT_CHUNK_PAIRS,
         loaded_model: LoadedModel | None = None,
         cache: EmbeddingCache | None = None,
+        cache_device: str | torch.device | None = None,
     ):
+        lang = lang.lower() if isinstance(lang, str) else lang
+        if model_type is None and loaded_model is not None:
+            model_type = loaded_model.name
         if model_type is None:
             if lang is None:
                 raise ValueError(
@@ -107,41 +120,53 @@ class BERTScorer:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if loaded_model is not None:
+            _check_loaded_model(loaded_model, model_type, num_layers, all_layers)
         self.model_type = model_type
         self.lang = lang
         self.batch_size = batch_size
+        self.nthreads = nthreads
+        self.use_fast_tokenizer = use_fast_tokenizer
         self.chunk_size = chunk_size
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype)
-        self.model = loaded_model or load_model(model_type, num_layers, all_layers)
+        self.dtype = resolve_dtype(dtype, self.device)
+        check_reduced_precision(self.dtype, self.device)
+        if loaded_model is not None:
+            self.model = loaded_model.with_placement(self.device, self.dtype)
+        else:
+            self.model = load_model(model_type, num_layers, all_layers, device=self.device, dtype=self.dtype)
         self.num_layers = self.model.num_layers
         self.all_layers = self.model.all_layers
         self._idf_mode, self._idf_weights = self._resolve_idf(idf, idf_sents)
         self.rescale_with_baseline = rescale_with_baseline
         self.baseline_path = baseline_path
         self._baseline, rescale_tag = self._resolve_baseline(rescale_with_baseline, baseline_path, lang)
+        self._rescale_tag = rescale_tag
+        self.cache = cache if cache is not None else EmbeddingCache(cache_bytes, cache_device)
+        # The cache key carries every embedding setting (idf and rescaling do not change embeddings).
+        embedding_key = (model_type, self.model.revision, self.num_layers, self.all_layers,
+                         self.model.max_length, self.model.add_prefix_space, self.dtype, self.device.type)
+        self.embedder = Embedder(self.model, max_tokens_per_batch, batch_size, self.cache, embedding_key)
+
+    @property
+    def settings(self) -> ScoreSettings:
+        """Everything besides the texts that enters a score (the hash is made from it)."""
         import transformers
 
-        self.settings = ScoreSettings(
-            model=model_type,
+        return ScoreSettings(
+            model=self.model_type,
             revision=self.model.revision,
             num_layers=self.num_layers,
             all_layers=self.all_layers,
             idf=self._idf_mode,
-            rescale=rescale_tag,
+            rescale=self._rescale_tag,
             max_length=self.model.max_length,
             prefix_space=self.model.add_prefix_space,
             dtype=self.dtype,
+            device=self.device.type,
             version=__version__,
             transformers_version=transformers.__version__,
             torch_version=torch.__version__.split("+")[0],
-        )
-        self.cache = cache if cache is not None else EmbeddingCache(cache_bytes)
-        # The cache key carries every embedding setting (idf and rescaling do not change embeddings).
-        embedding_key = (model_type, self.model.revision, self.num_layers, self.all_layers,
-                         self.model.max_length, self.model.add_prefix_space, self.dtype)
-        self.embedder = Embedder(
-            self.model, self.device, self.dtype, max_tokens_per_batch, batch_size, self.cache, embedding_key
         )
 
     # ----- settings -------------------------------------------------------------------------
@@ -150,7 +175,8 @@ class BERTScorer:
     ) -> tuple[str, TokenWeights | None]:
         vocab, special = self.model.vocab_size, self.model.zero_weight_ids
         if isinstance(idf, TokenWeights):
-            return idf.label or f"idf-weights:{idf.fingerprint()}", idf
+            # By content, whatever its label says: two tables never share a hash.
+            return f"idf-weights:{idf.fingerprint()}", idf
         if isinstance(idf, Mapping):
             weights = TokenWeights.from_mapping(idf, vocab)
             return str(weights.label), weights
@@ -198,6 +224,50 @@ class BERTScorer:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(hash={self.hash!r}, device={self.device})"
 
+    # ----- official attributes ----------------------------------------------------------------
+    @property
+    def baseline_vals(self) -> torch.Tensor | None:
+        """The official attribute name of `baseline`."""
+        return self._baseline
+
+    @property
+    def idf_dict(self) -> dict[int, float] | None:
+        """Token id -> weight, as the official attribute (a defaultdict); None when idf is per call."""
+        if self._idf_weights is None:
+            return None
+        table = self._idf_weights.table
+        default = float(table[-1]) if table.numel() else 0.0
+        return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(table.tolist())})
+
+    def compute_idf(self, sents: Sequence[str]) -> None:
+        """Fix idf weights from `sents` for every later call (the official method); the hash follows."""
+        self._idf_mode, self._idf_weights = self._resolve_idf(list(sents), None)
+
+    def official_hash(self) -> str:
+        """The official package's hash format for these settings, for tools that parse it:
+        `{model}_L{k}_{idf|no-idf}_version={v}(hug_trans={t})[-rescaled|-custom-rescaled][_fast-tokenizer]`.
+
+        `version` is the official release whose definition these numbers reproduce. It names
+        less than `hash` (no revision, dtype, baseline or idf source): prefer `hash`.
+        """
+        import transformers
+
+        code = "{}_L{}{}_version={}(hug_trans={})".format(
+            self.model_type, self.num_layers, "_no-idf" if self._idf_mode == "no-idf" else "_idf",
+            OFFICIAL_VERSION, transformers.__version__,
+        )
+        if self.rescale_with_baseline:
+            code += "-custom-rescaled" if self.baseline_path is not None else "-rescaled"
+        if self.use_fast_tokenizer:
+            code += "_fast-tokenizer"
+        return code
+
+    def plot_example(self, candidate: str, reference: str, fname: str = "") -> Any:
+        """Heatmap of one pair's token similarities (the official method); saved when `fname` is given."""
+        from .plot import plot_example  # lazy: plot/explain import this module
+
+        return plot_example(self, candidate, reference, fname=fname)
+
     # ----- scoring --------------------------------------------------------------------------
     def score(
         self,
@@ -206,18 +276,25 @@ class BERTScorer:
         verbose: bool = False,
         batch_size: int | None = None,
         return_hash: bool = False,
+        notes: list[str] | None = None,
     ) -> Scores | tuple[Scores, str]:
         """P, R, F of each candidate against its reference(s): tensors [N] ([K, N] for all layers).
 
-        Multi-reference: the max over a candidate's references, per column. Empty texts score 0.
+        Multi-reference: the max over a candidate's references, per column. A text with no
+        content tokens scores 0 (raw), as in the official package, with one note naming it.
+        `batch_size` applies to this call only. Notes (empty texts, idf weights that are all 0)
+        go to `notes` when a list is given, else they are UserWarnings.
         """
-        if batch_size is not None:
-            self.embedder.batch_size = batch_size
         candidates, groups = normalize_inputs(cands, refs)
         flat_refs = [ref for group in groups for ref in group]
         owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
-        warn_empty_inputs(candidates, groups)
-        pair_scores = self.score_pairs([candidates[i] for i in owners.tolist()], flat_refs, verbose, warn_empty=False)
+        token_ids = self.tokenize(candidates + flat_refs)
+        weights = self._idf_weights if self._idf_weights is not None else self._weights_from(flat_refs, token_ids)
+        self.note_inputs(candidates, groups, token_ids, weights, notes)
+        pair_scores = self._score_pairs(
+            [candidates[i].strip() for i in owners.tolist()], [r.strip() for r in flat_refs],
+            token_ids, weights, verbose, batch_size,
+        )
         out = self.finish_scores(pair_scores, owners, len(candidates))
         return (out, self.hash) if return_hash else out
 
@@ -242,6 +319,60 @@ class BERTScorer:
         """True when idf weights come from each call's references (idf=True, no fixed texts)."""
         return self._idf_weights is None
 
+    def tokenize(self, texts: Sequence[str]) -> TokenStore:
+        """Token ids of the distinct stripped texts (an empty text has its special tokens only)."""
+        return TokenStore(list(dict.fromkeys(t.strip() for t in texts)), self.model.tokenize)
+
+    def is_empty(self, token_ids: TokenStore, key: str) -> bool:
+        """No content tokens besides the special ones (the official notion of an empty text)."""
+        return token_ids.length(key) <= self.model.num_special_tokens
+
+    def _weights_from(self, references: Sequence[str], token_ids: TokenStore) -> TokenWeights:
+        """Per-call idf over these references (each one a document, empty ones included)."""
+        documents = (token_ids[r.strip()] for r in references)
+        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
+
+    def note_inputs(
+        self,
+        candidates: Sequence[str],
+        groups: Sequence[Sequence[str]],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        notes: list[str] | None = None,
+    ) -> None:
+        """One note naming every empty text, and one naming texts whose token weights are all 0."""
+
+        def places(selected: set[str]) -> list[str]:
+            found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
+            found += [
+                f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
+                for i, group in enumerate(groups) for j, r in enumerate(group) if r.strip() in selected
+            ]
+            return found
+
+        keys = list(token_ids.index)
+        empty = {k for k in keys if self.is_empty(token_ids, k)}
+        if empty:
+            report(
+                f"no content tokens (empty, whitespace or characters the tokenizer drops) in "
+                f"{name_some(places(empty))}: their raw scores are 0, as in the official package",
+                notes,
+            )
+        totals = token_ids.weight_totals(weights.table.numpy())
+        unweighted = {k for k, total in zip(keys, totals) if total == 0 and k not in empty}
+        if unweighted:
+            distinct = len({r.strip() for group in groups for r in group})
+            cause = (
+                "idf over 1 distinct reference gives every token in it weight 0"
+                if self.idf_is_per_call and distinct == 1
+                else "every one of their tokens weighs 0 (under idf: it occurs in every reference)"
+            )
+            report(
+                f"token weights are all 0 in {name_some(places(unweighted))} ({cause}): their raw "
+                "precision (candidates) or recall (references) is 0, and so is F1",
+                notes,
+            )
+
     def score_pairs(
         self,
         cands: Sequence[str],
@@ -249,32 +380,46 @@ class BERTScorer:
         verbose: bool = False,
         warn_empty: bool = True,
         weights: TokenWeights | None = None,
+        batch_size: int | None = None,
+        notes: list[str] | None = None,
     ) -> torch.Tensor:
         """Raw (not rescaled) scores [n, 3] (or [n, K, 3]) of aligned candidate/reference pairs.
 
-        A pair with an empty (or whitespace-only) side scores 0, with one warning. `weights`
-        overrides the scorer's token weights (e.g. idf over a corpus this call sees a shard of).
+        A pair with an empty side (no content tokens) scores 0, with one note naming the pairs.
+        `weights` overrides the scorer's token weights (e.g. idf over a corpus this call sees a
+        shard of).
         """
+        token_ids = self.tokenize(list(cands) + list(refs))
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]
-        token_ids = TokenStore(list(dict.fromkeys(k for k in cand_keys + ref_keys if k)), self.model.tokenize)
         if weights is None:
-            weights = self._idf_weights
-        if weights is None:
-            empty_ids = self.model.tokenize([""])[0]
-            documents = (token_ids[k] if k else empty_ids for k in ref_keys)
-            weights = TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
-        scores = torch.zeros((len(cands),) + ((self.score_layers,) if self.all_layers else ()) + (3,))
-        empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if not c or not r]
-        if empty and warn_empty:
-            _warn_empty([f"pair {i}" for i in empty])
-        empty_set = set(empty)
+            weights = self.idf_weights_for(ref_keys, token_ids)
+        if warn_empty:
+            empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
+                     if self.is_empty(token_ids, c) or self.is_empty(token_ids, r)]
+            if empty:
+                report(f"no content tokens in pair {name_some([str(i) for i in empty])}: "
+                       "their raw scores are 0", notes)
+        return self._score_pairs(cand_keys, ref_keys, token_ids, weights, verbose, batch_size)
+
+    def _score_pairs(
+        self,
+        cand_keys: list[str],
+        ref_keys: list[str],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        verbose: bool,
+        batch_size: int | None,
+    ) -> torch.Tensor:
+        scores = torch.zeros((len(cand_keys),) + ((self.score_layers,) if self.all_layers else ()) + (3,))
+        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
+                 if self.is_empty(token_ids, c) or self.is_empty(token_ids, r)}
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
         order = sorted(
-            (i for i in range(len(cands)) if i not in empty_set),
+            (i for i in range(len(cand_keys)) if i not in empty),
             key=lambda i: (token_ids.length(ref_keys[i]), ref_keys[i], token_ids.length(cand_keys[i])),
         )
-        progress = tqdm(total=len(cands), disable=not verbose, desc="BERTScore", unit="pair")
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
         for chunk in self._chunks(order, cand_keys, ref_keys, token_ids):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
@@ -286,13 +431,18 @@ class BERTScorer:
                 progress.update(target - shown[0])
                 shown[0] = target
 
-            embeddings = self.embedder.embed(needed, [token_ids[k] for k in needed], on_progress=advance)
+            embeddings = self.embedder.embed(
+                needed, [token_ids[k] for k in needed], on_progress=advance, batch_size=batch_size
+            )
             text_weights = {k: weights(token_ids[k]) for k in needed}  # host tensors, moved per batch
-            for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
-                cand = pad_sequences([embeddings[cand_keys[i]] for i in batch], [text_weights[cand_keys[i]] for i in batch])
-                ref = pad_sequences([embeddings[ref_keys[i]] for i in batch], [text_weights[ref_keys[i]] for i in batch])
-                precision, recall, f1 = greedy_match(*cand, *ref)
-                scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
+            with full_fp32_precision():
+                for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
+                    cand = pad_sequences([embeddings[cand_keys[i]] for i in batch],
+                                         [text_weights[cand_keys[i]] for i in batch])
+                    ref = pad_sequences([embeddings[ref_keys[i]] for i in batch],
+                                        [text_weights[ref_keys[i]] for i in batch])
+                    precision, recall, f1 = greedy_match(*cand, *ref)
+                    scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
             progress.update(len(chunk) - shown[0])
             del embeddings, text_weights
         progress.close()
@@ -353,12 +503,11 @@ class BERTScorer:
             yield batch
 
     # ----- inspection -----------------------------------------------------------------------
-    def idf_weights_for(self, references: Sequence[str]) -> TokenWeights:
+    def idf_weights_for(self, references: Sequence[str], token_ids: TokenStore | None = None) -> TokenWeights:
         """The token weights a `score()` call with these references uses."""
         if self._idf_weights is not None:
             return self._idf_weights
-        documents = self.model.tokenize([r.strip() for r in references])
-        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
+        return self._weights_from(references, token_ids if token_ids is not None else self.tokenize(references))
 
 
 def score(
@@ -376,19 +525,22 @@ def score(
     return_hash: bool = False,
     rescale_with_baseline: bool = False,
     baseline_path: str | None = None,
-    use_fast_tokenizer: bool = True,
+    use_fast_tokenizer: bool = False,
     dtype: str | torch.dtype | None = None,
     max_tokens_per_batch: int | None = None,
+    notes: list[str] | None = None,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore P, R, F of candidates against references (drop-in for `bert_score.score`).
 
     `idf=True` weighs tokens by idf over the references (multi-references flattened); a mapping
     token-id -> weight or a list of texts may be given instead. Returns tensors of shape [N]
     ([K, N] with `all_layers`), and the hash as `((P, R, F), hash)` when `return_hash`.
+    `notes`: a list that receives the call's notes instead of UserWarnings.
     """
     scorer = BERTScorer(
-        model_type=model_type, num_layers=num_layers, batch_size=batch_size, all_layers=all_layers,
-        idf=idf, device=device, lang=lang, rescale_with_baseline=rescale_with_baseline,
-        baseline_path=baseline_path, dtype=dtype, max_tokens_per_batch=max_tokens_per_batch, cache_bytes=0,
+        model_type=model_type, num_layers=num_layers, batch_size=batch_size, nthreads=nthreads,
+        all_layers=all_layers, idf=idf, device=device, lang=lang, rescale_with_baseline=rescale_with_baseline,
+        baseline_path=baseline_path, use_fast_tokenizer=use_fast_tokenizer, dtype=dtype,
+        max_tokens_per_batch=max_tokens_per_batch, cache_bytes=0,
     )
-    return scorer.score(cands, refs, verbose=verbose, return_hash=return_hash)
+    return scorer.score(cands, refs, verbose=verbose, return_hash=return_hash, notes=notes)

@@ -46,3 +46,9 @@ class TokenStore:
 
     def __getitem__(self, text: str) -> np.ndarray:
         return self.ids(text)
+
+    def weight_totals(self, table: np.ndarray) -> np.ndarray:
+        """Sum of `table[id]` over each text's ids, in store order (vectorised; exact 0 stays 0)."""
+        values = np.asarray(table, dtype=np.float64)[self.flat]
+        cumulative = np.concatenate([[0.0], np.cumsum(values)])
+        return cumulative[self.offsets[1:]] - cumulative[self.offsets[:-1]]

@@ -21,6 +21,15 @@ from bertscore import BERTScorer
 from bertscore.distributed import init_from_env, local_device, rank, score_distributed, world_size
 
 
+def read_lines(path: str) -> list[str]:
+    """One text per line, as the CLI reads them: the last line counts with or without a newline."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        lines = handle.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the trailing newline ends the last line; it does not start an empty one
+    return [line.removesuffix("\r") for line in lines]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("candidates")
@@ -34,10 +43,9 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
 
-    created = init_from_env()  # no-op outside torchrun / accelerate launch
-    read = lambda path: open(path, encoding="utf-8").read().split("\n")[:-1]  # noqa: E731
-    cands = read(args.candidates)
-    ref_files = [read(path) for path in args.references]
+    created = init_from_env(device=args.device)  # no-op outside torchrun / accelerate launch
+    cands = read_lines(args.candidates)
+    ref_files = [read_lines(path) for path in args.references]
     refs = ref_files[0] if len(ref_files) == 1 else [list(group) for group in zip(*ref_files)]
     scorer = BERTScorer(
         model_type=args.model, idf=args.idf, rescale_with_baseline=args.rescale_with_baseline,

@@ -6,8 +6,8 @@ from bertscore.hashcode import ScoreSettings
 
 BASE = ScoreSettings(
     model="roberta-large", revision=None, num_layers=17, all_layers=False, idf="no-idf", rescale="",
-    max_length=512, prefix_space=True, dtype="float32", version="0.1.0", transformers_version="5.0.0",
-    torch_version="2.13.0",
+    max_length=512, prefix_space=True, dtype="float32", device="cpu", version="0.1.0",
+    transformers_version="5.0.0", torch_version="2.13.0",
 )
 
 
@@ -20,9 +20,11 @@ def test_format_extends_the_official_one():
 def test_every_setting_changes_the_hash():
     changes = dict(
         model="roberta-base", revision="abc", num_layers=16, all_layers=True, idf="idf", rescale="rescaled-en",
-        max_length=256, prefix_space=False, dtype="bfloat16", version="0.2.0", transformers_version="5.1.0",
-        torch_version="2.14.0",
+        max_length=256, prefix_space=False, dtype="bfloat16", device="cuda", version="0.2.0",
+        transformers_version="5.1.0", torch_version="2.14.0",
     )
+    # A field added to ScoreSettings without a change here fails: every field must reach the hash.
+    assert set(changes) == {f.name for f in dataclasses.fields(ScoreSettings)}
     seen = {BASE.hashcode()}
     for field, value in changes.items():
         text = dataclasses.replace(BASE, **{field: value}).hashcode()

@@ -140,8 +140,7 @@ def test_batching_does_not_change_numbers(model32, reference, max_tokens, batch_
 
 
 def test_bf16_close_to_fp32(reference):
-    model16 = load_model(EMBEDDED_MODEL_NAME)  # its own copy: the embedder casts the encoder in place
-    scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model16, dtype="bfloat16", device="cpu")
+    scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, dtype="bfloat16", device="cpu")
     assert next(scorer.model.encoder.parameters()).dtype == torch.bfloat16
     scores = _scores(scorer)
     assert scores.dtype == torch.float32
