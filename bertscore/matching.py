@@ -154,8 +154,6 @@ def _broadcast_to_leading(
             f"{name} has shape {tuple(values.shape)}, which does not fit embeddings with leading dims "
             f"{tuple(leading)} and length {length}: expected [*P, {length}] with P a prefix of {tuple(leading)}"
         )
-    if name.endswith("mask") and values.dtype != torch.bool:
-        raise TypeError(f"{name} must be a bool tensor (True = real token), got {values.dtype}")
     extra = len(leading) - len(prefix)
     values = values.to(device).reshape(*prefix, *([1] * extra), length)
     return values.expand(*leading, length)
@@ -206,54 +204,56 @@ def tiled_maxima(
         )
     device = cand_embeddings.device
     rows, columns = cand_embeddings.shape[-2], ref_embeddings.shape[-2]
+    for name, mask in (("cand_mask", cand_mask), ("ref_mask", ref_mask)):
+        if mask is not None and mask.dtype != torch.bool:
+            raise TypeError(f"{name} must be a bool tensor (True = real token), got {mask.dtype}")
     cand_mask = _broadcast_to_leading(cand_mask, leading, rows, "cand_mask", device)
     ref_mask = _broadcast_to_leading(ref_mask, leading, columns, "ref_mask", device)
-    if not leading:  # one item: give it a leading dim of 1 (views only)
-        cand_embeddings, ref_embeddings = cand_embeddings[None], ref_embeddings[None]
-        cand_mask = None if cand_mask is None else cand_mask[None]
-        ref_mask = None if ref_mask is None else ref_mask[None]
-    # Masks with no padding need no -inf fill at all (one check, not one per tile).
-    cand_fill = None if cand_mask is None or bool(cand_mask.all()) else cand_mask
-    ref_fill = None if ref_mask is None or bool(ref_mask.all()) else ref_mask
+    # Work on [*M, L, D] with M non-empty (one pair gets a leading 1: views only).
 
-    shape = cand_embeddings.shape[:-2]
-    best_for_cand = torch.full((*shape, rows), float("-inf"), device=device)
-    best_for_ref = torch.full((*shape, columns), float("-inf"), device=device)
-    cand_best = ref_best = None
-    if with_indices:
-        cand_best = torch.full((*shape, rows), -1, dtype=torch.long, device=device)
-        ref_best = torch.full((*shape, columns), -1, dtype=torch.long, device=device)
-    tile_items, tile_rows, tile_columns = _tile_sizes(shape[-1], rows, columns, max_bytes)
+    def with_items(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if leading else tensor[None]
+
+    items_shape = leading or torch.Size([1])
+    cand, ref = with_items(cand_embeddings), with_items(ref_embeddings)
+    # Masks with no padding need no -inf fill at all (one check, not one per tile).
+    cand_fill = None if cand_mask is None or bool(cand_mask.all()) else with_items(cand_mask)
+    ref_fill = None if ref_mask is None or bool(ref_mask.all()) else with_items(ref_mask)
+
+    best_for_cand = torch.full((*items_shape, rows), float("-inf"), device=device)
+    best_for_ref = torch.full((*items_shape, columns), float("-inf"), device=device)
+    cand_best = torch.full((*items_shape, rows), -1, dtype=torch.long, device=device) if with_indices else None
+    ref_best = torch.full((*items_shape, columns), -1, dtype=torch.long, device=device) if with_indices else None
+    tile_items, tile_rows, tile_columns = _tile_sizes(items_shape[-1], rows, columns, max_bytes)
     # Tiles are views along the last leading dim; any dims before it are walked one by one, so
     # strided inputs (e.g. pad_sequences' [B, K, L, D]) are never copied whole.
-    for outer in itertools.product(*(range(size) for size in shape[:-1])):
-        for n0 in range(0, shape[-1], tile_items):
+    for outer in itertools.product(*(range(size) for size in items_shape[:-1])):
+        for n0 in range(0, items_shape[-1], tile_items):
             items = (*outer, slice(n0, n0 + tile_items))
             for r0 in range(0, rows, tile_rows):
-                cand_tile = cand_embeddings[items][:, r0:r0 + tile_rows].float()
-                cand_tile_fill = None if cand_fill is None else cand_fill[items][:, r0:r0 + tile_rows]
+                row_span = slice(r0, r0 + tile_rows)
+                cand_tile = cand[items][:, row_span].float()
                 for c0 in range(0, columns, tile_columns):
-                    ref_tile = ref_embeddings[items][:, c0:c0 + tile_columns].float()
-                    ref_tile_fill = None if ref_fill is None else ref_fill[items][:, c0:c0 + tile_columns]
-                    similarity = torch.matmul(cand_tile, ref_tile.transpose(-1, -2))
-                    _update_maxima_(
-                        similarity, cand_tile_fill, ref_tile_fill,
-                        (best_for_cand[items][:, r0:r0 + tile_rows], None if cand_best is None else cand_best[items][:, r0:r0 + tile_rows], c0),
-                        (best_for_ref[items][:, c0:c0 + tile_columns], None if ref_best is None else ref_best[items][:, c0:c0 + tile_columns], r0),
-                    )
-                    del similarity
-    if not leading:
-        best_for_cand, best_for_ref = best_for_cand[0], best_for_ref[0]
-        cand_best = None if cand_best is None else cand_best[0]
-        ref_best = None if ref_best is None else ref_best[0]
-        cand_mask = None if cand_mask is None else cand_mask[0]
-        ref_mask = None if ref_mask is None else ref_mask[0]
+                    column_span = slice(c0, c0 + tile_columns)
+                    similarity = torch.matmul(cand_tile, ref[items][:, column_span].float().transpose(-1, -2))
+                    if ref_fill is not None:
+                        similarity.masked_fill_(~ref_fill[items][:, None, column_span], float("-inf"))
+                    _fold_(similarity.max(dim=-1) if with_indices else similarity.amax(dim=-1), c0,
+                           best_for_cand[items][:, row_span], None if cand_best is None else cand_best[items][:, row_span])
+                    if cand_fill is not None:
+                        similarity.masked_fill_(~cand_fill[items][:, row_span, None], float("-inf"))
+                    _fold_(similarity.max(dim=-2) if with_indices else similarity.amax(dim=-2), r0,
+                           best_for_ref[items][:, column_span], None if ref_best is None else ref_best[items][:, column_span])
+                    del similarity  # before the next tile is allocated: one tile at a time
+
+    best_for_cand, best_for_ref = best_for_cand.reshape(*leading, rows), best_for_ref.reshape(*leading, columns)
     if cand_mask is not None:
         best_for_cand.masked_fill_(~cand_mask, 0.0)
     if ref_mask is not None:
         best_for_ref.masked_fill_(~ref_mask, 0.0)
     if not with_indices:
         return best_for_cand, best_for_ref
+    cand_best, ref_best = cand_best.reshape(*leading, rows), ref_best.reshape(*leading, columns)
     if cand_mask is not None:
         cand_best.masked_fill_(~cand_mask, -1)
     if ref_mask is not None:
@@ -261,32 +261,21 @@ def tiled_maxima(
     return best_for_cand, cand_best, best_for_ref, ref_best
 
 
-def _update_maxima_(
-    similarity: torch.Tensor,
-    cand_fill: torch.Tensor | None,
-    ref_fill: torch.Tensor | None,
-    row_state: tuple[torch.Tensor, torch.Tensor | None, int],
-    column_state: tuple[torch.Tensor, torch.Tensor | None, int],
+def _fold_(
+    tile_best: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+    offset: int,
+    running: torch.Tensor,
+    running_index: torch.Tensor | None,
 ) -> None:
-    """Fold one tile's masked maxima into running maxima (views into the result), in place.
+    """Fold one tile's maxima (values, or (values, indices) from .max) into running maxima, in place.
 
-    Each state is (running max, running argmax or None, the tile's offset along the other side).
-    A later tile replaces a running maximum only when strictly greater: ties keep the first.
+    `running` and `running_index` are views into the result; `offset` is where the tile starts
+    along the reduced side. A later tile wins only when strictly greater: ties keep the first.
     """
-    if ref_fill is not None:
-        similarity.masked_fill_(~ref_fill[:, None, :], float("-inf"))
-    _fold_(similarity, -1, row_state)
-    if cand_fill is not None:
-        similarity.masked_fill_(~cand_fill[:, :, None], float("-inf"))
-    _fold_(similarity, -2, column_state)
-
-
-def _fold_(similarity: torch.Tensor, dim: int, state: tuple[torch.Tensor, torch.Tensor | None, int]) -> None:
-    running, running_index, offset = state
     if running_index is None:
-        running.copy_(torch.maximum(running, similarity.amax(dim=dim)))
+        running.copy_(torch.maximum(running, tile_best))
         return
-    values, indices = similarity.max(dim=dim)
+    values, indices = tile_best
     better = values > running
     running.copy_(torch.where(better, values, running))
     running_index.copy_(torch.where(better, indices + offset, running_index))
