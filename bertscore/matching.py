@@ -4,10 +4,13 @@ Embeddings are L2-normalised token vectors. Each candidate token is matched to i
 similar reference token (precision) and each reference token to its most similar candidate
 token (recall); token scores are averaged with normalised weights; F is their harmonic mean.
 Padding is masked with -inf, so it can never win a max, whatever shares a batch.
+`greedy_match` builds the whole similarity of a batch at once; `greedy_match_tiled` gives the
+same numbers for pairs of any length, holding at most a byte budget of similarities at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import torch
@@ -89,16 +92,220 @@ def greedy_match(
         return p.view(batch, layers), r.view(batch, layers), f.view(batch, layers)
 
     similarity = torch.bmm(cand_embeddings.float(), ref_embeddings.float().transpose(1, 2))
-    # In place on the one similarity tensor (no masked copies): padded reference columns only
-    # feed best_for_ref entries that are zeroed below, so masking them first changes nothing.
-    best_for_cand = similarity.masked_fill_(~ref_mask[:, None, :], float("-inf")).amax(dim=2)
-    best_for_ref = similarity.masked_fill_(~cand_mask[:, :, None], float("-inf")).amax(dim=1)
-    # Padded rows still hold a finite max over real tokens; their weight is 0.
-    best_for_cand = best_for_cand.masked_fill(~cand_mask, 0.0)
-    best_for_ref = best_for_ref.masked_fill(~ref_mask, 0.0)
+    best_for_cand, best_for_ref = _masked_maxima_(similarity, cand_mask, ref_mask)
+    return _weighted_scores(best_for_cand, cand_mask, cand_weights, best_for_ref, ref_mask, ref_weights)
+
+
+def _masked_maxima_(
+    similarity: torch.Tensor, cand_mask: torch.Tensor | None, ref_mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row maxima [..., Lc] and column maxima [..., Lr] of similarity [..., Lc, Lr], padding at -inf.
+
+    In place on `similarity` (no masked copies): padded reference columns only feed column
+    maxima that the caller zeroes, so masking them before the candidate rows changes nothing.
+    A mask of None means every position is real (nothing to fill).
+    """
+    if ref_mask is not None:
+        similarity.masked_fill_(~ref_mask[..., None, :], float("-inf"))
+    best_for_cand = similarity.amax(dim=-1)
+    if cand_mask is not None:
+        similarity.masked_fill_(~cand_mask[..., :, None], float("-inf"))
+    return best_for_cand, similarity.amax(dim=-2)
+
+
+def _weighted_scores(
+    best_for_cand: torch.Tensor,
+    cand_mask: torch.Tensor | None,
+    cand_weights: torch.Tensor,
+    best_for_ref: torch.Tensor,
+    ref_mask: torch.Tensor | None,
+    ref_weights: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """P, R, F from the greedy maxima; weights broadcast against them.
+
+    Padded positions hold a max over real tokens or -inf; they score 0, so that x 0 weight
+    stays 0 rather than NaN.
+    """
+    if cand_mask is not None:
+        best_for_cand = best_for_cand.masked_fill(~cand_mask, 0.0)
+    if ref_mask is not None:
+        best_for_ref = best_for_ref.masked_fill(~ref_mask, 0.0)
     precision = _weighted_mean(best_for_cand, cand_weights.float())
     recall = _weighted_mean(best_for_ref, ref_weights.float())
     return precision, recall, harmonic_mean(precision, recall)
+
+
+MATCH_TILE_BYTES = 64 << 20  # similarities held at once by the tiled matching
+
+
+def _broadcast_to_leading(
+    values: torch.Tensor | None, leading: torch.Size, length: int, name: str, device: torch.device
+) -> torch.Tensor | None:
+    """A mask or weights of shape [*P, L] as a view of shape [*leading, L] (P a prefix of leading).
+
+    With embeddings [B, K, L, D] the masks are [B, L] (every layer shares them); with one pair
+    [K, L, D] they are [L]. A ValueError says what did not fit.
+    """
+    if values is None:
+        return None
+    prefix = values.shape[:-1]
+    if values.dim() < 1 or values.shape[-1] != length or leading[: len(prefix)] != prefix:
+        raise ValueError(
+            f"{name} has shape {tuple(values.shape)}, which does not fit embeddings with leading dims "
+            f"{tuple(leading)} and length {length}: expected [*P, {length}] with P a prefix of {tuple(leading)}"
+        )
+    extra = len(leading) - len(prefix)
+    values = values.to(device).reshape(*prefix, *([1] * extra), length)
+    return values.expand(*leading, length)
+
+
+def _tile_sizes(items: int, rows: int, columns: int, max_bytes: int) -> tuple[int, int, int]:
+    """Items, rows and columns per tile, so that one fp32 tile holds at most max_bytes (>= 1 of each).
+
+    Whole rows first (column maxima then need no second pass over the rows), then several rows,
+    then several items.
+    """
+    budget = max(1, int(max_bytes) // 4)
+    tile_columns = max(1, min(columns, budget))
+    tile_rows = max(1, min(rows, budget // tile_columns))
+    tile_items = max(1, min(items, budget // (tile_rows * tile_columns)))
+    return tile_items, tile_rows, tile_columns
+
+
+def tiled_maxima(
+    cand_embeddings: torch.Tensor,
+    ref_embeddings: torch.Tensor,
+    cand_mask: torch.Tensor | None = None,
+    ref_mask: torch.Tensor | None = None,
+    max_bytes: int = MATCH_TILE_BYTES,
+    with_indices: bool = False,
+) -> tuple[torch.Tensor, ...]:
+    """Greedy maxima of cand @ ref^T, computed over tiles of at most `max_bytes` of similarities.
+
+    cand_embeddings [*N, Lc, D] and ref_embeddings [*N, Lr, D] (normalised; the same leading dims
+    N: none for one pair, [K] for its layers, [B] or [B, K] for a padded batch). Masks are bool
+    [*P, L] with P a prefix of N (e.g. [B, L] for [B, K, L, D]), None when every position is real.
+    Returns best_for_cand [*N, Lc] (each candidate token's best similarity over real reference
+    tokens) and best_for_ref [*N, Lr], fp32, equal to the untiled computation (padding masked with
+    -inf); padded positions hold 0. With `with_indices`, also the argmax indices (int64, the first
+    maximum on ties, -1 at padded positions): (best_for_cand, cand_best, best_for_ref, ref_best).
+    Only one tile of similarities (plus its fp32 copies of the embedding tiles) is held at once.
+    """
+    if cand_embeddings.dim() < 2 or ref_embeddings.dim() != cand_embeddings.dim():
+        raise ValueError(
+            f"embeddings must be [*N, L, D] with the same leading dims, got {tuple(cand_embeddings.shape)} "
+            f"and {tuple(ref_embeddings.shape)}"
+        )
+    leading = cand_embeddings.shape[:-2]
+    if ref_embeddings.shape[:-2] != leading or ref_embeddings.shape[-1] != cand_embeddings.shape[-1]:
+        raise ValueError(
+            f"candidate {tuple(cand_embeddings.shape)} and reference {tuple(ref_embeddings.shape)} embeddings "
+            "differ in leading dims or hidden size"
+        )
+    device = cand_embeddings.device
+    rows, columns = cand_embeddings.shape[-2], ref_embeddings.shape[-2]
+    for name, mask in (("cand_mask", cand_mask), ("ref_mask", ref_mask)):
+        if mask is not None and mask.dtype != torch.bool:
+            raise TypeError(f"{name} must be a bool tensor (True = real token), got {mask.dtype}")
+    cand_mask = _broadcast_to_leading(cand_mask, leading, rows, "cand_mask", device)
+    ref_mask = _broadcast_to_leading(ref_mask, leading, columns, "ref_mask", device)
+    # Work on [*M, L, D] with M non-empty (one pair gets a leading 1: views only).
+
+    def with_items(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if leading else tensor[None]
+
+    items_shape = leading or torch.Size([1])
+    cand, ref = with_items(cand_embeddings), with_items(ref_embeddings)
+    # Masks with no padding need no -inf fill at all (one check, not one per tile).
+    cand_fill = None if cand_mask is None or bool(cand_mask.all()) else with_items(cand_mask)
+    ref_fill = None if ref_mask is None or bool(ref_mask.all()) else with_items(ref_mask)
+
+    best_for_cand = torch.full((*items_shape, rows), float("-inf"), device=device)
+    best_for_ref = torch.full((*items_shape, columns), float("-inf"), device=device)
+    cand_best = torch.full((*items_shape, rows), -1, dtype=torch.long, device=device) if with_indices else None
+    ref_best = torch.full((*items_shape, columns), -1, dtype=torch.long, device=device) if with_indices else None
+    tile_items, tile_rows, tile_columns = _tile_sizes(items_shape[-1], rows, columns, max_bytes)
+    # Tiles are views along the last leading dim; any dims before it are walked one by one, so
+    # strided inputs (e.g. pad_sequences' [B, K, L, D]) are never copied whole.
+    for outer in itertools.product(*(range(size) for size in items_shape[:-1])):
+        for n0 in range(0, items_shape[-1], tile_items):
+            items = (*outer, slice(n0, n0 + tile_items))
+            for r0 in range(0, rows, tile_rows):
+                row_span = slice(r0, r0 + tile_rows)
+                cand_tile = cand[items][:, row_span].float()
+                for c0 in range(0, columns, tile_columns):
+                    column_span = slice(c0, c0 + tile_columns)
+                    similarity = torch.matmul(cand_tile, ref[items][:, column_span].float().transpose(-1, -2))
+                    if ref_fill is not None:
+                        similarity.masked_fill_(~ref_fill[items][:, None, column_span], float("-inf"))
+                    _fold_(similarity.max(dim=-1) if with_indices else similarity.amax(dim=-1), c0,
+                           best_for_cand[items][:, row_span], None if cand_best is None else cand_best[items][:, row_span])
+                    if cand_fill is not None:
+                        similarity.masked_fill_(~cand_fill[items][:, row_span, None], float("-inf"))
+                    _fold_(similarity.max(dim=-2) if with_indices else similarity.amax(dim=-2), r0,
+                           best_for_ref[items][:, column_span], None if ref_best is None else ref_best[items][:, column_span])
+                    del similarity  # before the next tile is allocated: one tile at a time
+
+    best_for_cand, best_for_ref = best_for_cand.reshape(*leading, rows), best_for_ref.reshape(*leading, columns)
+    if cand_mask is not None:
+        best_for_cand.masked_fill_(~cand_mask, 0.0)
+    if ref_mask is not None:
+        best_for_ref.masked_fill_(~ref_mask, 0.0)
+    if not with_indices:
+        return best_for_cand, best_for_ref
+    cand_best, ref_best = cand_best.reshape(*leading, rows), ref_best.reshape(*leading, columns)
+    if cand_mask is not None:
+        cand_best.masked_fill_(~cand_mask, -1)
+    if ref_mask is not None:
+        ref_best.masked_fill_(~ref_mask, -1)
+    return best_for_cand, cand_best, best_for_ref, ref_best
+
+
+def _fold_(
+    tile_best: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+    offset: int,
+    running: torch.Tensor,
+    running_index: torch.Tensor | None,
+) -> None:
+    """Fold one tile's maxima (values, or (values, indices) from .max) into running maxima, in place.
+
+    `running` and `running_index` are views into the result; `offset` is where the tile starts
+    along the reduced side. A later tile wins only when strictly greater: ties keep the first.
+    """
+    if running_index is None:
+        running.copy_(torch.maximum(running, tile_best))
+        return
+    values, indices = tile_best
+    better = values > running
+    running.copy_(torch.where(better, values, running))
+    running_index.copy_(torch.where(better, indices + offset, running_index))
+
+
+def greedy_match_tiled(
+    cand_embeddings: torch.Tensor,
+    cand_mask: torch.Tensor | None,
+    cand_weights: torch.Tensor,
+    ref_embeddings: torch.Tensor,
+    ref_mask: torch.Tensor | None,
+    ref_weights: torch.Tensor,
+    max_bytes: int = MATCH_TILE_BYTES,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`greedy_match` without the whole Lc x Lr similarity: at most `max_bytes` of it at a time.
+
+    The same arguments as `greedy_match` (a batch [B, L, D] / [B, K, L, D] with masks and weights
+    [B, L]), or one pair: [L, D] / [K, L, D] with weights [L] and masks [L] or None (all real).
+    Weights and masks are [*P, L] with P a prefix of the embeddings' leading dims. Returns P, R, F
+    with the embeddings' leading dims ([B], [B, K], [] or [K]), equal to `greedy_match` to ~1e-7
+    (the maxima are exact; only the matrix products' rounding may differ with the tile shape).
+    As with `greedy_match`, every text needs at least one real position.
+    """
+    best_for_cand, best_for_ref = tiled_maxima(cand_embeddings, ref_embeddings, cand_mask, ref_mask, max_bytes)
+    leading = cand_embeddings.shape[:-2]
+    device = cand_embeddings.device
+    cand_weights = _broadcast_to_leading(cand_weights, leading, cand_embeddings.shape[-2], "cand_weights", device)
+    ref_weights = _broadcast_to_leading(ref_weights, leading, ref_embeddings.shape[-2], "ref_weights", device)
+    # Padded positions already hold 0 (tiled_maxima), so no masks are needed here.
+    return _weighted_scores(best_for_cand, None, cand_weights, best_for_ref, None, ref_weights)
 
 
 def similarity_matrix(cand_embeddings: torch.Tensor, ref_embeddings: torch.Tensor) -> torch.Tensor:

@@ -1,10 +1,40 @@
-"""Pure greedy-matching math on small tensors."""
+"""Pure greedy-matching math on small tensors, checked against plain loops written here."""
 
+import math
+
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore.matching import greedy_match, harmonic_mean, normalize, pad_sequences
+from bertscore.matching import (
+    greedy_match,
+    greedy_match_tiled,
+    harmonic_mean,
+    normalize,
+    pad_sequences,
+    tiled_maxima,
+)
+
+
+def loop_bertscore(cand: list[list[float]], ref: list[list[float]], cw: list[float], rw: list[float]):
+    """P, R, F of one pair in plain Python: cosine, greedy max both ways, weighted means."""
+
+    def unit(v):
+        norm = math.sqrt(sum(x * x for x in v))
+        return [x / norm for x in v] if norm > 0 else v
+
+    cand, ref = [unit(v) for v in cand], [unit(v) for v in ref]
+    sim = [[sum(a * b for a, b in zip(c, r)) for r in ref] for c in cand]
+    best_c = [max(row) for row in sim]
+    best_r = [max(sim[i][j] for i in range(len(cand))) for j in range(len(ref))]
+
+    def mean(scores, weights):
+        total = sum(weights)
+        return sum(s * w for s, w in zip(scores, weights)) / total if total > 0 else 0.0
+
+    p, r = mean(best_c, cw), mean(best_r, rw)
+    return p, r, (2 * p * r / (p + r) if p + r != 0 else 0.0)
 
 
 def _pair(cand: torch.Tensor, ref: torch.Tensor, cw=None, rw=None):
@@ -24,6 +54,30 @@ def test_hand_computed_example():
     assert torch.allclose(p, torch.tensor([(1 + s) / 2]))
     assert torch.allclose(r, torch.tensor([(1 + s + 0) / 3]))
     assert torch.allclose(f, harmonic_mean(p, r))
+    # Unequal weights: an implementation that ignored them would give the numbers above.
+    p, r, f = _pair(cand, ref, torch.tensor([3.0, 1.0]), torch.tensor([1.0, 2.0, 5.0]))
+    assert torch.allclose(p, torch.tensor([(3 + s) / 4]))
+    assert torch.allclose(r, torch.tensor([(1 + 2 * s + 0) / 8]))
+    assert torch.allclose(f, torch.tensor([2 * p.item() * r.item() / (p.item() + r.item())]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 7), st.integers(1, 7)), min_size=1, max_size=4),
+       st.integers(1, 6), st.integers(0, 10_000))
+def test_padded_batch_equals_a_plain_loop_per_pair(lengths, dim, seed):
+    # Unequal (idf-like) weights with some zeros, lengths that force padding in the batch.
+    generator = torch.Generator().manual_seed(seed)
+    cands = [torch.randn(lc, dim, generator=generator) for lc, _ in lengths]
+    refs = [torch.randn(lr, dim, generator=generator) for _, lr in lengths]
+    cws = [torch.rand(lc, generator=generator) * (torch.rand(lc, generator=generator) > 0.2) for lc, _ in lengths]
+    rws = [torch.rand(lr, generator=generator) * (torch.rand(lr, generator=generator) > 0.2) for _, lr in lengths]
+    c = pad_sequences([normalize(x) for x in cands], cws)
+    r = pad_sequences([normalize(x) for x in refs], rws)
+    p, rec, f = greedy_match(*c, *r)
+    for i in range(len(lengths)):
+        expected = loop_bertscore(cands[i].tolist(), refs[i].tolist(), cws[i].tolist(), rws[i].tolist())
+        assert [p[i].item(), rec[i].item()] == pytest.approx(expected[:2], abs=1e-5)
+        assert f[i].item() == pytest.approx(expected[2], rel=1e-3, abs=1e-5)  # ill-conditioned when P ~ -R
 
 
 def test_padding_never_wins_a_max():
@@ -49,10 +103,14 @@ def test_zero_weights_give_zero_not_nan():
 
 
 def test_weights_are_normalised():
+    torch.manual_seed(1)
     cand, ref = torch.randn(4, 8), torch.randn(5, 8)
-    p1, r1, _ = _pair(cand, ref, torch.full((4,), 2.0), torch.full((5,), 3.0))
-    p2, r2, _ = _pair(cand, ref)
+    cw, rw = torch.rand(4) + 0.1, torch.rand(5) + 0.1
+    p1, r1, _ = _pair(cand, ref, 2.5 * cw, 3.0 * rw)
+    p2, r2, _ = _pair(cand, ref, cw, rw)
     assert torch.allclose(p1, p2) and torch.allclose(r1, r2)
+    p3, r3, _ = _pair(cand, ref)  # and the weights matter: uniform weights give other numbers
+    assert not torch.allclose(p1, p3) and not torch.allclose(r1, r3)
 
 
 def test_all_layers_shape_matches_per_layer():
@@ -88,3 +146,137 @@ def test_identical_texts_score_one(length, seed):
     emb = torch.randn(length, 6, generator=torch.Generator().manual_seed(seed))
     p, r, f = _pair(emb, emb.clone())
     assert torch.allclose(torch.stack([p, r, f]), torch.ones(3, 1), atol=1e-6)
+
+
+# --- Tiled matching: the same numbers without the whole similarity matrix ---------------------
+
+
+def _random_batch(generator, lengths, dim, layers):
+    """A padded batch like the scorer's: embeddings [B, (K,) L, D], masks, idf-like weights with zeros."""
+    def side(which):
+        texts, weights = [], []
+        for pair in lengths:
+            length = pair[which]
+            shape = (layers, length, dim) if layers else (length, dim)
+            texts.append(normalize(torch.randn(*shape, generator=generator)))
+            weights.append(torch.rand(length, generator=generator) * (torch.rand(length, generator=generator) > 0.2))
+        embeddings, mask, padded_weights = pad_sequences(texts, weights)
+        # Garbage (not zeros) in the padding: only the masks may keep it out of the maxima.
+        garbage = torch.randn(embeddings.shape, generator=generator)
+        pad = ~mask[:, None, :, None] if layers else ~mask[:, :, None]
+        return torch.where(pad, garbage, embeddings), mask, padded_weights
+
+    return side(0), side(1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 9), st.integers(1, 9)), min_size=1, max_size=3),
+    st.integers(1, 5),
+    st.sampled_from([0, 1, 3]),
+    st.integers(4, 4 * 9 * 9 * 3 * 3 + 64),
+    st.integers(0, 10_000),
+)
+def test_tiled_equals_untiled_on_padded_batches(lengths, dim, layers, max_bytes, seed):
+    # Budgets from one similarity per tile (4 bytes) to more than the whole batch: tiles of size 1,
+    # ragged last tiles, several items per tile, one tile for everything.
+    generator = torch.Generator().manual_seed(seed)
+    cand, ref = _random_batch(generator, lengths, dim, layers)
+    expected = greedy_match(*cand, *ref)
+    tiled = greedy_match_tiled(*cand, *ref, max_bytes=max_bytes)
+    for got, want in zip(tiled, expected):
+        assert got.shape == want.shape
+        assert torch.allclose(got, want, atol=1e-6, rtol=0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 12), st.integers(1, 6), st.sampled_from([0, 1, 4]),
+       st.integers(4, 2000), st.integers(0, 10_000))
+def test_tiled_one_pair_without_padding(lc, lr, dim, layers, max_bytes, seed):
+    # One pair as the scorer holds it: [L, D] or [K, L, D], weights [L], no masks.
+    generator = torch.Generator().manual_seed(seed)
+    shape = (layers,) if layers else ()
+    cand = normalize(torch.randn(*shape, lc, dim, generator=generator))
+    ref = normalize(torch.randn(*shape, lr, dim, generator=generator))
+    cw, rw = torch.rand(lc, generator=generator), torch.rand(lr, generator=generator)
+    p, r, f = greedy_match_tiled(cand, None, cw, ref, None, rw, max_bytes=max_bytes)
+    assert p.shape == shape
+    for index in [()] if not layers else [(k,) for k in range(layers)]:
+        expected = loop_bertscore(cand[index].tolist(), ref[index].tolist(), cw.tolist(), rw.tolist())
+        assert [p[index].item(), r[index].item()] == pytest.approx(expected[:2], abs=1e-5)
+        assert f[index].item() == pytest.approx(expected[2], rel=1e-3, abs=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 9), st.integers(1, 9)), min_size=1, max_size=3),
+       st.integers(4, 600), st.integers(0, 10_000))
+def test_tiled_maxima_and_their_indices_equal_the_full_matrix(lengths, max_bytes, seed):
+    generator = torch.Generator().manual_seed(seed)
+    (cand, cand_mask, _), (ref, ref_mask, _) = _random_batch(generator, lengths, 4, 0)
+    best_c, arg_c, best_r, arg_r = tiled_maxima(cand, ref, cand_mask, ref_mask, max_bytes, with_indices=True)
+    for b, (lc, lr) in enumerate(lengths):
+        similarity = cand[b, :lc] @ ref[b, :lr].T  # the real tokens only: no padding to mask
+        values, indices = similarity.max(dim=1)
+        assert torch.allclose(best_c[b, :lc], values, atol=1e-6, rtol=0) and torch.equal(arg_c[b, :lc], indices)
+        values, indices = similarity.max(dim=0)
+        assert torch.allclose(best_r[b, :lr], values, atol=1e-6, rtol=0) and torch.equal(arg_r[b, :lr], indices)
+        # Padded positions: 0 and index -1.
+        assert (best_c[b, lc:] == 0).all() and (arg_c[b, lc:] == -1).all()
+        assert (best_r[b, lr:] == 0).all() and (arg_r[b, lr:] == -1).all()
+
+
+def test_tiled_ties_keep_the_first_maximum_across_tiles():
+    cand = torch.tensor([[1.0, 0.0]])
+    ref = torch.tensor([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])  # columns 1-3 tie at 1
+    _, arg_c, _, _ = tiled_maxima(cand, ref, max_bytes=4, with_indices=True)
+    assert arg_c.tolist() == [1]
+
+
+def test_tiled_padding_never_wins_a_max():
+    # Every real similarity is negative: a 0 from padding would win if padding were not -inf.
+    cand = normalize(torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]]]))
+    ref = normalize(torch.tensor([[[-1.0, 0.1], [0.0, 0.0]], [[-1.0, 0.2], [-1.0, 0.3]]]))
+    cand_mask = torch.tensor([[True], [True]])
+    ref_mask = torch.tensor([[True, False], [True, True]])
+    best_c, best_r = tiled_maxima(cand, ref, cand_mask, ref_mask, max_bytes=4)
+    assert best_c[0, 0] == pytest.approx(-1 / math.sqrt(1.01)) and best_r[0, 1] == 0
+
+
+def test_tiled_never_holds_more_than_the_budget_of_similarities(monkeypatch):
+    largest = []
+    real_matmul = torch.matmul
+
+    def recording_matmul(a, b):
+        out = real_matmul(a, b)
+        largest.append(out.numel() * out.element_size())
+        return out
+
+    monkeypatch.setattr(torch, "matmul", recording_matmul)
+    generator = torch.Generator().manual_seed(0)
+    cand, ref = _random_batch(generator, [(37, 53), (20, 41)], 8, 3)
+    for max_bytes in [4, 100, 1000, 4 * 53, 4 * 53 * 3 + 7, 10_000]:
+        largest.clear()
+        greedy_match_tiled(*cand, *ref, max_bytes=max_bytes)
+        assert largest and max(largest) <= max_bytes
+    largest.clear()
+    greedy_match_tiled(*cand, *ref, max_bytes=1 << 30)  # everything fits: one product per outer item
+    assert len(largest) == 2  # the batch dim is walked item by item, layers x rows x columns in one tile
+
+
+def test_tiled_zero_weights_give_zero_not_nan():
+    generator = torch.Generator().manual_seed(3)
+    cand, ref = normalize(torch.randn(2, 6, 4, generator=generator)), normalize(torch.randn(2, 5, 4, generator=generator))
+    p, r, f = greedy_match_tiled(cand, None, torch.zeros(6), ref, None, torch.rand(5, generator=generator), max_bytes=8)
+    assert torch.equal(p, torch.zeros(2)) and torch.equal(f, torch.zeros(2)) and torch.isfinite(r).all()
+
+
+def test_tiled_rejects_shapes_and_masks_that_do_not_fit():
+    cand, ref = torch.randn(3, 5, 4), torch.randn(3, 6, 4)
+    with pytest.raises(ValueError, match="cand_weights has shape \\(4,\\)"):
+        greedy_match_tiled(cand, None, torch.ones(4), ref, None, torch.ones(6))
+    with pytest.raises(ValueError, match="ref_mask has shape \\(2, 6\\)"):
+        tiled_maxima(cand, ref, None, torch.ones(2, 6, dtype=torch.bool))
+    with pytest.raises(TypeError, match="cand_mask must be a bool tensor"):
+        tiled_maxima(cand, ref, torch.ones(3, 5), None)
+    with pytest.raises(ValueError, match="differ in leading dims or hidden size"):
+        tiled_maxima(cand, torch.randn(2, 6, 4))
