@@ -360,6 +360,12 @@ class BERTScorer:
         documents = self.model.tokenize([r.strip() for r in references])
         return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
 
+    def plot_example(self, candidate: str, reference: str, fname: str = "") -> Any:
+        """The token-similarity heatmap of one pair (a matplotlib Figure), saved when `fname` is given."""
+        from .plot import plot_example  # lazily: plot.py imports explain.py, which imports this module
+
+        return plot_example(self, candidate, reference, fname)
+
 
 def score(
     cands: Sequence[str],
