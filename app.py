@@ -2,7 +2,8 @@
 
 Run locally with `python app.py` (honours GRADIO_SERVER_NAME / GRADIO_SERVER_PORT).
 Tabs: "One pair" (scores, hash, token-similarity heatmap with the greedy matches both ways,
-idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL upload -> per-row table, corpus
+idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL / JSON upload, read by
+`bertscore.tables` -> per-row table, corpus
 mean, F1 histogram, CSV download). API endpoint `/compute` for gradio_client:
 
     compute(predictions: str, references: str, model: str = <default>, num_layers: str = "",
@@ -21,8 +22,6 @@ BERTSCORE_APP_MAX_MODELS (encoders kept loaded), BERTSCORE_APP_DEVICE.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -33,16 +32,12 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import gradio as gr
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from bertscore import EMBEDDED_MODEL_NAME, __version__  # noqa: E402
-from bertscore import baselines  # noqa: E402
-from bertscore.explain import Explanation, explain_pair  # noqa: E402
-from bertscore.pool import ScorerPool  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME, __version__, baselines, tables
+from bertscore.explain import Explanation, explain_pair
+from bertscore.plot import heatmap_figure, histogram_figure
+from bertscore.pool import ScorerPool
 
 DEFAULT_MODELS = (
     EMBEDDED_MODEL_NAME,
@@ -53,9 +48,6 @@ DEFAULT_MODELS = (
     "distilbert-base-uncased",
     "bert-base-uncased",
 )
-CANDIDATE_COLUMNS = ("candidate", "candidates", "prediction", "predictions", "hypothesis", "hypotheses", "cand", "pred", "hyp")
-REFERENCE_COLUMNS = ("reference", "references", "ref", "refs", "target", "targets")
-HEATMAP_LABEL_LIMIT = 60  # tokens per side beyond which tick labels are dropped
 
 
 # ----- configuration ------------------------------------------------------------------------
@@ -188,169 +180,13 @@ def split_references(text: str) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-# ----- table parsing (uploads and pasted text) -------------------------------------------------
-def decode_upload(data: bytes, name: str = "upload") -> str:
-    if not data or not data.strip():
-        raise UserError(f"{name} is empty")
-    if b"\0" in data[:65536]:
-        raise UserError(f"{name} looks binary, not a UTF-8 text file (CSV, TSV or JSONL)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise UserError(
-            f"{name} is not UTF-8 text (byte {error.start}: {data[error.start:error.start + 1]!r}); save it as UTF-8"
-        ) from error
-
-
-def _pick_columns(columns: Sequence[str], where: str) -> tuple[str, list[str]]:
-    lowered = {str(c).strip().lower(): c for c in columns}
-    candidate = next((lowered[n] for n in CANDIDATE_COLUMNS if n in lowered), None)
-    numbered = sorted(
-        (c for key, c in lowered.items() if _reference_number(key) is not None),
-        key=lambda c: _reference_number(str(c).strip().lower()),
-    )
-    references = [lowered[n] for n in REFERENCE_COLUMNS if n in lowered][:1] + numbered
-    missing = []
-    if candidate is None:
-        missing.append("a candidate column (candidate / prediction / hypothesis)")
-    if not references:
-        missing.append("reference column(s) (reference / references / reference_1..n)")
-    if missing:
-        shown = ", ".join(repr(str(c)) for c in columns) or "none"
-        raise UserError(f"{where}: missing {' and '.join(missing)}; found columns: {shown}")
-    return candidate, references
-
-
-def _reference_number(key: str) -> int | None:
-    for prefix in ("reference_", "reference", "ref_", "ref", "references_"):
-        if key.startswith(prefix) and key[len(prefix):].isdigit():
-            return int(key[len(prefix):])
-    return None
-
-
-def _cell_references(value: Any) -> list[str]:
-    """A cell: a string (a JSON list of strings is several references), a list, or blank."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value if v is not None and str(v).strip()]
-    text = str(value)
-    stripped = text.strip()
-    if stripped.startswith("[") and stripped.endswith("]"):
-        try:
-            parsed = json.loads(stripped)
-        except json.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, list) and all(isinstance(v, str) for v in parsed):
-            return [v for v in parsed if v.strip()]
-    return [text] if stripped else []
-
-
-def parse_table(text: str, name: str = "input", max_rows: int | None = None) -> tuple[list[str], list[list[str]]]:
-    """Candidates and reference groups of a CSV / TSV / JSONL text (format from its content)."""
-    stripped = text.strip()
-    if not stripped:
-        raise UserError(f"{name} is empty")
-    records: list[dict[str, Any]]
-    if stripped.startswith("["):  # a JSON array of objects
-        try:
-            records = json.loads(stripped)
-        except json.JSONDecodeError as error:
-            raise UserError(f"{name}: not valid JSON ({error.msg} at line {error.lineno})") from error
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise UserError(f"{name}: a JSON file must be an array of objects (or JSONL: one object per line)")
-        columns = list(dict.fromkeys(k for r in records for k in r))
-    elif stripped.startswith("{"):
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise UserError(f"{name}: line {number} is not valid JSON ({error.msg}); expected one object per line") from error
-            if not isinstance(record, dict):
-                raise UserError(f"{name}: line {number} is a JSON {type(record).__name__}, expected an object")
-            records.append(record)
-        columns = list(dict.fromkeys(k for r in records for k in r))
-    else:
-        first_line = stripped.splitlines()[0]
-        delimiter = "\t" if "\t" in first_line else ","
-        try:
-            rows = list(csv.reader(io.StringIO(stripped), delimiter=delimiter))
-        except csv.Error as error:
-            raise UserError(f"{name}: not valid {'TSV' if delimiter == chr(9) else 'CSV'} ({error})") from error
-        header, body = rows[0], [r for r in rows[1:] if any(cell.strip() for cell in r)]
-        columns = [h.strip() for h in header]
-        records = []
-        for number, row in enumerate(body, start=2):
-            if len(row) > len(columns):
-                raise UserError(f"{name}: row {number} has {len(row)} fields but the header has {len(columns)}")
-            records.append(dict(zip(columns, row)))
-    candidate_column, reference_columns = _pick_columns(columns, name)
-    if not records:
-        raise UserError(f"{name} has a header but no rows")
-    if max_rows is not None and len(records) > max_rows:
-        raise UserError(f"{name} has {len(records)} rows; this app accepts at most {max_rows} per batch")
-    candidates, groups = [], []
-    for record in records:
-        value = record.get(candidate_column)
-        candidates.append("" if value is None else str(value))
-        group = [ref for column in reference_columns for ref in _cell_references(record.get(column))]
-        groups.append(group or [""])
-    return candidates, groups
-
-
-# ----- figures ---------------------------------------------------------------------------------
-def _label(token: str, weight: float, idf: bool) -> str:
-    return f"{token} ({weight:.2f})" if idf else token
-
-
-def heatmap_figure(explanation: Explanation) -> plt.Figure:
-    """Cosine similarity of candidate (rows) x winning reference (columns) tokens, with matches."""
-    ref = explanation.best
-    sim = ref.similarity.numpy()
-    rows, cols = sim.shape
-    width = min(18.0, 3.0 + 0.42 * cols)
-    height = min(18.0, 3.0 + 0.36 * rows)
-    fig, ax = plt.subplots(figsize=(width, height), dpi=90)
-    image = ax.imshow(sim, cmap="viridis", vmin=min(0.0, float(sim.min())), vmax=1.0, aspect="auto")
-    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="cosine similarity")
-    p_rows = [i for i in range(rows) if explanation.weights[i] > 0]
-    r_cols = [j for j in range(cols) if ref.weights[j] > 0]
-    ax.scatter([ref.cand_best[i] for i in p_rows], p_rows, marker="o", s=110, facecolors="none",
-               edgecolors="red", linewidths=2, label="precision: best reference token per candidate token (row max)")
-    ax.scatter(r_cols, [ref.ref_best[j] for j in r_cols], marker="x", s=70, c="#ff8c00",
-               linewidths=2, label="recall: best candidate token per reference token (column max)")
-    if rows <= HEATMAP_LABEL_LIMIT and cols <= HEATMAP_LABEL_LIMIT:
-        ax.set_yticks(range(rows), [_label(t, w, explanation.idf) for t, w in zip(explanation.tokens, explanation.weights)])
-        ax.set_xticks(range(cols), [_label(t, w, explanation.idf) for t, w in zip(ref.tokens, ref.weights)],
-                      rotation=60, ha="right")
-    ax.set_ylabel("candidate tokens" + (" (idf weight)" if explanation.idf else ""))
-    ax.set_xlabel(f"reference #{explanation.winner + 1} tokens" + (" (idf weight)" if explanation.idf else ""))
-    ax.set_title(f"Token similarity, candidate vs reference #{explanation.winner + 1}  (F1 {ref.f1:.4f})", fontsize=11)
-    fig.legend(loc="lower center", ncol=1, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    return fig
-
-
-def histogram_figure(f1: Sequence[float], title: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6.5, 3.2), dpi=90)
-    ax.hist(list(f1), bins=min(30, max(5, len(f1) // 2)), color="#4c72b0", edgecolor="white")
-    ax.set_xlabel(title)
-    ax.set_ylabel("rows")
-    ax.set_title(f"Distribution of {title} over {len(f1)} rows", fontsize=11)
-    fig.tight_layout()
-    return fig
-
-
 def fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
 # ----- handlers ----------------------------------------------------------------------------------
 def _user_message(error: Exception) -> str:
-    if isinstance(error, UserError):
+    if isinstance(error, (UserError, tables.TableError)):
         return str(error)
     return f"unexpected {type(error).__name__}: {_short(str(error))}"
 
@@ -387,7 +223,6 @@ class Handlers:
                 scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
                 explanation = explain_pair(scorer, candidate, references)
             figure = heatmap_figure(explanation)
-            plt.close(figure)
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
         except Exception as error:  # a message in the page, never a crashed worker
             message = _user_message(error)
@@ -465,7 +300,6 @@ class Handlers:
             if notes:
                 summary += "\n\n" + _notes_md(notes)
             figure = histogram_figure(frame.f1.tolist(), f"F1 ({kind})")
-            plt.close(figure)
             path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
             frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
             shown = frame.copy()
@@ -484,12 +318,10 @@ class Handlers:
             size = os.path.getsize(path)
             if size > self.config.max_upload_mb * 1024 * 1024:
                 raise UserError(f"{name} is {size / 1e6:.1f} MB; this app accepts at most {self.config.max_upload_mb} MB")
-            with open(path, "rb") as handle:
-                text = decode_upload(handle.read(), name)
-            return parse_table(text, name, self.config.max_rows)
+            return tables.read_table(path, name=name, max_rows=self.config.max_rows)
         if pasted and pasted.strip():
-            return parse_table(pasted, "pasted text", self.config.max_rows)
-        raise UserError("upload a CSV / TSV / JSONL file or paste rows (with a header line) first")
+            return tables.parse_table(pasted, name="pasted text", max_rows=self.config.max_rows)
+        raise UserError("upload a CSV / TSV / JSONL / JSON file or paste rows (with a header line) first")
 
     # API --------------------------------------------------------------------------------------
     def compute(self, predictions: str, references: str, model: str = "", num_layers: str = "",
@@ -602,13 +434,14 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                               api_name="score_pair", api_visibility="undocumented", concurrency_id="bertscore")
         with gr.Tab("Batch", elem_id="tab-batch"):
             gr.Markdown(
-                "Upload a CSV, TSV or JSONL file, or paste CSV/TSV rows, with a header: a candidate column "
+                "Upload a CSV, TSV, JSONL or JSON file, or paste CSV/TSV rows, with a header: a candidate column "
                 "(`candidate` / `prediction` / `hypothesis`) and a reference column (`reference`, `references`) "
-                f"or several (`reference_1` .. `reference_n`: multi-reference). At most {config.max_rows} rows, "
+                "or several (`reference_1` .. `reference_n`: multi-reference; blank cells there are skipped). "
+                f"An empty cell is an empty text (it scores 0). At most {config.max_rows} rows, "
                 f"{config.max_chars} characters per text, {config.max_upload_mb} MB per file."
             )
             with gr.Row():
-                upload = gr.File(label="Upload CSV / TSV / JSONL", file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"],
+                upload = gr.File(label="Upload CSV / TSV / JSONL / JSON", file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"],
                                  type="filepath", elem_id="upload")
                 pasted = gr.Textbox(label="…or paste rows", lines=6, placeholder=PASTE_PLACEHOLDER, elem_id="pasted")
             batch_button = gr.Button("Score batch", variant="primary", elem_id="batch-button")

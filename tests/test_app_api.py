@@ -22,42 +22,8 @@ from conftest import free_port  # noqa: E402
 MODEL = bertscore.EMBEDDED_MODEL_NAME
 
 
-# ----- pure parsing ----------------------------------------------------------------------------
-def test_parse_csv_tsv_jsonl_and_multi_reference() -> None:
-    cands, groups = app.parse_table("prediction,reference\na b,a c\nd e,d f\n")
-    assert cands == ["a b", "d e"] and groups == [["a c"], ["d f"]]
-    cands, groups = app.parse_table("Hypothesis\treference_2\treference_1\nx\ty2\ty1\nz\t\tw1\n")
-    assert cands == ["x", "z"] and groups == [["y1", "y2"], ["w1"]]
-    jsonl = '{"candidate": "a", "references": ["b", "c"]}\n\n{"candidate": "d", "references": "e"}\n'
-    assert app.parse_table(jsonl) == (["a", "d"], [["b", "c"], ["e"]])
-    assert app.parse_table('candidate,references\na,"[""b"", ""c""]"\n') == (["a"], [["b", "c"]])
-    assert app.parse_table('[{"prediction": "a", "reference_1": "b", "reference_2": "c"}]') == (["a"], [["b", "c"]])
-    with pytest.raises(app.UserError, match="array of objects"):
-        app.parse_table('[1, 2]')
-
-
-@pytest.mark.parametrize(
-    "data,message",
-    [
-        (b"", "is empty"),
-        (b"   \n", "is empty"),
-        (b"\x00\x01\x02binary\x00", "binary"),
-        ("candidate,reference\ncaf\u00e9,x\n".encode("latin-1"), "not UTF-8"),
-        (b"text,gold\na,b\n", "missing a candidate column"),
-        (b"candidate,other\na,b\n", "reference column"),
-        (b"candidate,reference\n", "no rows"),
-        (b'{"candidate": "a", "reference": "b"}\n{"candidate": \n', "line 2 is not valid JSON"),
-        (b'{"candidate": "a", "reference": "b"}\n[1, 2]\n', "expected an object"),
-    ],
-)
-def test_bad_uploads_give_clear_messages(data: bytes, message: str) -> None:
-    with pytest.raises(app.UserError, match=message):
-        app.parse_table(app.decode_upload(data, "f.csv"), "f.csv")
-
-
-def test_row_limit_and_config_from_env() -> None:
-    with pytest.raises(app.UserError, match="at most 2"):
-        app.parse_table("candidate,reference\na,b\nc,d\ne,f\n", max_rows=2)
+# ----- configuration (table parsing is tested in test_tables.py) -----------------------------------
+def test_config_from_env() -> None:
     config = app.AppConfig.from_env({
         "BERTSCORE_APP_MODELS": "roberta-large, bert-base-uncased", "BERTSCORE_APP_DEFAULT_MODEL": MODEL,
         "BERTSCORE_APP_MAX_CHARS": "50", "BERTSCORE_APP_MAX_ROWS": "7",
@@ -132,6 +98,16 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "",
                              api_name="/score_batch")
     assert "missing a candidate column" in outputs[0]
+    too_many = tmp_path / "many.csv"
+    too_many.write_text("candidate,reference\n" + "a,b\n" * 21)
+    outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "",
+                             api_name="/score_batch")
+    assert "many.csv: has more than 20 rows; at most 20 are accepted here" in outputs[0]
+    null_cell = tmp_path / "null.jsonl"
+    null_cell.write_text('{"candidate": "a", "reference": "b"}\n{"candidate": "c", "reference": null}\n')
+    outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "",
+                             api_name="/score_batch")
+    assert "null.jsonl, row 2 (line 2), column 'reference': is null" in outputs[0]
     # ... and the next request is served normally.
     ok = server.predict("the cat sat", "a cat sat", MODEL, api_name="/compute")
     assert "error" not in ok and 0 < ok["f1"][0] <= 1
@@ -166,3 +142,39 @@ def test_pair_handler_direct() -> None:
     assert "at most 100" in error and figure is None
     error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, False, "")
     assert "whole number" in error
+
+
+def test_concurrent_pair_requests_get_their_own_figures() -> None:
+    """Two requests drawing at once (concurrency > 1): each heatmap is its own pair's matrix."""
+    import threading
+
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from bertscore.explain import explain_pair
+    from bertscore.plot import SIMILARITY_IMAGE
+
+    config = app.AppConfig.from_env({"BERTSCORE_APP_CONCURRENCY": "2"})
+    handlers = app.Handlers(app.ScoringService(config))
+    pairs = [("the cat sat on the mat", "a cat was sitting on the mat"),
+             ("Paris is the capital of France.", "France's capital is Paris.\nBerlin is in Germany.")]
+    scorer, _ = handlers.service.scorer(MODEL, "", False, False, "")
+    expected = [explain_pair(scorer, c, r.split("\n")).best.similarity.numpy() for c, r in pairs]
+    results: dict[int, tuple] = {}
+    barrier = threading.Barrier(2)
+
+    def request(index: int) -> None:
+        barrier.wait()
+        for _ in range(3):
+            results[index] = handlers.pair(*pairs[index], MODEL, "", False, False, "")
+
+    threads = [threading.Thread(target=request, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for index in range(2):
+        error, _, figure, _ = results[index]
+        assert error == "" and isinstance(figure, Figure)
+        image = next(a for a in figure.axes[0].get_children() if a.get_gid() == SIMILARITY_IMAGE)
+        np.testing.assert_array_equal(np.asarray(image.get_array()), expected[index])
