@@ -43,10 +43,57 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> str:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """The device to run on: CUDA when available unless told otherwise."""
+    """The device to run on: CUDA when available unless told otherwise.
+
+    A device this torch or this machine cannot run on (`"cuda"` on a CPU-only build,
+    `"cuda:3"` with two GPUs, `"mps"` off Apple silicon, `"bogus"`) is a ValueError that
+    names the devices available, raised here rather than as a torch assertion mid-run.
+    """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+
+    def available() -> str:
+        names = ["cpu"]
+        if torch.cuda.is_available():
+            names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        if torch.backends.mps.is_available():
+            names.append("mps")
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            names += ["xpu"] + [f"xpu:{i}" for i in range(xpu.device_count())]
+        return ", ".join(names)
+
+    try:
+        resolved = torch.device(device.strip().lower() if isinstance(device, str) else device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"unknown device {device!r}; available: {available()}") from None
+    kind = resolved.type
+    if kind == "cpu":
+        return resolved
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+                raise ValueError(f"CUDA requested but this torch has no CUDA; available: {available()}")
+            raise ValueError(
+                f"CUDA requested but no CUDA device is visible (torch is built with CUDA; check the driver "
+                f"and CUDA_VISIBLE_DEVICES); available: {available()}"
+            )
+        count = torch.cuda.device_count()
+    elif kind == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"MPS requested but this torch or machine has no MPS; available: {available()}")
+        count = 1
+    elif kind == "xpu" and getattr(torch, "xpu", None) is not None:
+        if not torch.xpu.is_available():
+            raise ValueError(f"XPU requested but this torch or machine has no XPU; available: {available()}")
+        count = torch.xpu.device_count()
+    else:
+        raise ValueError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
+    if resolved.index is not None and resolved.index >= count:
+        raise ValueError(
+            f"{resolved} requested but this machine has {count} {kind.upper()} device(s); available: {available()}"
+        )
+    return resolved
 
 
 def default_tokens_per_batch(device: torch.device) -> int:
