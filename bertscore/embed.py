@@ -51,16 +51,16 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    accelerators = {"cuda": (torch.cuda.is_available, torch.cuda.device_count),
+                    "mps": (torch.backends.mps.is_available, lambda: 1)}
+    if getattr(torch, "xpu", None) is not None:
+        accelerators["xpu"] = (torch.xpu.is_available, torch.xpu.device_count)
 
     def available() -> str:
         names = ["cpu"]
-        if torch.cuda.is_available():
-            names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-        if torch.backends.mps.is_available():
-            names.append("mps")
-        xpu = getattr(torch, "xpu", None)
-        if xpu is not None and xpu.is_available():
-            names += ["xpu"] + [f"xpu:{i}" for i in range(xpu.device_count())]
+        for kind, (is_available, count) in accelerators.items():
+            if is_available():
+                names += [kind] + ([f"{kind}:{i}" for i in range(count())] if kind != "mps" else [])
         return ", ".join(names)
 
     try:
@@ -70,29 +70,21 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     kind = resolved.type
     if kind == "cpu":
         return resolved
-    if kind == "cuda":
-        if not torch.cuda.is_available():
-            if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
-                raise ValueError(f"CUDA requested but this torch has no CUDA; available: {available()}")
-            raise ValueError(
-                f"CUDA requested but no CUDA device is visible (torch is built with CUDA; check the driver "
-                f"and CUDA_VISIBLE_DEVICES); available: {available()}"
-            )
-        count = torch.cuda.device_count()
-    elif kind == "mps":
-        if not torch.backends.mps.is_available():
-            raise ValueError(f"MPS requested but this torch or machine has no MPS; available: {available()}")
-        count = 1
-    elif kind == "xpu" and getattr(torch, "xpu", None) is not None:
-        if not torch.xpu.is_available():
-            raise ValueError(f"XPU requested but this torch or machine has no XPU; available: {available()}")
-        count = torch.xpu.device_count()
-    else:
+    if kind not in accelerators:
         raise ValueError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
-    if resolved.index is not None and resolved.index >= count:
-        raise ValueError(
-            f"{resolved} requested but this machine has {count} {kind.upper()} device(s); available: {available()}"
-        )
+    is_available, count = accelerators[kind]
+    if not is_available():
+        built_with_cuda = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None
+        if kind != "cuda":
+            lacks = f"this torch or machine has no {kind.upper()}"
+        elif built_with_cuda:
+            lacks = "no CUDA device is visible (torch is built with CUDA; check the driver and CUDA_VISIBLE_DEVICES)"
+        else:
+            lacks = "this torch has no CUDA"
+        raise ValueError(f"{kind.upper()} requested but {lacks}; available: {available()}")
+    if resolved.index is not None and resolved.index >= count():
+        raise ValueError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
+                         f"available: {available()}")
     return resolved
 
 
