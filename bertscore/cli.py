@@ -1,8 +1,11 @@
 """Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
 
-Input files are streamed (one text per line) and scored chunk by chunk; JSONL/TSV output is
-written and flushed per chunk, and `--resume` continues an interrupted run after its last
-complete row. Bad input exits with code 2 and says what and where.
+Input files are streamed (one text per line) and scored chunk by chunk. Every input is checked
+(exists, UTF-8, equal lengths) before any output is touched; `-o` is written to a temporary file
+that replaces the target only when the run succeeds. `--resume` (JSONL/TSV) writes and flushes
+per chunk and continues an interrupted run after its last complete row, if its settings and
+input files are unchanged. Bad input exits with code 2 and says what and where. The official
+`bert-score` command's flags are accepted as aliases (see the README).
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ import warnings
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import IO, Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
+
+from .output_files import (
+    UnsafeOutput, atomic_output, changed_inputs, check_not_an_input, check_output_folder, fingerprint,
+    meta_path, read_meta, write_meta,
+)
 
 logger = logging.getLogger("bertscore")
 
@@ -36,38 +44,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bertscore",
         description="BERTScore of candidate texts against reference texts (one text per line).",
+        epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size, "
+               "--rescale_with_baseline, --baseline_path, -s/--seg_level, --nthreads, --use_fast_tokenizer.",
     )
-    parser.add_argument("-c", "--candidates", required=True, help="candidates file, one per line ('-' = stdin)")
+    parser.add_argument("-c", "--candidates", "--cand", required=True,
+                        help="candidates file, one per line ('-' = stdin); always a file, never the text itself")
     parser.add_argument(
-        "-r", "--references", required=True, nargs="+",
+        "-r", "--references", "--ref", required=True, nargs="+",
         help="reference file(s), one per line, aligned with the candidates; several files = several references",
     )
     parser.add_argument("--lang", help="language code choosing the default model (en, zh, de, ...)")
     parser.add_argument("-m", "--model", dest="model_type", help="model name, local folder, or the embedded "
                         "'sentence-transformers/all-MiniLM-L6-v2'")
-    parser.add_argument("-l", "--num-layers", type=int, help="layer to use (default: the model's official layer)")
+    parser.add_argument("-l", "--num-layers", "--num_layers", type=int,
+                        help="layer to use (default: the model's official layer)")
     parser.add_argument("--idf", action="store_true", help="weigh tokens by idf over the references")
-    parser.add_argument("--rescale-with-baseline", action="store_true", help="rescale with the baseline")
-    parser.add_argument("--baseline-path", help="custom LAYER,P,R,F baseline file")
-    parser.add_argument("-b", "--batch-size", type=int, default=64, help="max sentences per encoder batch")
+    parser.add_argument("--rescale-with-baseline", "--rescale_with_baseline", action="store_true",
+                        help="rescale with the baseline")
+    parser.add_argument("--baseline-path", "--baseline_path", help="custom LAYER,P,R,F baseline file")
+    parser.add_argument("-b", "--batch-size", "--batch_size", type=int, default=64,
+                        help="max sentences per encoder batch")
     parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
     parser.add_argument("-f", "--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted --output run (jsonl/tsv)")
+    parser.add_argument("--resume", action="store_true",
+                        help="make an --output run resumable (jsonl/tsv): start it, or continue it after its last "
+                             "complete row when settings and inputs are unchanged")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timing")
+    official = parser.add_argument_group("accepted for the official bert-score command, changing nothing")
+    official.add_argument("-s", "--seg_level", "--seg-level", action="store_true",
+                          help="per-pair lines: the text output always has them")
+    official.add_argument("--nthreads", type=int, help="idf counting needs no worker processes here")
+    official.add_argument("--use_fast_tokenizer", "--use-fast-tokenizer", action="store_true",
+                          help="the fast tokenizer is always used (the official flag selects the slow one)")
     return parser
+
+
+STRING_MODE_HINT = (
+    "-c and -r take files, one text per line; the official bert-score command's mode that scores an argument "
+    "that is not a file as the text itself is not supported, because a mistyped path would be scored as text"
+)
 
 
 def _open_text(path: str) -> IO[bytes]:
     """The file (or stdin for '-') as bytes: lines are decoded one by one to name a bad line."""
     if path == "-":
         return open(sys.stdin.fileno(), "rb", closefd=False)
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a folder: give a file with one text per line")
     if not os.path.isfile(path):
-        raise InputError(f"file not found: {path}")
-    return open(path, "rb")
+        raise InputError(f"file not found: {path} ({STRING_MODE_HINT})")
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror}") from None
 
 
 def _lines(handle: IO[bytes], path: str) -> Iterator[str]:
@@ -134,12 +167,62 @@ def _recover(path: Path, fmt: str) -> list[Row]:
             else:
                 break
     with open(path, "r+b") as handle:
-        handle.truncate(keep)
+        handle.truncate(keep if rows else 0)  # no row: start afresh (the header is written again)
     return rows
 
 
-def _meta_path(output: Path) -> Path:
-    return output.with_name(output.name + ".meta.json")
+@dataclass
+class OutputPlan:
+    """Where and how the results go, decided (and checked) before the model loads."""
+
+    path: Path | None = None  # None: stdout
+    in_place: bool = False  # a device or pipe (e.g. /dev/null): written directly, no meta
+    resume: bool = False  # a resumable file: appended to, with a meta file beside it
+    fingerprints: dict[str, Any] | None = None  # of the inputs (resumable runs)
+
+
+def _input_fingerprints(args: argparse.Namespace) -> dict[str, Any]:
+    return {"candidates": fingerprint(args.candidates), "references": [fingerprint(p) for p in args.references]}
+
+
+def _check_resumable(output: Path, args: argparse.Namespace, fingerprints: dict[str, Any]) -> None:
+    """An existing output may be continued only if our CLI started it, in this format, on these inputs."""
+    meta = read_meta(output)
+    if meta.get("format") != args.format:
+        raise InputError(f"{output} holds {meta.get('format')} rows, not {args.format}: use the same --format")
+    recorded = meta.get("inputs") or {}
+    if len(recorded.get("references", [])) != len(args.references):
+        raise InputError(f"{output} was started with {len(recorded.get('references', []))} reference file(s), "
+                         f"now {len(args.references)}: use the same inputs, or another -o")
+    changed = changed_inputs(
+        [recorded["candidates"], *recorded["references"]],
+        [fingerprints["candidates"], *fingerprints["references"]],
+        [args.candidates, *args.references],
+    )
+    if changed:
+        raise InputError(f"{', '.join(changed)} changed since {output} was started (size or sha256 differ from "
+                         f"{meta_path(output).name}): resuming would mix scores of different inputs; "
+                         "restore the file, or run without --resume to start afresh")
+
+
+def _plan_output(args: argparse.Namespace) -> OutputPlan:
+    """Check the output before anything is loaded or written: never an input, a usable folder,
+    and for --resume a file our CLI started on the same inputs (or none yet)."""
+    if args.output is None:
+        return OutputPlan()
+    output = Path(args.output)
+    check_not_an_input(output, [args.candidates, *args.references])
+    if output.exists() and not output.is_file() and not output.is_dir():
+        if args.resume:
+            raise InputError(f"--resume needs a regular file as --output, not {output}")
+        return OutputPlan(output, in_place=True)
+    check_output_folder(output)
+    if not args.resume:
+        return OutputPlan(output)
+    fingerprints = _input_fingerprints(args)
+    if output.exists():
+        _check_resumable(output, args, fingerprints)
+    return OutputPlan(output, resume=True, fingerprints=fingerprints)
 
 
 class Summary:
@@ -193,6 +276,22 @@ def _idf_from_references(model, paths: Sequence[str], chunk_size: int):
     return TokenWeights.from_documents(documents(), model.vocab_size, model.zero_weight_ids)
 
 
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Every input exists, is readable and UTF-8, and all files have as many lines (stdin: later)."""
+    args.total_pairs = None
+    for path in args.references:
+        _open_text(path).close()
+    if args.candidates == "-":
+        return
+    counts = {path: _count_lines(path) for path in [args.candidates, *args.references]}
+    args.total_pairs = counts[args.candidates]
+    if len(set(counts.values())) > 1:
+        detail = ", ".join(f"{p}: {n} lines" for p, n in counts.items())
+        raise InputError(f"the input files differ in length ({detail}): give one reference per candidate line")
+    if args.total_pairs == 0:
+        raise InputError(f"{args.candidates} has no lines: nothing to score")
+
+
 def run(args: argparse.Namespace) -> int:
     from .models import default_model_for_lang, load_model
     from .scorer import BERTScorer
@@ -203,25 +302,23 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     if args.resume and (args.output is None or args.format not in ("jsonl", "tsv")):
         raise InputError("--resume needs --output FILE and --format jsonl or tsv")
+    if args.resume and args.candidates == "-":
+        raise InputError("--resume needs --candidates as a file: stdin cannot be checked for changes between runs")
     if "-" in args.references:
         raise InputError("references must be files ('-' is allowed for --candidates only)")
-    for path in [args.candidates, *args.references]:
-        if path != "-" and not os.path.isfile(path):
-            raise InputError(f"file not found: {path}")
-    args.total_pairs = None
-    if args.candidates != "-":
-        counts = {path: _count_lines(path) for path in [args.candidates, *args.references]}
-        args.total_pairs = counts[args.candidates]
-        if len(set(counts.values())) > 1:
-            detail = ", ".join(f"{p}: {n} lines" for p, n in counts.items())
-            raise InputError(f"the input files differ in length ({detail}): give one reference per candidate line")
+    if args.use_fast_tokenizer:
+        logger.warning("--use_fast_tokenizer is accepted but changes nothing: the fast tokenizer is always used "
+                       "(with this flag the official command uses the slow one)")
+    _check_inputs(args)
+    args.output_plan = _plan_output(args)
 
     from . import distributed
+    from .embed import resolve_device
 
     sharded = distributed.is_distributed()  # launched by torchrun / accelerate with WORLD_SIZE > 1
     if sharded and args.candidates == "-":
         raise InputError("under torchrun every rank reads the inputs: pass --candidates as a file, not stdin")
-    device = distributed.local_device(args.device) if sharded else args.device
+    device = resolve_device(distributed.local_device(args.device) if sharded else args.device)
     model_type = args.model_type or default_model_for_lang(args.lang)
     model = load_model(model_type, args.num_layers)
     idf = _idf_from_references(model, args.references, args.chunk_size) if args.idf else False
@@ -236,36 +333,56 @@ def run(args: argparse.Namespace) -> int:
     return _write_results(args, scorer)
 
 
+def _resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
+    """The complete rows of the resumable output being continued (none for a new one)."""
+    plan: OutputPlan = args.output_plan
+    if not plan.resume or not plan.path.exists():
+        return []
+    previous = read_meta(plan.path).get("hashcode")
+    if previous != scorer.hash:
+        raise InputError(
+            f"{plan.path} was written with other settings ({previous}); now {scorer.hash}. "
+            "Use the same options, or a new --output"
+        )
+    done = _recover(plan.path, args.format)
+    logger.info("resuming after %d complete rows of %s", len(done), plan.path)
+    return done
+
+
+@contextlib.contextmanager
+def _open_output(args: argparse.Namespace, scorer, appending: bool) -> Iterator[IO[str]]:
+    """stdout; a device as it is; a resumable file appended to (its meta first); otherwise a
+    temporary file that replaces the output only if the run succeeds."""
+    plan: OutputPlan = args.output_plan
+    if plan.path is None:
+        yield sys.stdout
+    elif plan.in_place:
+        with open(plan.path, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+    elif plan.resume:
+        if not appending:
+            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
+        with open(plan.path, "a" if appending else "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+    else:
+        with atomic_output(plan.path) as handle:
+            yield handle
+
+
 def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=None) -> int:
     summary = Summary()
-    done: list[Row] = []
-    output_path = Path(args.output) if args.output else None
-    if output_path is not None and args.resume and output_path.exists():
-        meta_path = _meta_path(output_path)
-        if meta_path.exists():
-            previous = json.loads(meta_path.read_text(encoding="utf-8")).get("hashcode")
-            if previous != scorer.hash:
-                raise InputError(
-                    f"{output_path} was written with other settings ({previous}); now {scorer.hash}. "
-                    "Use the same options, or a new --output"
-                )
-        done = _recover(output_path, args.format)
-        for row in done:
-            summary.add(row)
-        logger.info("resuming after %d complete rows of %s", len(done), output_path)
+    done = _resumed_rows(args, scorer)
+    for row in done:
+        summary.add(row)
     collected: list[Row] = list(done) if args.format == "json" else []
-    if output_path is not None:
-        _meta_path(output_path).write_text(json.dumps({"hashcode": scorer.hash}), encoding="utf-8")
-        out = open(output_path, "a" if done else "w", encoding="utf-8", newline="\n")
-    else:
-        out = sys.stdout
-    try:
+    durable = args.output_plan.resume  # rows must survive a kill: fsync per chunk
+    with _open_output(args, scorer, appending=bool(done)) as out:
         if args.format == "tsv" and not done:
             out.write(TSV_HEADER)
         pairs = _pairs(args)
         skipped = sum(1 for _ in islice(pairs, len(done)))
         if skipped < len(done):
-            raise InputError(f"{output_path} holds {len(done)} rows but the inputs only {skipped} pairs")
+            raise InputError(f"{args.output} holds {len(done)} rows but the inputs only {skipped} pairs")
         if on_start is not None:
             on_start(len(done))
         index = len(done)
@@ -290,7 +407,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
                 continue
             out.write("".join(format_row(row, args.format) for row in rows))
             out.flush()
-            if output_path is not None:
+            if durable:
                 os.fsync(out.fileno())
         progress.close()
         if summary.count == 0:
@@ -304,15 +421,12 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
             out.write("\n")
         # The summary goes beside machine-readable rows (stderr), never inside them.
         report = sys.stderr if args.format in ("jsonl", "tsv", "json") else out
-        if args.format != "json" or output_path is not None:
+        if args.format != "json" or args.output is not None:
             print(
                 f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
                 f"F1={means['f1']:.6f}\nhash: {scorer.hash}",
                 file=report,
             )
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return 0
 
 
@@ -322,12 +436,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="bertscore: %(message)s")
     try:
         return run(args)
-    except InputError as error:
+    except (InputError, UnsafeOutput, ValueError, TypeError, OSError) as error:
         print(f"bertscore: error: {error}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, OSError) as error:
-        print(f"bertscore: error: {error}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        if args.resume:
+            kept = ": the rows written so far are kept; rerun with --resume to continue"
+        else:
+            kept = f": {args.output} is left as it was" if args.output else ""
+        print(f"bertscore: interrupted{kept}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

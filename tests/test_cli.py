@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -83,3 +88,242 @@ def test_missing_model_and_lang_exits_2(capsys):
 def test_rescale_without_baseline_exits_2(capsys):
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--rescale-with-baseline"]) == 2
     assert "no packaged rescale baseline" in capsys.readouterr().err
+
+
+# ----- nothing destroyed ----------------------------------------------------------------------
+def _folder_snapshot(folder) -> dict[str, bytes]:
+    """Every file of a folder (hidden ones too) with its bytes."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def pair_files(tmp_path):
+    """Candidates and two reference files (copies of the examples) in a folder of their own."""
+    names = {"c.txt": CANDS, "r.txt": REFS, "r2.txt": REFS2}
+    for name, source in names.items():
+        (tmp_path / name).write_bytes(open(source, "rb").read())
+    return tmp_path
+
+
+@pytest.mark.parametrize("target", ["c.txt", "r.txt", "r2.txt", "./sub/../c.txt", "link-to-c.txt", "hard-to-r2.txt",
+                                    "r.txt.meta.json"])
+def test_output_that_is_an_input_is_refused(pair_files, capsys, target):
+    (pair_files / "sub").mkdir()
+    (pair_files / "link-to-c.txt").symlink_to(pair_files / "c.txt")
+    os.link(pair_files / "r2.txt", pair_files / "hard-to-r2.txt")
+    (pair_files / "r.txt.meta.json").write_bytes((pair_files / "r.txt").read_bytes())
+    before = _folder_snapshot(pair_files)
+    refs = ["r.txt.meta.json", "r2.txt"] if target == "r.txt.meta.json" else ["r.txt", "r2.txt"]
+    output = "r.txt" if target == "r.txt.meta.json" else target
+    with contextlib.chdir(pair_files):
+        code = main(["-c", "c.txt", "-r", *refs, *MODEL, "-f", "jsonl", "-o", output])
+    assert code == 2
+    assert "is the input file" in capsys.readouterr().err
+    assert _folder_snapshot(pair_files) == before
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["fresh", "resume"])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("empty", "has no lines"),
+        ("short", "differ in length"),
+        ("latin1", "line 4: not valid UTF-8"),
+        ("missing", "file not found"),
+    ],
+)
+def test_bad_inputs_leave_an_existing_output_untouched(pair_files, capsys, bad, message, resume):
+    output = pair_files / "scores.jsonl"
+    output.write_bytes(b'{"my": "earlier results"}\n')
+    cands, refs = pair_files / "c.txt", pair_files / "r.txt"
+    if bad == "empty":
+        cands.write_bytes(b"")
+        refs.write_bytes(b"")
+    elif bad == "short":
+        refs.write_bytes(b"one line\n")
+    elif bad == "latin1":
+        refs.write_bytes(refs.read_bytes().rsplit(b"\n", 2)[0] + "\ncaf\xe9\n".encode("latin-1"))
+    else:
+        refs.unlink()
+    before = _folder_snapshot(pair_files)
+    extra = ["--resume"] if resume else []
+    assert main(["-c", str(cands), "-r", str(refs), *MODEL, "-f", "jsonl", "-o", str(output), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert _folder_snapshot(pair_files) == before  # no temporary file, no meta file left either
+
+
+def test_empty_stdin_leaves_an_existing_output_untouched(pair_files, monkeypatch, capsys):
+    """stdin cannot be checked beforehand: the run finds it empty only after it started writing."""
+    output = pair_files / "scores.tsv"
+    output.write_bytes(b"keep me\n")
+    (pair_files / "empty.txt").write_bytes(b"")
+    before = _folder_snapshot(pair_files)
+    with open(pair_files / "empty.txt", encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert main(["-c", "-", "-r", str(pair_files / "empty.txt"), *MODEL, "-f", "tsv", "-o", str(output)]) == 2
+    assert "has no lines" in capsys.readouterr().err
+    assert _folder_snapshot(pair_files) == before
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError], ids=["ctrl-c", "error"])
+def test_a_failing_run_leaves_the_old_output_and_no_temporary_file(pair_files, monkeypatch, failure):
+    from bertscore.scorer import BERTScorer
+
+    original = BERTScorer.score
+    calls = []
+
+    def fail_on_second_chunk(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise failure("stop")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(BERTScorer, "score", fail_on_second_chunk)
+    output = pair_files / "scores.jsonl"
+    output.write_bytes(b"old results\n")
+    before = _folder_snapshot(pair_files)
+    argv = ["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL, "-f", "jsonl",
+            "-o", str(output), "--chunk-size", "2"]
+    if failure is KeyboardInterrupt:
+        assert main(argv) == 130
+    else:
+        with pytest.raises(RuntimeError):
+            main(argv)
+    assert len(calls) == 2
+    assert _folder_snapshot(pair_files) == before
+
+
+def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
+    """SIGINT while the temporary file is half written: exit 130, old output intact, temp removed."""
+    refs = pair_files / "many.txt"
+    refs.write_text("".join(f"reference number {i}\n" for i in range(200)), encoding="utf-8")
+    output = pair_files / "scores.jsonl"
+    output.write_bytes(b"old results\n")
+    before = _folder_snapshot(pair_files)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bertscore", "-c", "-", "-r", str(refs), *MODEL, "-f", "jsonl", "-o", str(output),
+         "--chunk-size", "1"],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    process.stdin.write("".join(f"candidate {i}\n" for i in range(3)))
+    process.stdin.flush()  # stdin stays open: the run waits for more candidates
+    deadline = time.monotonic() + 240
+    while not any(p.name.endswith(".partial") and p.stat().st_size > 0 for p in pair_files.iterdir()):
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the temporary output never filled"
+        time.sleep(0.05)
+    assert output.read_bytes() == b"old results\n"  # the target is not written during the run
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "left as it was" in err
+    assert _folder_snapshot(pair_files) == before
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv", "json", "text"])
+def test_fresh_output_replaces_the_target_and_its_stale_meta(pair_files, capsys, fmt):
+    """The file equals stdout's bytes (plus the text summary), and a meta describing an older
+    resumable file beside it is removed: it does not describe the new file."""
+    output = pair_files / "scores.out"
+    output.write_bytes(b"old\n" * 1000)
+    (pair_files / "scores.out.meta.json").write_text("{}")
+    args = ["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL, "-f", fmt]
+    assert main(args) == 0
+    expected = capsys.readouterr().out
+    assert main([*args, "-o", str(output)]) == 0
+    assert sorted(p.name for p in pair_files.iterdir()) == ["c.txt", "r.txt", "r2.txt", "scores.out"]
+    assert output.read_text(encoding="utf-8") == expected
+    assert oct(output.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("where", ["missing", "a-file"])
+def test_unusable_output_folder_is_named(pair_files, capsys, where):
+    folder = pair_files / ("no-such-folder" if where == "missing" else "c.txt")
+    before = _folder_snapshot(pair_files)
+    assert main(["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL,
+                 "-o", str(folder / "out.jsonl"), "-f", "jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert f"output folder {folder} " in err and "meta.json" not in err
+    assert _folder_snapshot(pair_files) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_output_folder_is_named(pair_files, capsys):
+    folder = pair_files / "locked"
+    folder.mkdir(mode=0o555)
+    assert main(["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL,
+                 "-o", str(folder / "out.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"output folder {folder} is not writable" in err and "meta.json" not in err
+
+
+def test_output_that_is_a_folder_is_refused(pair_files, capsys):
+    assert main(["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL, "-o", str(pair_files)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_output_to_a_device_is_written_in_place(pair_files, capsys):
+    assert main(["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL, "-o", os.devnull]) == 0
+    assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+    assert not os.path.exists(os.devnull + ".meta.json")
+
+
+# ----- the official command's flags -----------------------------------------------------------
+OFFICIAL_CLI = [sys.executable, "-m", "bert_score_cli.score"]
+
+
+def _scores_from_text(text: str) -> list[tuple[float, float, float]]:
+    """Per-pair (P, R, F) from either CLI's text output: ours `i<TAB>P=..<TAB>R=..<TAB>F1=..`,
+    the official `-s` lines `p<TAB>r<TAB>f`."""
+    rows = []
+    for line in text.splitlines():
+        numbers = re.findall(r"(?:^|\t|=)(-?\d+\.\d{6})(?=\t|$)", line)
+        if len(numbers) == 3 and "mean over" not in line and " P: " not in line:
+            rows.append(tuple(float(n) for n in numbers))
+    return rows
+
+
+@pytest.mark.slow
+def test_official_command_line_gives_the_official_numbers(minilm_dir, tmp_path):
+    """The same argv, with the official flags, run by the official CLI and by ours."""
+    pytest.importorskip("bert_score_cli")
+    baseline = tmp_path / "baseline.csv"
+    baseline.write_text("LAYER,P,R,F\n" + "".join(f"{k},{0.3 + 0.05 * k:.2f},{0.32 + 0.05 * k:.2f},"
+                                                   f"{0.31 + 0.05 * k:.2f}\n" for k in range(7)))
+    argv = ["--cand", CANDS, "--ref", REFS, REFS2, "--model", str(minilm_dir), "--num_layers", "3", "--batch_size", "1",
+            "--idf", "--rescale_with_baseline", "--baseline_path", str(baseline), "--lang", "en", "-s", "--nthreads", "2"]
+    theirs = subprocess.run([*OFFICIAL_CLI, *argv], capture_output=True, text=True, timeout=300)
+    assert theirs.returncode == 0, theirs.stderr
+    ours = subprocess.run([sys.executable, "-m", "bertscore", *argv], capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0, ours.stderr
+    expected, got = _scores_from_text(theirs.stdout), _scores_from_text(ours.stdout)
+    assert len(expected) == len(_lines(CANDS)) == len(got)
+    assert max(abs(a - b) for x, y in zip(expected, got) for a, b in zip(x, y)) <= 2e-6
+    assert "_idf_" in ours.stdout and "rescaled" in ours.stdout
+
+
+def test_official_flags_parse_like_ours():
+    from bertscore.cli import build_parser
+
+    parser = build_parser()
+    official = parser.parse_args(["--cand", "c", "--ref", "r1", "r2", "--model", "m", "--num_layers", "3",
+                                  "--batch_size", "5", "--rescale_with_baseline", "--baseline_path", "b.csv",
+                                  "--idf", "--lang", "EN", "-v"])
+    ours = parser.parse_args(["-c", "c", "-r", "r1", "r2", "-m", "m", "-l", "3", "-b", "5", "--rescale-with-baseline",
+                              "--baseline-path", "b.csv", "--idf", "--lang", "EN", "--verbose"])
+    assert vars(official) == vars(ours)
+    assert vars(parser.parse_args(["-c", "c", "-r", "r", "-s"]))["seg_level"] is True
+
+
+def test_text_arguments_are_files_not_texts(capsys):
+    """The official command scores `-c "a text" -r "a text"` as texts; here they stay file names."""
+    assert main(["-c", "the cat sat", "-r", "the cat sat", *MODEL]) == 2
+    err = capsys.readouterr().err
+    assert "file not found: the cat sat" in err and "not supported" in err
+    assert len(err.strip().splitlines()) == 1

@@ -1,4 +1,5 @@
-"""CLI --resume after a SIGKILL: the final output equals an uninterrupted run's, byte for byte.
+"""CLI --resume: after a SIGKILL the final output equals an uninterrupted run's, byte for byte;
+a file the CLI did not start, or whose inputs, format or settings changed, is never cut.
 
 Texts are unique, so the embedding cache cannot make an uninterrupted run differ from a
 resumed one; chunks restart on the same boundaries (a chunk is written and flushed at once),
@@ -15,10 +16,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from bertscore.cli import TSV_HEADER, Row, format_row
+from bertscore.cli import TSV_HEADER, Row, format_row, main
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -56,11 +58,11 @@ def _rows(path: Path) -> int:
         return 0
 
 
-def _run_killed(command: list[str], output: Path, min_rows: int) -> None:
-    """Start the CLI and SIGKILL it once the output holds at least `min_rows` lines."""
+def _run_killed(command: list[str], rows: Callable[[], int], min_rows: int) -> None:
+    """Start the CLI and SIGKILL it once `rows()` (lines written so far) reaches `min_rows`."""
     process = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
-    while _rows(output) < min_rows:
+    while rows() < min_rows:
         assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read()!r}"
         assert time.monotonic() < deadline, "no output rows appeared"
         time.sleep(0.02)
@@ -79,7 +81,7 @@ def uninterrupted(inputs, tmp_path_factory) -> list[dict]:
 
 def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
     output = tmp_path / "out.jsonl"
-    _run_killed(_command(inputs, output, "jsonl"), output, min_rows=5 * CHUNK)
+    _run_killed(_command(inputs, output, "jsonl", "--resume"), lambda: _rows(output), min_rows=5 * CHUNK)
     partial = _rows(output)
     assert 0 < partial < LINES
 
@@ -101,7 +103,7 @@ def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
 
 def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
     output = tmp_path / "out.tsv"
-    _run_killed(_command(inputs, output, "tsv"), output, min_rows=1 + 5 * CHUNK)
+    _run_killed(_command(inputs, output, "tsv", "--resume"), lambda: _rows(output), min_rows=1 + 5 * CHUNK)
     assert 1 < _rows(output) < LINES + 1
     # A torn last line (as a kill inside a write leaves) is cut off and rewritten.
     with open(output, "ab") as handle:
@@ -113,3 +115,125 @@ def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
     rows = [json.loads(line) for line in uninterrupted.splitlines()]
     expected = TSV_HEADER + "".join(format_row(Row(r["index"], r["precision"], r["recall"], r["f1"]), "tsv") for r in rows)
     assert output.read_text(encoding="utf-8") == expected
+
+
+
+def _partial_rows(folder: Path) -> int:
+    """Lines in the temporary files of a fresh run (`.NAME.*.partial`) in `folder`."""
+    return sum(_rows(path) for path in folder.glob(".*.partial"))
+
+
+def test_a_killed_fresh_run_leaves_the_old_output(inputs, tmp_path) -> None:
+    """Without --resume the rows go to a temporary file: a SIGKILL leaves the old output whole,
+    and the next run replaces it completely."""
+    output = tmp_path / "out.jsonl"
+    output.write_bytes(b"results of last week\n")
+    _run_killed(_command(inputs, output, "jsonl"), lambda: _partial_rows(tmp_path), min_rows=5 * CHUNK)
+    assert output.read_bytes() == b"results of last week\n"
+    assert not (tmp_path / "out.jsonl.meta.json").exists()
+    # Not started with --resume, so not resumable: refused rather than cut.
+    refused = subprocess.run(_command(inputs, output, "jsonl", "--resume"), cwd=ROOT, env=_env(),
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "has no out.jsonl.meta.json" in refused.stderr
+    assert output.read_bytes() == b"results of last week\n"
+
+
+
+# ----- what --resume refuses (in process, on the 4-line examples) -------------------------------
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture
+def small(tmp_path) -> dict[str, Path]:
+    """Copies of the example files, and the complete JSONL of a resumable run over them."""
+    files = {name: tmp_path / f"{name}.txt" for name in ("candidates", "references", "references2")}
+    for name, path in files.items():
+        path.write_bytes((EXAMPLES / f"{name}.txt").read_bytes())
+    files["output"] = tmp_path / "scores.jsonl"
+    assert main(_small_args(files)) == 0
+    files["complete"] = files["output"].read_bytes()
+    return files
+
+
+def _small_args(files: dict[str, Path], *extra: str, fmt: str = "jsonl") -> list[str]:
+    return ["-c", str(files["candidates"]), "-r", str(files["references"]), "-m", MODEL, "-f", fmt,
+            "-o", str(files["output"]), "--chunk-size", "2", "--resume", *extra]
+
+
+def _cut_last_chunk(path: Path) -> bytes:
+    """Drop the output's last chunk of 2 rows, as a run killed between chunks leaves it; the bytes
+    left. (On a chunk boundary the resumed run batches as the uninterrupted one did.)"""
+    kept = b"".join(path.read_bytes().splitlines(keepends=True)[:-2])
+    path.write_bytes(kept)
+    return kept
+
+
+def test_resume_continues_a_cut_file_byte_for_byte(small) -> None:
+    _cut_last_chunk(small["output"])
+    assert main(_small_args(small)) == 0
+    assert small["output"].read_bytes() == small["complete"]
+
+
+def test_resume_refuses_a_file_it_did_not_start(small, capsys) -> None:
+    small["output"].with_name("scores.jsonl.meta.json").unlink()
+    small["output"].write_bytes(b"notes I keep here\n")
+    assert main(_small_args(small)) == 2
+    assert "has no scores.jsonl.meta.json" in capsys.readouterr().err
+    assert small["output"].read_bytes() == b"notes I keep here\n"
+
+
+@pytest.mark.parametrize("change", ["same size", "appended", "other file"])
+def test_resume_refuses_changed_inputs(small, capsys, change) -> None:
+    kept = _cut_last_chunk(small["output"])
+    references = small["references"]
+    if change == "same size":  # only the sha256 can tell
+        text = references.read_bytes()
+        references.write_bytes(text.replace(b"a", b"o", 1))
+        assert len(references.read_bytes()) == len(text) and references.read_bytes() != text
+    elif change == "appended":
+        with open(small["candidates"], "ab") as handle:
+            handle.write(b"one more\n")
+        with open(references, "ab") as handle:
+            handle.write(b"one more\n")
+    else:
+        small["references"] = small["references2"]
+    meta = small["output"].with_name("scores.jsonl.meta.json").read_bytes()
+    assert main(_small_args(small)) == 2
+    err = capsys.readouterr().err
+    changed = small["candidates"] if change == "appended" else small["references"]
+    assert f"{changed}" in err and "changed since" in err
+    assert small["output"].read_bytes() == kept
+    assert small["output"].with_name("scores.jsonl.meta.json").read_bytes() == meta
+
+
+def test_resume_accepts_inputs_that_were_only_touched(small) -> None:
+    kept = _cut_last_chunk(small["output"])
+    os.utime(small["references"], ns=(1_000_000_000, 1_000_000_000))
+    assert small["output"].read_bytes() == kept
+    assert main(_small_args(small)) == 0
+    assert small["output"].read_bytes() == small["complete"]
+
+
+@pytest.mark.parametrize("case", ["format", "settings", "reference count", "old meta", "torn meta", "stdin"])
+def test_resume_refusals_leave_the_file_as_it_was(small, capsys, case) -> None:
+    kept = _cut_last_chunk(small["output"])
+    meta_path = small["output"].with_name("scores.jsonl.meta.json")
+    args, message = _small_args(small), None
+    if case == "format":
+        args, message = _small_args(small, fmt="tsv"), "holds jsonl rows, not tsv"
+    elif case == "settings":
+        args, message = _small_args(small, "--idf"), "other settings"
+    elif case == "reference count":
+        args, message = [*_small_args(small), "-r", str(small["references"]), str(small["references2"])], \
+            "started with 1 reference file(s), now 2"
+    elif case == "old meta":  # what the CLI wrote before input fingerprints existed
+        meta_path.write_text(json.dumps({"hashcode": json.loads(meta_path.read_text())["hashcode"]}))
+        message = "not written by this version"
+    elif case == "torn meta":
+        meta_path.write_text('{"written_by": "bertsc')
+        message = "cannot be read"
+    else:
+        args[1], message = "-", "stdin cannot be checked"
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert small["output"].read_bytes() == kept

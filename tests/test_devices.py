@@ -1,0 +1,132 @@
+"""A device this torch or machine cannot use is one clear ValueError (exit 2 on the command line),
+from every door, before any model loads: never a raw torch assertion mid-run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
+from bertscore.embed import resolve_device
+from conftest import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "examples"
+NO_CUDA = "CUDA requested but this torch has no CUDA; available: cpu"
+cpu_only_build = pytest.mark.skipif(torch.version.cuda is not None or torch.cuda.is_available(),
+                                    reason="this torch is built with CUDA")
+
+
+def _unavailable_devices() -> list[tuple[str, str]]:
+    """(device, expected message part) pairs that cannot run here, whatever the machine."""
+    cases = [("bogus", "unknown device 'bogus'"), ("cuda:x", "unknown device 'cuda:x'"),
+             ("meta", "device 'meta' cannot run the encoder here")]
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        cases.append((f"cuda:{count}", f"cuda:{count} requested but this machine has {count} CUDA device(s)"))
+    else:
+        cases += [("cuda", "CUDA requested but"), ("cuda:0", "CUDA requested but"), ("cuda:7", "CUDA requested but")]
+    if not torch.backends.mps.is_available():
+        cases.append(("mps", "MPS requested but this torch or machine has no MPS"))
+    return cases
+
+
+@pytest.mark.parametrize("device, message", _unavailable_devices())
+def test_resolve_device_refuses_what_cannot_run(device, message):
+    with pytest.raises(ValueError, match="available: cpu") as error:
+        resolve_device(device)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("device", ["cpu", "CPU", " cpu ", torch.device("cpu"), None])
+def test_resolve_device_accepts_the_cpu_and_a_default(device):
+    expected = "cuda" if device is None and torch.cuda.is_available() else "cpu"
+    assert resolve_device(device).type == expected
+
+
+def test_cuda_index_out_of_range_with_two_gpus(monkeypatch):
+    """The index check, on any machine: pretend torch sees two GPUs."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda:1")
+    assert resolve_device("cuda") == torch.device("cuda")
+    with pytest.raises(ValueError) as error:
+        resolve_device("cuda:2")
+    assert str(error.value).startswith("cuda:2 requested but this machine has 2 CUDA device(s); "
+                                       "available: cpu, cuda, cuda:0, cuda:1")
+
+
+@cpu_only_build
+def test_the_exact_message_on_a_cpu_build():
+    with pytest.raises(ValueError) as error:
+        resolve_device("cuda")
+    assert str(error.value) == NO_CUDA
+
+
+@pytest.mark.parametrize("device, message", [case for case in _unavailable_devices() if case[0] in ("bogus", "mps", "cuda")])
+def test_api_raises_before_loading_a_model(device, message, monkeypatch):
+    import bertscore.scorer as scorer_module
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the device was checked")
+
+    monkeypatch.setattr(scorer_module, "load_model", no_loading)
+    with pytest.raises(ValueError, match="available: cpu") as error:
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device=device)
+    assert message in str(error.value)
+    with pytest.raises(ValueError, match="available: cpu"):
+        score(["a"], ["a"], model_type=EMBEDDED_MODEL_NAME, device=device)
+
+
+@cpu_only_build
+def test_api_cuda_on_a_cpu_build():
+    with pytest.raises(ValueError) as error:
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cuda")
+    assert str(error.value) == NO_CUDA
+
+
+def _cli(*device: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "bertscore", "-c", str(EXAMPLES / "candidates.txt"), "-r",
+         str(EXAMPLES / "references.txt"), "-m", EMBEDDED_MODEL_NAME, "--device", *device],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def _available() -> str:
+    return ", ".join(["cpu"] + (["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+                                if torch.cuda.is_available() else []))
+
+
+@pytest.mark.slow
+def test_cli_exits_2_with_one_line():
+    if torch.cuda.is_available():
+        device, message = _unavailable_devices()[3]  # cuda:N, one past the last GPU
+    else:
+        device, message = "cuda", NO_CUDA
+    done = _cli(device)
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bertscore: error: ") and message in lines[0]
+    bogus = _cli("bogus")
+    assert bogus.returncode == 2
+    assert bogus.stderr == f"bertscore: error: unknown device 'bogus'; available: {_available()}\n"
+
+
+def test_evaluate_module_raises_the_same_value_error():
+    evaluate = pytest.importorskip("evaluate")
+    metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
+    device, message = _unavailable_devices()[0]
+    with pytest.raises(ValueError, match="available: cpu") as error:
+        metric.compute(predictions=["a cat"], references=["a cat"], model_type=EMBEDDED_MODEL_NAME, device=device)
+    assert message in str(error.value)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError) as error:
+            metric.compute(predictions=["a cat"], references=["a cat"], model_type=EMBEDDED_MODEL_NAME, device="cuda")
+        assert str(error.value) == NO_CUDA
