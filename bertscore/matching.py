@@ -124,8 +124,11 @@ def _weighted_scores(
     """P, R, F from the greedy maxima; weights broadcast against them.
 
     Padded positions hold a max over real tokens or -inf; they score 0, so that x 0 weight
-    stays 0 rather than NaN.
+    stays 0 rather than NaN. Maxima are clamped to [-1, 1], the range of a cosine: float32
+    rounding of unit vectors can give 1.0000001, and identical texts then score exactly 1.
     """
+    best_for_cand = best_for_cand.clamp(-1.0, 1.0)
+    best_for_ref = best_for_ref.clamp(-1.0, 1.0)
     if cand_mask is not None:
         best_for_cand = best_for_cand.masked_fill(~cand_mask, 0.0)
     if ref_mask is not None:

@@ -509,12 +509,6 @@ class BERTScorer:
             return self._idf_weights
         return self._weights_from(references, token_ids if token_ids is not None else self.tokenize(references))
 
-    def plot_example(self, candidate: str, reference: str, fname: str = "") -> Any:
-        """The token-similarity heatmap of one pair (a matplotlib Figure), saved when `fname` is given."""
-        from .plot import plot_example  # lazily: plot.py imports explain.py, which imports this module
-
-        return plot_example(self, candidate, reference, fname)
-
 
 def score(
     cands: Sequence[str],
