@@ -26,8 +26,6 @@ import json
 import math
 import os
 import tempfile
-import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -36,6 +34,7 @@ import pandas as pd
 
 from bertscore import EMBEDDED_MODEL_NAME, __version__, baselines, tables
 from bertscore.explain import Explanation, explain_pair
+from bertscore.inputs import check_text, normalize_inputs
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
 
@@ -104,12 +103,15 @@ class UserError(Exception):
 
 # ----- scoring (thin: the package does the math) ----------------------------------------------
 class ScoringService:
-    """Settings validation + a ScorerPool shared by every request (serialised by a lock)."""
+    """Settings validation + a thread-safe ScorerPool shared by every request.
+
+    Requests keep their notes apart: each passes its own list to the scorer (no global
+    warning state), so concurrent requests never see each other's notes.
+    """
 
     def __init__(self, config: AppConfig):
         self.config = config
         self.pool = ScorerPool(max_models=config.max_models)
-        self.lock = threading.Lock()
 
     def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None) -> tuple[Any, list[str]]:
         """A scorer for these settings and notes for the page; UserError on bad settings."""
@@ -146,8 +148,10 @@ class ScoringService:
 
     def check_texts(self, texts: Sequence[str], what: str) -> None:
         for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise UserError(f"{what} {index + 1} is not a string")
+            try:
+                check_text(text, f"{what} {index + 1}")
+            except (TypeError, ValueError) as error:
+                raise UserError(str(error)) from None
             if len(text) > self.config.max_chars:
                 raise UserError(
                     f"{what} {index + 1} has {len(text)} characters; this app accepts at most {self.config.max_chars}"
@@ -219,9 +223,8 @@ class Handlers:
                 raise UserError(f"{len(references)} references; this app accepts at most {self.config.max_refs}")
             self.service.check_texts([candidate], "candidate")
             self.service.check_texts(references, "reference")
-            with self.service.lock:
-                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
-                explanation = explain_pair(scorer, candidate, references)
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            explanation = explain_pair(scorer, candidate, references)
             figure = heatmap_figure(explanation)
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
         except Exception as error:  # a message in the page, never a crashed worker
@@ -277,13 +280,11 @@ class Handlers:
                     raise UserError(f"row {row} has {len(group)} references; this app accepts at most {self.config.max_refs}")
                 self.service.check_texts(group, f"row {row}: reference")
             progress(0.05, desc="loading model")
-            with self.service.lock:
-                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    # verbose: the scorer's tqdm bar (advanced per encoder batch) drives gr.Progress.
-                    precision, recall, f1 = scorer.score(candidates, groups, verbose=True)
-            notes += [_short(str(w.message), 200) for w in caught if issubclass(w.category, UserWarning)]
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            score_notes: list[str] = []
+            # verbose: the scorer's tqdm bar (advanced per encoder batch) drives gr.Progress.
+            precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
+            notes += [_short(note, 300) for note in score_notes]
             frame = pd.DataFrame({
                 "row": range(1, len(candidates) + 1),
                 "candidate": candidates,
@@ -350,12 +351,8 @@ class Handlers:
                 if len(group) > self.config.max_refs:
                     raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
                 self.service.check_texts(group, "reference")
-            with self.service.lock:
-                scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    p, r, f = scorer.score(cands, groups) if cands else ([], [], [])
-            notes += [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            p, r, f = scorer.score(cands, groups, notes=notes) if cands else ([], [], [])
             return {
                 "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
                 "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
@@ -383,19 +380,14 @@ def _api_inputs(predictions: Any, references: Any) -> tuple[list[str], list[list
         preds = [preds]
         if isinstance(refs, str):
             refs = [split_references(refs) or [refs]]
-    if not isinstance(preds, list) or not all(isinstance(p, str) for p in preds):
-        raise UserError("predictions must be a JSON list of strings or one text")
-    if isinstance(refs, str):
+    if isinstance(refs, str) and isinstance(preds, list):
         raise UserError("references must be a JSON list (one entry per prediction) when predictions is a list")
-    if not isinstance(refs, list) or len(refs) != len(preds):
-        raise UserError(f"references must be a list with one entry per prediction ({len(preds)})")
-    groups = []
-    for index, ref in enumerate(refs):
-        group = [ref] if isinstance(ref, str) else ref
-        if not isinstance(group, list) or not group or not all(isinstance(x, str) for x in group):
-            raise UserError(f"references[{index}] must be a string or a non-empty list of strings")
-        groups.append(group)
-    return preds, groups
+    if preds == [] and refs == []:
+        return [], []
+    try:  # the library's own checks: the same errors, naming the same indices, as every other door
+        return normalize_inputs(preds, refs, "predictions", "references")
+    except (TypeError, ValueError) as error:
+        raise UserError(str(error)) from None
 
 
 # ----- layout ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import datasets
 import evaluate
 
 from bertscore import __version__ as bertscore_version
+from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
 from bertscore.pool import ScorerPool
 
 _CITATION = """\
@@ -47,7 +48,10 @@ Args:
     batch_size (int): max sentences per encoder batch.
     max_tokens_per_batch (int): token budget per encoder batch.
     device (str): "cpu", "cuda", "cuda:1", ... (default: CUDA when available).
-    dtype (str): "float32", "bfloat16" or "float16" for the encoder.
+    dtype (str): "float32" (default), "bfloat16", "float16", or "auto" (bf16 where the hardware
+        computes it natively and faster, else fp32; the hash names the dtype used).
+    cache_bytes (int): size of the embedding cache kept between computes (default 512 MiB; 0: off).
+    cache_device (str): where cached embeddings live ("cpu" keeps GPU embeddings in host memory).
     all_layers (bool): score every layer (lists of per-layer lists).
     verbose (bool): progress bar.
 Returns:
@@ -61,8 +65,28 @@ Examples:
 _SCORER_POOL = ScorerPool(max_models=1)
 
 
-def _wrap_reference(reference: Any) -> Any:
-    return [reference] if isinstance(reference, str) else reference
+def release() -> None:
+    """Free every loaded encoder and cached embedding held by this module (GPU memory too)."""
+    _SCORER_POOL.release()
+
+
+def _validated(predictions: Any, references: Any) -> tuple[Any, Any]:
+    """Predictions and references checked as `score()` checks them, before evaluate's Arrow
+    conversion would stringify a NaN or iterate a bare string; bare string references become lists.
+    """
+    if predictions is None and references is None:
+        return None, None
+    if isinstance(predictions, str):
+        raise TypeError(
+            "predictions must be a list of strings, got one str: pass [prediction], or use "
+            "add(prediction=..., reference=...) for a single example"
+        )
+    pred_list = as_list(predictions, "predictions")
+    ref_list = as_list(references, "references")
+    if pred_list == [] and ref_list == []:
+        return [], []  # a rank with no data (evaluate's distributed mode) still takes part
+    candidates, groups = normalize_inputs(predictions, references, "predictions", "references")
+    return candidates, groups
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -83,19 +107,18 @@ class BERTScoreMetric(evaluate.Metric):
         )
 
     def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
-        """Add one prediction and its reference(s); a bare string reference becomes a list."""
-        super().add(prediction=prediction, reference=_wrap_reference(reference), **kwargs)
+        """Add one prediction (a string) and its reference(s) (a string or a list of strings)."""
+        prediction = check_text(prediction, "prediction")
+        super().add(prediction=prediction, reference=normalize_group(reference, "reference"), **kwargs)
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
-        """Add a batch; each bare string reference becomes a one-element list."""
-        if references is not None:
-            references = [_wrap_reference(r) for r in references]
+        """Add a batch, checked as `score()` checks it; each bare string reference becomes a list."""
+        predictions, references = _validated(predictions, references)
         super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict | None:
-        """Score what was added (plus these inputs); bare string references become lists."""
-        if references is not None:
-            references = [_wrap_reference(r) for r in references]
+        """Score what was added (plus these inputs), checked as `score()` checks them."""
+        predictions, references = _validated(predictions, references)
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(
@@ -113,15 +136,18 @@ class BERTScoreMetric(evaluate.Metric):
         all_layers: bool = False,
         rescale_with_baseline: bool = False,
         baseline_path: str | None = None,
-        use_fast_tokenizer: bool = True,
+        use_fast_tokenizer: bool = False,
         dtype: str | None = None,
         max_tokens_per_batch: int | None = None,
+        cache_bytes: int | None = None,
+        cache_device: str | None = None,
     ) -> dict[str, Any]:
         scorer = _SCORER_POOL.get(
             model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
             device=device, dtype=dtype, idf=idf, batch_size=batch_size,
             rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
-            max_tokens_per_batch=max_tokens_per_batch,
+            max_tokens_per_batch=max_tokens_per_batch, use_fast_tokenizer=use_fast_tokenizer,
+            nthreads=nthreads, cache_bytes=cache_bytes, cache_device=cache_device,
         )
         if len(predictions) == 0:
             return {"precision": [], "recall": [], "f1": [], "hashcode": scorer.hash}
@@ -134,4 +160,4 @@ class BERTScoreMetric(evaluate.Metric):
         }
 
 
-__all__ = ["BERTScoreMetric", "bertscore_version"]
+__all__ = ["BERTScoreMetric", "bertscore_version", "release"]

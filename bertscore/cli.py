@@ -16,8 +16,8 @@ import json
 import logging
 import math
 import os
+import re
 import sys
-import warnings
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -47,12 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size, "
                "--rescale_with_baseline, --baseline_path, -s/--seg_level, --nthreads, --use_fast_tokenizer.",
     )
-    parser.add_argument("-c", "--candidates", "--cand", required=True,
+    parser.add_argument("-c", "--candidates", "--cand",
                         help="candidates file, one per line ('-' = stdin); always a file, never the text itself")
     parser.add_argument(
-        "-r", "--references", "--ref", required=True, nargs="+",
+        "-r", "--references", "--ref", nargs="+", default=[],
         help="reference file(s), one per line, aligned with the candidates; several files = several references",
     )
+    parser.add_argument("-i", "--input", help="instead of -c/-r: one CSV, TSV, JSONL or JSON table with a candidate "
+                        "column and one or more reference columns (see --candidate-column, --reference-column)")
+    parser.add_argument("--candidate-column", help="--input's candidate column (default: candidate, prediction, "
+                        "hypothesis, ...)")
+    parser.add_argument("--reference-column", action="append", dest="reference_columns",
+                        help="--input's reference column; repeat for several references (default: reference, "
+                             "references, reference_1..n, ...)")
     parser.add_argument("--lang", help="language code choosing the default model (en, zh, de, ...)")
     parser.add_argument("-m", "--model", dest="model_type", help="model name, local folder, or the embedded "
                         "'sentence-transformers/all-MiniLM-L6-v2'")
@@ -66,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="max sentences per encoder batch")
     parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "auto"),
+                        help="encoder precision (default float32, exact; auto: bfloat16 where it is native and faster)")
+    parser.add_argument("--cache-bytes", type=int, default=None,
+                        help="embedding cache size in bytes (default 512 MiB; 0 turns it off)")
+    parser.add_argument("--cache-device", help="where cached embeddings live, e.g. cpu (default: the scoring device)")
     parser.add_argument("-f", "--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
@@ -181,8 +192,14 @@ class OutputPlan:
     fingerprints: dict[str, Any] | None = None  # of the inputs (resumable runs)
 
 
+def _input_paths(args: argparse.Namespace) -> list[str]:
+    """Every input file: the --input table, or the candidates file and the reference files."""
+    return [args.input] if args.input else [args.candidates, *args.references]
+
+
 def _input_fingerprints(args: argparse.Namespace) -> dict[str, Any]:
-    return {"candidates": fingerprint(args.candidates), "references": [fingerprint(p) for p in args.references]}
+    first, *references = _input_paths(args)
+    return {"candidates": fingerprint(first), "references": [fingerprint(p) for p in references]}
 
 
 def _check_resumable(output: Path, args: argparse.Namespace, fingerprints: dict[str, Any]) -> None:
@@ -197,7 +214,7 @@ def _check_resumable(output: Path, args: argparse.Namespace, fingerprints: dict[
     changed = changed_inputs(
         [recorded["candidates"], *recorded["references"]],
         [fingerprints["candidates"], *fingerprints["references"]],
-        [args.candidates, *args.references],
+        _input_paths(args),
     )
     if changed:
         raise InputError(f"{', '.join(changed)} changed since {output} was started (size or sha256 differ from "
@@ -211,7 +228,7 @@ def _plan_output(args: argparse.Namespace) -> OutputPlan:
     if args.output is None:
         return OutputPlan()
     output = Path(args.output)
-    check_not_an_input(output, [args.candidates, *args.references])
+    check_not_an_input(output, _input_paths(args))
     if output.exists() and not output.is_file() and not output.is_dir():
         if args.resume:
             raise InputError(f"--resume needs a regular file as --output, not {output}")
@@ -243,8 +260,34 @@ class Summary:
         return dict(zip(("precision", "recall", "f1"), (s / self.count for s in self.sums)))
 
 
+def _table(args: argparse.Namespace) -> Any:
+    """The --input table, opened for streaming (its columns are checked on opening)."""
+    from .tables import TableError, open_table
+
+    if not os.path.isfile(args.input):
+        raise InputError(f"file not found: {args.input}")
+    try:
+        return open_table(args.input, candidate_column=args.candidate_column, reference_columns=args.reference_columns)
+    except TableError as error:
+        raise InputError(str(error)) from None
+
+
+def _table_pairs(args: argparse.Namespace) -> Iterator[tuple[str, list[str]]]:
+    from .tables import TableError
+
+    try:
+        with _table(args) as table:
+            for row in table:
+                yield row.candidate, list(row.references)
+    except TableError as error:
+        raise InputError(str(error)) from None
+
+
 def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, list[str]]]:
     """Stream (candidate, references) pairs, checking that all files have the same length."""
+    if args.input:
+        yield from _table_pairs(args)
+        return
     with contextlib.ExitStack() as stack:
         cand_lines = _lines(stack.enter_context(_open_text(args.candidates)), args.candidates)
         ref_lines = [_lines(stack.enter_context(_open_text(p)), p) for p in args.references]
@@ -262,23 +305,42 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, list[str]]]:
                 raise InputError(f"{path} has more lines than the {count} of {args.candidates}")
 
 
-def _idf_from_references(model, paths: Sequence[str], chunk_size: int):
-    """idf over every reference line of every file, counted as the files stream by."""
+def _idf_from_references(scorer, args: argparse.Namespace):
+    """idf over every reference of the input (each line of each file, or each reference cell),
+    counted as the inputs stream by: the weights one `score()` call over everything would use."""
+
+    def references() -> Iterator[str]:
+        if args.input:
+            for _, refs in _table_pairs(args):
+                yield from refs
+            return
+        for path in args.references:
+            with _open_text(path) as handle:
+                yield from _lines(handle, path)
+
+    stream = references()
+    documents = (ids for chunk in iter(lambda: list(islice(stream, args.chunk_size)), [])
+                 for ids in scorer.model.tokenize(chunk))
     from .idf import TokenWeights
 
-    def documents() -> Iterator[list[int]]:
-        for path in paths:
-            with _open_text(path) as handle:
-                lines = _lines(handle, path)
-                while chunk := list(islice(lines, chunk_size)):
-                    yield from model.tokenize(chunk)
-
-    return TokenWeights.from_documents(documents(), model.vocab_size, model.zero_weight_ids)
+    model = scorer.model
+    return TokenWeights.from_documents(documents, model.vocab_size, model.zero_weight_ids)
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Every input exists, is readable and UTF-8, and all files have as many lines (stdin: later)."""
     args.total_pairs = None
+    if args.input:
+        if args.candidates or args.references:
+            raise InputError("pass either --input TABLE or -c/-r files, not both")
+        args.total_pairs = sum(1 for _ in _table_pairs(args))  # reads it all once: every row checked
+        if args.total_pairs == 0:
+            raise InputError(f"{args.input} has no rows: nothing to score")
+        return
+    if args.input is None and (args.candidates is None or not args.references):
+        raise InputError("pass -c CANDIDATES -r REFERENCES [REFERENCES ...], or --input TABLE")
+    if args.candidate_column or args.reference_columns:
+        raise InputError("--candidate-column and --reference-column go with --input")
     for path in args.references:
         _open_text(path).close()
     if args.candidates == "-":
@@ -293,7 +355,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .models import default_model_for_lang, load_model
+    from .devices import resolve_dtype
+    from .models import default_model_for_lang
     from .scorer import BERTScorer
 
     if args.model_type is None and args.lang is None:
@@ -319,18 +382,22 @@ def run(args: argparse.Namespace) -> int:
     if sharded and args.candidates == "-":
         raise InputError("under torchrun every rank reads the inputs: pass --candidates as a file, not stdin")
     device = resolve_device(distributed.local_device(args.device) if sharded else args.device)
+    dtype = resolve_dtype(args.dtype, device)
     model_type = args.model_type or default_model_for_lang(args.lang)
-    model = load_model(model_type, args.num_layers)
-    idf = _idf_from_references(model, args.references, args.chunk_size) if args.idf else False
+    if args.cache_bytes is not None and args.cache_bytes < 0:
+        raise InputError(f"--cache-bytes must be >= 0, got {args.cache_bytes}")
+    cache = {"cache_bytes": args.cache_bytes} if args.cache_bytes is not None else {}
     scorer = BERTScorer(
-        model_type=model_type, batch_size=args.batch_size, lang=args.lang, idf=idf,
-        rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-        device=device, dtype=args.dtype, max_tokens_per_batch=args.max_tokens_per_batch,
-        chunk_size=args.chunk_size, loaded_model=model,
+        model_type=model_type, num_layers=args.num_layers, batch_size=args.batch_size, lang=args.lang,
+        idf=args.idf, rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+        device=device, dtype=dtype, max_tokens_per_batch=args.max_tokens_per_batch,
+        chunk_size=args.chunk_size, cache_device=args.cache_device, **cache,
     )
+    # idf over the whole input, as one score() call over everything (the hash says "idf").
+    weights = _idf_from_references(scorer, args) if args.idf else None
     if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
-        return distributed.run_cli(args, scorer, _write_results, _pairs)
-    return _write_results(args, scorer)
+        return distributed.run_cli(args, scorer, _write_results, _pairs, weights=weights)
+    return _write_results(args, scorer, lambda c, r, notes: scorer.score(c, r, notes=notes, weights=weights))
 
 
 def _resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
@@ -369,7 +436,8 @@ def _open_output(args: argparse.Namespace, scorer, appending: bool) -> Iterator[
             yield handle
 
 
-def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=None) -> int:
+def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) -> int:
+    """Score the input chunk by chunk with `score_fn(cands, refs, notes)` and write the rows."""
     summary = Summary()
     done = _resumed_rows(args, scorer)
     for row in done:
@@ -390,12 +458,10 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
         while chunk := list(islice(pairs, args.chunk_size)):
             cands = [c for c, _ in chunk]
             refs = [r for _, r in chunk]
-            empty = [str(index + i + 1) for i, (c, r) in enumerate(chunk) if not c.strip() or not all(x.strip() for x in r)]
-            if empty:
-                logger.warning("empty text on line %s: scored 0", ", ".join(empty))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                precision, recall, f1 = (score_fn or scorer.score)(cands, refs)
+            notes: list[str] = []
+            precision, recall, f1 = score_fn(cands, refs, notes)
+            for note in notes:
+                logger.warning("%s", _name_lines(note, index, args))
             progress.update(len(chunk))
             rows = [Row(index + i, p, r, f) for i, (p, r, f) in
                     enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]
@@ -411,7 +477,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
                 os.fsync(out.fileno())
         progress.close()
         if summary.count == 0:
-            raise InputError(f"{args.candidates} has no lines: nothing to score")
+            raise InputError(f"{_input_paths(args)[0]} has no lines: nothing to score")
         means = summary.means()
         if args.format == "json":
             json.dump({
@@ -428,6 +494,25 @@ def _write_results(args: argparse.Namespace, scorer, score_fn=None, on_start=Non
                 file=report,
             )
     return 0
+
+
+_PLACE = re.compile(r"(candidates|references)\[(\d+)\](?:\[(\d+)\])?")
+
+
+def _name_lines(note: str, first_index: int, args: argparse.Namespace) -> str:
+    """A scorer note about one chunk, with its places named as input lines: `candidates[3]` of a
+    chunk starting at row 2048 becomes `line 2052 of cands.txt`."""
+
+    def line(match: re.Match[str]) -> str:
+        row = first_index + int(match.group(2)) + 1
+        if args.input:
+            return f"row {row} of {args.input}" + (f" (reference {int(match.group(3)) + 1})"
+                                                   if match.group(1) == "references" and match.group(3) else "")
+        if match.group(1) == "candidates":
+            return f"line {row} of {args.candidates}"
+        return f"line {row} of {args.references[int(match.group(3) or 0)]}"
+
+    return _PLACE.sub(line, note)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

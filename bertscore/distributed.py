@@ -134,6 +134,7 @@ def score_distributed(
     verbose: bool = False,
     dst: int | None = None,
     notes: list[str] | None = None,
+    weights: Any = None,
 ) -> Scores | None:
     """`scorer.score(cands, refs)` computed by all ranks together (call it on every rank).
 
@@ -144,7 +145,7 @@ def score_distributed(
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return scorer.score(cands, refs, verbose=verbose)
+        return scorer.score(cands, refs, verbose=verbose, notes=notes, weights=weights)
     me, size = dist.get_rank(), dist.get_world_size()
     candidates, groups = normalize_inputs(cands, refs)
     _check_same_inputs(candidates, groups, scorer.hash)
@@ -152,7 +153,8 @@ def score_distributed(
     owners = [i for i, group in enumerate(groups) for _ in group]
     token_ids = scorer.tokenize(candidates + flat_refs)
     # Per-call idf: the weights over every reference, not over this rank's shard.
-    weights = scorer.idf_weights_for(flat_refs, token_ids)
+    if weights is None:
+        weights = scorer.idf_weights_for(flat_refs, token_ids)
     if me == (dst or 0):
         scorer.note_inputs(candidates, groups, token_ids, weights, notes)
 
@@ -219,9 +221,12 @@ def _check_same_inputs(candidates: list[str], groups: list[list[str]], settings_
 
 
 # ----- command line -----------------------------------------------------------------------
-def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Callable[[Any], Any]) -> int:
+def run_cli(
+    args: Any, scorer: Any, write_results: Callable[..., int], pairs: Callable[[Any], Any], weights: Any = None
+) -> int:
     """The CLI under torchrun: every rank reads the inputs, scores its shard of each chunk;
     rank 0 alone writes the output (and handles --resume); the others follow its chunks.
+    `weights`: token weights over the whole input (idf over every reference line), or None.
     """
     import torch.distributed as dist
     from itertools import islice
@@ -237,7 +242,8 @@ def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Ca
 
             try:
                 return write_results(
-                    args, scorer, score_fn=lambda c, r: score_distributed(scorer, c, r, dst=0), on_start=on_start
+                    args, scorer, on_start=on_start,
+                    score_fn=lambda c, r, notes: score_distributed(scorer, c, r, dst=0, notes=notes, weights=weights),
                 )
             except BaseException:
                 if not started:  # tell the other ranks to stop instead of waiting for chunks
@@ -252,7 +258,7 @@ def run_cli(args: Any, scorer: Any, write_results: Callable[..., int], pairs: Ca
         for _ in islice(stream, skip):
             pass
         while chunk := list(islice(stream, args.chunk_size)):
-            score_distributed(scorer, [c for c, _ in chunk], [r for _, r in chunk], dst=0)
+            score_distributed(scorer, [c for c, _ in chunk], [r for _, r in chunk], dst=0, weights=weights)
         return 0
     finally:
         if created:

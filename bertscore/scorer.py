@@ -277,19 +277,23 @@ class BERTScorer:
         batch_size: int | None = None,
         return_hash: bool = False,
         notes: list[str] | None = None,
+        weights: TokenWeights | None = None,
     ) -> Scores | tuple[Scores, str]:
         """P, R, F of each candidate against its reference(s): tensors [N] ([K, N] for all layers).
 
         Multi-reference: the max over a candidate's references, per column. A text with no
         content tokens scores 0 (raw), as in the official package, with one note naming it.
         `batch_size` applies to this call only. Notes (empty texts, idf weights that are all 0)
-        go to `notes` when a list is given, else they are UserWarnings.
+        go to `notes` when a list is given, else they are UserWarnings. `weights` overrides the
+        token weights for this call: idf over a whole corpus that this call scores a chunk of
+        (the CLI streams files this way; the hash still says "idf").
         """
         candidates, groups = normalize_inputs(cands, refs)
         flat_refs = [ref for group in groups for ref in group]
         owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
         token_ids = self.tokenize(candidates + flat_refs)
-        weights = self._idf_weights if self._idf_weights is not None else self._weights_from(flat_refs, token_ids)
+        if weights is None:
+            weights = self.idf_weights_for(flat_refs, token_ids)
         self.note_inputs(candidates, groups, token_ids, weights, notes)
         pair_scores = self._score_pairs(
             [candidates[i].strip() for i in owners.tolist()], [r.strip() for r in flat_refs],

@@ -83,7 +83,7 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     assert "at most 300" in too_long["error"]
     assert "allow-list" in server.predict("a", "b", "gpt2", api_name="/compute")["error"]
     assert "not valid JSON" in server.predict("[1,", "b", api_name="/compute")["error"]
-    assert "one entry per prediction" in server.predict('["a", "b"]', '["c"]', api_name="/compute")["error"]
+    assert "got 2 predictions but 1 references" in server.predict('["a", "b"]', '["c"]', api_name="/compute")["error"]
     # A model that needs the (unreachable) hub: a clear loading message, no crash.
     missing = server.predict("a", "b", "roberta-large", "", False, False, "", api_name="/compute")
     assert "could not load model 'roberta-large'" in missing["error"]
