@@ -460,8 +460,8 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             refs = [r for _, r in chunk]
             notes: list[str] = []
             precision, recall, f1 = score_fn(cands, refs, notes)
-            for note in notes:
-                logger.warning("%s", _name_lines(note, index, args))
+            for note in notes:  # beside the rows, never inside them
+                print(f"bertscore: note: {_name_lines(note, index, args)}", file=sys.stderr)
             progress.update(len(chunk))
             rows = [Row(index + i, p, r, f) for i, (p, r, f) in
                     enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]

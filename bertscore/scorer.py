@@ -34,7 +34,7 @@ MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching
 MAX_PAIRS_PER_MATCH = 1024
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-OFFICIAL_VERSION = "0.3.13"  # the official bert-score release whose definition we reproduce
+OFFICIAL_VERSION = "0.3.12"  # what bert-score 0.3.13, the release we reproduce, writes into its hash
 
 
 def _check_loaded_model(
@@ -247,8 +247,9 @@ class BERTScorer:
         """The official package's hash format for these settings, for tools that parse it:
         `{model}_L{k}_{idf|no-idf}_version={v}(hug_trans={t})[-rescaled|-custom-rescaled][_fast-tokenizer]`.
 
-        `version` is the official release whose definition these numbers reproduce. It names
-        less than `hash` (no revision, dtype, baseline or idf source): prefer `hash`.
+        `version` is what the official release whose numbers we reproduce (bert-score 0.3.13)
+        writes there. It names less than `hash` (no revision, dtype, baseline or idf source):
+        prefer `hash`.
         """
         import transformers
 

@@ -178,3 +178,28 @@ def test_concurrent_pair_requests_get_their_own_figures() -> None:
         assert error == "" and isinstance(figure, Figure)
         image = next(a for a in figure.axes[0].get_children() if a.get_gid() == SIMILARITY_IMAGE)
         np.testing.assert_array_equal(np.asarray(image.get_array()), expected[index])
+
+
+def test_concurrent_requests_keep_their_notes_apart() -> None:
+    """One request's notes (an empty prediction) never show in another's, whatever the timing."""
+    import threading
+
+    config = app.AppConfig.from_env({"BERTSCORE_APP_CONCURRENCY": "4"})
+    handlers = app.Handlers(app.ScoringService(config))
+    results: dict[str, list[dict]] = {"empty": [], "clean": []}
+    requests = {"empty": (json.dumps(["", "a cat sat"]), json.dumps(["a dog", "a cat sat"])),
+                "clean": (json.dumps(["the cat sat"] * 3), json.dumps(["a cat sat", "the cat", "cats sit"]))}
+
+    def work(kind: str) -> None:
+        for _ in range(4):
+            results[kind].append(handlers.compute(*requests[kind]))
+
+    threads = [threading.Thread(target=work, args=(kind,)) for kind in ("empty", "clean", "empty", "clean")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results["empty"]) == len(results["clean"]) == 8
+    assert all(any("candidates[0]" in note for note in out["notes"]) for out in results["empty"])
+    assert all(out["notes"] == [] and "error" not in out for out in results["clean"])
+    assert len({tuple(out["f1"]) for out in results["clean"]}) == 1

@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from bertscore import EMBEDDED_MODEL_NAME
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore.cli import main
 from conftest import REPO_ROOT
 
@@ -327,3 +327,55 @@ def test_text_arguments_are_files_not_texts(capsys):
     err = capsys.readouterr().err
     assert "file not found: the cat sat" in err and "not supported" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_input_table_equals_the_files(tmp_path, capsys):
+    import csv as csv_module
+
+    cands, refs, refs2 = _lines(CANDS), _lines(REFS), _lines(REFS2)
+    table = tmp_path / "data.csv"
+    with table.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv_module.writer(handle)
+        writer.writerow(["id", "hyp", "gold_a", "gold_b"])
+        writer.writerows([i, c, a, b] for i, (c, a, b) in enumerate(zip(cands, refs, refs2)))
+    assert main(["-c", CANDS, "-r", REFS, REFS2, *MODEL, "--format", "json", "--idf"]) == 0
+    from_files = json.loads(capsys.readouterr().out)
+    assert main(["--input", str(table), "--candidate-column", "hyp", "--reference-column", "gold_a",
+                 "--reference-column", "gold_b", *MODEL, "--format", "json", "--idf"]) == 0
+    from_table = json.loads(capsys.readouterr().out)
+    assert from_table["f1"] == pytest.approx(from_files["f1"], abs=1e-7)
+    assert from_table["hashcode"] == from_files["hashcode"] and "_idf_" in from_table["hashcode"]
+    assert main(["--input", str(table), *MODEL]) == 2  # no recognised candidate column
+    assert "data.csv" in capsys.readouterr().err
+    assert main(["--input", str(table), "-c", CANDS, *MODEL]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_cli_idf_equals_one_call_over_the_whole_input(minilm_scorer, capsys):
+    """Chunked streaming keeps idf over every reference line (not per chunk), as one score() call."""
+    refs = [[a, b] for a, b in zip(_lines(REFS), _lines(REFS2))]
+    expected = BERTScorer(loaded_model=minilm_scorer.model, idf=True).score(_lines(CANDS), refs)
+    assert main(["-c", CANDS, "-r", REFS, REFS2, *MODEL, "--format", "json", "--idf", "--chunk-size", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert torch.allclose(torch.tensor(out["f1"]), expected[2], atol=1e-6)
+
+
+def test_notes_name_input_lines(tmp_path, capsys):
+    cands = tmp_path / "c.txt"
+    cands.write_text("a cat sat\nfine text\n\u200b\nmore text\n", encoding="utf-8")
+    refs = tmp_path / "r.txt"
+    refs.write_text("a cat sat\n\nthe end\nmore text\n", encoding="utf-8")
+    assert main(["-c", str(cands), "-r", str(refs), *MODEL, "--chunk-size", "2", "--format", "tsv"]) == 0
+    err = capsys.readouterr().err
+    assert f"line 2 of {refs}" in err and f"line 3 of {cands}" in err
+
+
+def test_cache_flags_and_auto_dtype(capsys):
+    assert main(["-c", CANDS, "-r", REFS, *MODEL, "--cache-bytes", "0", "--cache-device", "cpu",
+                 "--dtype", "auto", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    from bertscore.devices import resolve_dtype
+
+    assert f"_{resolve_dtype('auto', 'cpu')}_cpu_" in out["hashcode"]
+    assert main(["-c", CANDS, "-r", REFS, *MODEL, "--cache-bytes", "-1"]) == 2
+    assert "--cache-bytes must be >= 0" in capsys.readouterr().err

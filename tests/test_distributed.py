@@ -146,3 +146,84 @@ def test_cli_under_torchrun_refuses_stdin(corpus) -> None:
     done = subprocess.run([sys.executable, "-m", "bertscore", "-c", "-", "-r", str(corpus["r"]), "-m", MODEL],
                           cwd=ROOT, env=env, input="a\n", capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "not stdin" in done.stderr
+
+
+RANK_SCRIPT = """
+import json, sys
+import torch.distributed as dist
+from bertscore import BERTScorer
+from bertscore.distributed import init_from_env, score_distributed
+
+init_from_env()
+cands = open(sys.argv[1], encoding="utf-8").read().split("\\n")[:-1]
+refs = open(sys.argv[2], encoding="utf-8").read().split("\\n")[:-1]
+if sys.argv[4] == "skew" and dist.get_rank() == 1:
+    cands = cands[:-1] + ["a different last candidate"]  # rank 1 read another file
+scorer = BERTScorer(model_type=%r, idf=True)
+try:
+    p, r, f = score_distributed(scorer, cands, refs)  # dst=None: every rank gets the results
+    out = {"f1": f.tolist(), "precision": p.tolist(), "recall": r.tolist()}
+except ValueError as error:
+    out = {"error": str(error)}
+with open(f"{sys.argv[3]}.{dist.get_rank()}.json", "w") as handle:
+    json.dump(out, handle)
+dist.destroy_process_group()
+""" % MODEL
+
+
+def test_every_rank_gets_the_results_with_dst_none_and_mismatched_inputs_fail_everywhere(corpus, tmp_path) -> None:
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_SCRIPT)
+    from bertscore import BERTScorer
+
+    cands = corpus["c"].read_text().split("\n")[:-1]
+    refs = corpus["r"].read_text().split("\n")[:-1]
+    expected = BERTScorer(model_type=MODEL, idf=True).score(cands, refs)
+    for mode in ("same", "skew"):
+        run = _torchrun([str(script), str(corpus["c"]), str(corpus["r"]), str(tmp_path / mode), mode])
+        assert run.returncode == 0, run.stderr[-3000:]
+        outputs = [json.loads((tmp_path / f"{mode}.{rank}.json").read_text()) for rank in (0, 1)]
+        if mode == "same":
+            for out in outputs:
+                for got, want in zip((out["precision"], out["recall"], out["f1"]), expected):
+                    assert torch.allclose(torch.tensor(got), want, atol=1e-6)
+        else:
+            for out in outputs:
+                assert "the ranks differ" in out["error"] and "rank 1: 40 candidates" in out["error"]
+
+
+def test_backend_follows_the_device_and_ranks_get_their_own_gpu(monkeypatch) -> None:
+    import torch.distributed as dist
+
+    from bertscore import distributed
+
+    chosen: list[str] = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend: chosen.append(backend))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: chosen.append(f"cuda:{index}"))
+    assert distributed.init_from_env(device="cpu") and chosen == ["gloo"]
+    chosen.clear()
+    assert distributed.init_from_env(device="cuda") and chosen == ["cuda:1", "nccl"]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert distributed.local_device("cuda") == "cuda:1" and distributed.local_device(None) == "cuda:1"
+    assert distributed.local_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="every rank on the same GPU"):
+        distributed.local_device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # CUDA_VISIBLE_DEVICES per rank
+    assert distributed.local_device("cuda:0") == "cuda:0"
+
+
+def test_example_reads_the_last_line_without_a_trailing_newline(tmp_path) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from score_distributed import read_lines
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "x.txt"
+    path.write_text("one\ntwo\r\nthree", encoding="utf-8")
+    assert read_lines(str(path)) == ["one", "two", "three"]
+    path.write_text("one\n\n", encoding="utf-8")
+    assert read_lines(str(path)) == ["one", ""]

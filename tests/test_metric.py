@@ -52,15 +52,44 @@ def test_idf_weights_are_never_stale(metric):
     assert no_idf["hashcode"] != second["hashcode"]
 
 
-def test_scorer_is_reused_between_computes(metric):
-    import bertscore_metric as module  # the repo root is importable under pytest
+def _pool_of(metric):
+    """The pool of the module evaluate actually loaded (a copy of bertscore_metric.py, not the repo's)."""
+    import sys
 
-    pool = module._SCORER_POOL
-    for _ in range(2):
-        metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3)
+    module = sys.modules[type(metric).__module__]
+    assert module.__file__ != str(REPO_ROOT / "bertscore_metric.py")  # evaluate runs its own copy
+    return module._SCORER_POOL
+
+
+def test_scorer_is_reused_between_computes(metric):
+    pool = _pool_of(metric)
+    metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3)
     loads = pool.loads
+    assert loads >= 1
+    metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3)
     metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3, idf=True)
     assert pool.loads == loads
+    metric.compute(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=2)
+    assert pool.loads == loads + 1  # another layer is another encoder
+
+
+def test_cache_settings_and_release(metric):
+    pool = _pool_of(metric)
+    args = dict(predictions=["a b"], references=["a c"], model_type=EMBEDDED_MODEL_NAME, num_layers=3)
+    metric.compute(**args, cache_bytes=0)
+    scorer = pool.get(model_type=EMBEDDED_MODEL_NAME, num_layers=3, cache_bytes=0, idf=False, batch_size=64,
+                      rescale_with_baseline=False, baseline_path=None, max_tokens_per_batch=None,
+                      use_fast_tokenizer=False, nthreads=4)
+    assert scorer.cache.max_bytes == 0 and len(scorer.cache) == 0
+    metric.compute(**args, cache_bytes=1 << 20, cache_device="cpu")
+    assert [cache.max_bytes for _, cache in pool._models.values()] == [1 << 20]
+    loads = pool.loads
+    import sys
+
+    sys.modules[type(metric).__module__].release()
+    assert pool.models == []
+    metric.compute(**args)
+    assert pool.loads == loads + 1
 
 
 def test_empty_prediction_scores_zero(metric):

@@ -107,3 +107,26 @@ def test_t5_encoder_truncation_keeps_the_final_norm(tiny_t5, wmt17_de_en):
     cands, refs = wmt17_de_en[0][:30], wmt17_de_en[1][:30]
     ours = score(cands, refs, model_type=str(tiny_t5), num_layers=2, device="cpu")
     assert_close(ours, official(cands, refs, tiny_t5, 2), "T5 encoder L2")
+
+
+INVISIBLE = ["\u200b", "\ufeff", "\x00", "\u0301", "a \u200b b"]
+
+
+@pytest.mark.parametrize("family", ["minilm", "roberta", "xlmr", "electra"])
+def test_texts_without_content_tokens_match_the_official_zeros(tiny_models, minilm_dir, family):
+    """Emptiness is decided on token ids, as the official package does (its mask of 2 tokens):
+    a zero-width space or a lone accent is empty for WordPiece, but not for byte-level BPE."""
+    import warnings
+
+    from conftest import SENTENCES
+
+    folder = minilm_dir if family == "minilm" else tiny_models[family]
+    cands = INVISIBLE + SENTENCES[:3] + SENTENCES[3:6]
+    refs = SENTENCES[:5] + INVISIBLE[:3] + SENTENCES[6:9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = score(cands, refs, model_type=str(folder), num_layers=2, device="cpu")
+        theirs = official(cands, refs, folder, 2)
+    assert_close(ours, theirs, f"{family} invisible texts")
+    if family in ("minilm", "electra"):  # WordPiece drops these characters: the official zeros
+        assert (ours[2][:4] == 0).all() and (ours[2][5:8] == 0).all()
