@@ -23,24 +23,39 @@ CASES = [
 ]
 
 
+def _plain_scores(similarity: list[list[float]], cand_w: list[float], ref_w: list[float]) -> tuple[float, float, float]:
+    """Greedy matching written out as loops over the shown matrix and weights."""
+    rows = [max(row) for row in similarity]
+    columns = [max(row[j] for row in similarity) for j in range(len(similarity[0]))]
+    p = sum(w * x for w, x in zip(cand_w, rows)) / sum(cand_w) if sum(cand_w) else 0.0
+    r = sum(w * x for w, x in zip(ref_w, columns)) / sum(ref_w) if sum(ref_w) else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
 @pytest.mark.parametrize("idf", [False, True])
 @pytest.mark.parametrize("candidate,references", CASES)
 def test_explain_equals_score(idf: bool, candidate: str, references: list[str]) -> None:
     scorer = POOL.get(model_type=EMBEDDED_MODEL_NAME, idf=idf)
-    with pytest.warns(UserWarning) if any(not r.strip() for r in references) else _nothing():
-        p, r, f = scorer.score([candidate], [references])
+    notes: list[str] = []
+    p, r, f = scorer.score([candidate], [references], notes=notes)
     explanation = explain_pair(scorer, candidate, references)
     assert explanation.scores == pytest.approx((p.item(), r.item(), f.item()), abs=1e-6)
-    assert explanation.hashcode == scorer.hash
-    assert explanation.idf is idf
-    # Per reference: the same numbers as scoring that single pair (idf from all the references).
-    if len(references) > 1 and not idf:
-        for ref_expl, ref in zip(explanation.references, references):
-            with pytest.warns(UserWarning) if not ref.strip() else _nothing():
-                single = scorer.score([candidate], [ref])
-            assert (ref_expl.precision, ref_expl.recall, ref_expl.f1) == pytest.approx(
-                tuple(x.item() for x in single), abs=1e-6
-            )
+    assert explanation.hashcode == scorer.hash and explanation.idf is idf
+    # Independently: every reference's numbers from the shown matrix and weights, then the max.
+    expected = []
+    for ref in explanation.references:
+        if ref.empty:
+            expected.append((0.0, 0.0, 0.0))
+            continue
+        expected.append(_plain_scores(ref.similarity.tolist(), explanation.weights, ref.weights))
+        assert (ref.precision, ref.recall, ref.f1) == pytest.approx(expected[-1], abs=1e-6)
+    best = tuple(max(values) for values in zip(*expected))
+    assert (explanation.precision, explanation.recall, explanation.f1) == pytest.approx(best, abs=1e-6)
+    if idf and len(set(references)) == 1:  # the degenerate case: every reference token weighs 0
+        assert explanation.recall == 0.0 and any("idf over 1 distinct reference" in n for n in explanation.notes)
+    else:
+        assert explanation.f1 > 0.1
+    assert [n for n in notes if "multi-reference" not in n] == [n for n in explanation.notes if "multi-reference" not in n]
     f1s = [e.f1 for e in explanation.references]
     assert explanation.winner == f1s.index(max(f1s))
 
@@ -75,14 +90,6 @@ def test_single_string_reference_and_errors() -> None:
         explain_pair(scorer, "a", [])
     with pytest.raises(TypeError):
         explain_pair(scorer, "a", [3])  # type: ignore[list-item]
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *args: object) -> bool:
-        return False
 
 
 def test_rescaled_numbers_equal_score(tmp_path) -> None:

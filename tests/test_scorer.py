@@ -137,3 +137,41 @@ def test_long_texts_are_truncated_not_rejected(minilm_scorer):
     assert len(minilm_scorer.model.tokenize([long_text])[0]) == 512
     p, r, f = minilm_scorer.score([long_text], [long_text + " more"])
     assert torch.isfinite(f).all() and f.item() > 0.9
+
+
+@pytest.fixture(scope="module")
+def all_layer_scorer(minilm_dir):
+    return BERTScorer(model_type=str(minilm_dir), all_layers=True, num_layers=6, device="cpu", cache_bytes=0)
+
+
+def test_all_layers_with_multi_reference_is_each_layer_on_its_own(minilm_dir, all_layer_scorer):
+    """Layer k of an all-layers multi-reference score = the max over references of a model truncated
+    at layer k (the official package slices layers wrongly here, so the oracle is ourselves, per layer)."""
+    cands = SENTENCES[:4]
+    refs = [[SENTENCES[4], SENTENCES[5]], [SENTENCES[6]], [SENTENCES[7], SENTENCES[8], SENTENCES[9]], [SENTENCES[0]]]
+    every = torch.stack(all_layer_scorer.score(cands, refs))  # [3, K, N]
+    assert every.shape == (3, 7, 4)
+    for layer in (0, 2, 6):
+        single = BERTScorer(model_type=str(minilm_dir), num_layers=layer, device="cpu", cache_bytes=0)
+        per_ref = [torch.stack(single.score([c], [[r]])).flatten() for c, group in zip(cands, refs) for r in group]
+        owners = [i for i, group in enumerate(refs) for _ in group]
+        expected = torch.stack([torch.stack([s for s, o in zip(per_ref, owners) if o == i]).amax(0) for i in range(4)], 1)
+        assert torch.allclose(every[:, layer], expected, atol=1e-5), layer
+
+
+def test_all_layers_with_rescaling_rescales_each_layer_by_its_row(minilm_dir, all_layer_scorer, tmp_path):
+    baseline = tmp_path / "b.tsv"
+    rows = [(0.1 * k, 0.05 + 0.1 * k, 0.02 + 0.1 * k) for k in range(7)]
+    baseline.write_text("LAYER,P,R,F\n" + "".join(f"{k},{p},{r},{f}\n" for k, (p, r, f) in enumerate(rows)))
+    rescaled = BERTScorer(model_type=str(minilm_dir), all_layers=True, num_layers=6, device="cpu", cache_bytes=0,
+                          rescale_with_baseline=True, baseline_path=str(baseline), loaded_model=all_layer_scorer.model)
+    raw = torch.stack(all_layer_scorer.score(SENTENCES[:3], SENTENCES[3:6]))  # [3, K, N]
+    got = torch.stack(rescaled.score(SENTENCES[:3], SENTENCES[3:6]))
+    for layer, row in enumerate(rows):
+        for column, b in enumerate(row):
+            assert torch.allclose(got[column, layer], (raw[column, layer] - b) / (1 - b), atol=1e-6)
+    short = tmp_path / "short.tsv"
+    short.write_text("LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.2,0.2,0.2\n")
+    with pytest.raises(ValueError, match="has 2 rows but all_layers needs 7"):
+        BERTScorer(model_type=str(minilm_dir), all_layers=True, num_layers=6, loaded_model=all_layer_scorer.model,
+                   rescale_with_baseline=True, baseline_path=str(short))
