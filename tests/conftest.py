@@ -1,4 +1,9 @@
-"""Shared fixtures: the embedded MiniLM, real WMT17 sentences (skipped where absent), tiny models."""
+"""Shared fixtures: the embedded MiniLM, real WMT17 sentences, tiny models.
+
+The WMT17 sentences of the parity and property tests come from a vendored fixture
+(tests/data/, see its README), so those tests run in any clone; the full data in ../shared/data
+serves the benchmarks and the long tests, which skip with a reason where it is absent.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from bertscore.models import embedded_model_dir  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "wmt17"
+FIXTURE_DATA = REPO_ROOT / "tests" / "data"
+WMT17_DE_EN_FIXTURE = FIXTURE_DATA / "wmt17_de-en.first300.tsv"
 
 
 def free_port() -> int:
@@ -34,20 +41,28 @@ def minilm_dir() -> Path:
     return folder
 
 
-def read_wmt17_pairs(lp: str = "de-en", limit: int | None = None) -> tuple[list[str], list[str]]:
-    """Candidates and references of a WMT17 segment-level file (skip the test if absent)."""
-    path = SHARED_DATA / f"wmt17_{lp}.tsv"
-    if not path.is_file():
-        pytest.skip(f"real WMT17 data not found at {path} (it lives in ../shared/data beside the repo)")
+def read_pairs_tsv(path: Path, limit: int | None = None) -> tuple[list[str], list[str]]:
+    """Candidates and references of a WMT17 segment-level TSV (tab-separated, no quoting), text as is."""
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
     rows = rows[:limit] if limit else rows
     return [r["candidate"] for r in rows], [r["reference"] for r in rows]
 
 
+def read_wmt17_pairs(lp: str = "de-en", limit: int | None = None) -> tuple[list[str], list[str]]:
+    """Candidates and references of a full WMT17 file in ../shared/data (skip the test if absent)."""
+    path = SHARED_DATA / f"wmt17_{lp}.tsv"
+    if not path.is_file():
+        pytest.skip(f"real WMT17 data not found at {path} (it lives in ../shared/data beside the repo)")
+    return read_pairs_tsv(path, limit)
+
+
 @pytest.fixture(scope="session")
 def wmt17_de_en() -> tuple[list[str], list[str]]:
-    return read_wmt17_pairs("de-en", 200)
+    """200 real WMT17 de-en pairs from the vendored fixture: present in every clone, never a skip."""
+    if not WMT17_DE_EN_FIXTURE.is_file():
+        pytest.fail(f"the vendored test fixture {WMT17_DE_EN_FIXTURE} is missing (it is part of the repository)")
+    return read_pairs_tsv(WMT17_DE_EN_FIXTURE, 200)
 
 
 @pytest.fixture(scope="session")
