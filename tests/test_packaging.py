@@ -1,0 +1,39 @@
+"""The built wheel: it builds without setuptools' "Package would be ignored" banners and carries
+every file under bertscore/data (the baselines, nested folders, their licences and sidecars)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BUILD = "import sys; from setuptools import build_meta; build_meta.build_wheel(sys.argv[1])"
+
+
+def test_wheel_builds_quietly_with_every_data_file(tmp_path):
+    pytest.importorskip("setuptools", reason="building the wheel needs setuptools")
+    source = tmp_path / "source"
+    shutil.copytree(REPO_ROOT / "bertscore", source / "bertscore", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "bertscore_metric.py"):
+        shutil.copy(REPO_ROOT / name, source / name)
+    run = subprocess.run([sys.executable, "-c", BUILD, str(tmp_path / "dist")], cwd=source,
+                         capture_output=True, text=True, timeout=600)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log
+    assert "would be ignored" not in log and "absent from the `packages` configuration" not in log, log
+
+    (wheel_path,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel_path) as wheel:
+        names = set(wheel.namelist())
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        assert "\nName: bertscore\n" in wheel.read(metadata).decode("utf-8")
+    data_files = {path.relative_to(source).as_posix()
+                  for path in (source / "bertscore" / "data").rglob("*") if path.is_file()}
+    assert len(data_files) > 70  # today: 72 baseline TSVs and their LICENSE
+    missing = sorted(data_files - names)
+    assert not missing, f"files under bertscore/data missing from the wheel (extend package-data): {missing}"
