@@ -1,6 +1,8 @@
 # Two commands for a fresh machine:
 #   make demo   set up, then score examples/ on the embedded offline model
-#   make test   set up, then run the whole test suite
+#   make test   set up, then run the whole test suite (BERTSCORE_SKIP_BROWSER=1: no chromium, no browser tests)
+# and, once set up:
+#   make app    serve the Space (app.py) locally on http://127.0.0.1:7860
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +10,7 @@ MODEL := sentence-transformers/all-MiniLM-L6-v2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test browser bench clean
+.PHONY: setup demo app test browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +19,8 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml requirements.txt
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -r requirements.txt
+	@# the distribution was called bertscore-done-right before: drop it from older environments
+	@if $(BIN)/pip show -q bertscore-done-right 2>/dev/null; then $(BIN)/pip uninstall -y bertscore-done-right; fi
 	$(BIN)/pip install -e ".[test,app,bench]"
 	touch $@
 
@@ -26,10 +30,23 @@ demo: setup
 	$(BIN)/bertscore -c examples/candidates.txt -r examples/references.txt examples/references2.txt \
 		--model $(MODEL) --idf
 
+app: setup
+	$(BIN)/python app.py
+
+# The browser tests drive Debian's chromium. As root, install it (saying so first: it pulls in
+# about a hundred packages); otherwise say how. BERTSCORE_SKIP_BROWSER=1 skips both.
 browser:
-	@if [ ! -x /usr/bin/chromium ]; then \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
-		else echo "install Debian's chromium for the browser tests (sudo apt-get install chromium)"; fi; \
+	@if [ -n "$$BERTSCORE_SKIP_BROWSER" ] && [ "$$BERTSCORE_SKIP_BROWSER" != 0 ]; then \
+		echo "browser: BERTSCORE_SKIP_BROWSER=$$BERTSCORE_SKIP_BROWSER: not installing chromium; the browser tests will be skipped"; \
+	elif [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "browser: the browser tests (tests/test_app_browser.py) need Debian's chromium, which is absent."; \
+		echo "browser: running 'apt-get update && apt-get install -y chromium' now (on a bare Debian: about 115 packages, with upgrades of system libraries)."; \
+		echo "browser: to skip the install and those tests instead: BERTSCORE_SKIP_BROWSER=1 make test"; \
+		apt-get update -q && apt-get install -y -q chromium; \
+	else \
+		echo "browser: /usr/bin/chromium is absent, so the browser tests will skip."; \
+		echo "browser: to run them: sudo apt-get install chromium; to silence this: BERTSCORE_SKIP_BROWSER=1"; \
 	fi
 
 test: setup browser

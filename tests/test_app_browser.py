@@ -21,6 +21,10 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 
+if os.environ.get("BERTSCORE_SKIP_BROWSER", "") not in ("", "0"):
+    pytest.skip(f"BERTSCORE_SKIP_BROWSER={os.environ['BERTSCORE_SKIP_BROWSER']}: browser tests skipped on request "
+                "(unset it, and have Debian's chromium, to run them)", allow_module_level=True)
+
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
