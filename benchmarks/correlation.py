@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     import sacrebleu
 
     torch.set_num_threads(args.threads)
+    print(machine_line(machine_info()), flush=True)
     scorers = {
         "bertscore_f1": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=False),
         "bertscore_f1_idf": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=True),
@@ -115,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "mean": mean,
         "seconds": round(time.perf_counter() - started, 1),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "sacrebleu": _sb.__version__},
+        "machine": machine_info(),
         "hash": {k: s.hash for k, s in scorers.items()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         "# WMT17 segment-level correlation (to-English, Pearson r vs DA human_score)",
         "",
         f"Reproduce: `{command}` (data: /work/shared/data/wmt17, read-only; {result['seconds']} s on CPU).",
+        "",
+        machine_line(result["machine"]),
         "",
         f"BERTScore: `{EMBEDDED_MODEL_NAME}` (embedded), layer {result['layer']}, F1, no baseline rescaling; "
         "idf variant = idf over each pair's 560 references. sentBLEU / chrF: sacrebleu "

@@ -4,7 +4,7 @@
 
 Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
 as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
-split between ranks), and writes benchmarks/results/distributed_cpu.md. "scoring s" is the
+split between ranks), and writes benchmarks/results/distributed_cpu.md (and .json). "scoring s" is the
 time inside `score_distributed` (model loading excluded); "wall s" includes start-up.
 """
 
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
          "train station morning evening quickly slowly announced reported found built opened closed new old "
          "large small first last local national").split()
@@ -46,6 +47,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "distributed_cpu.md"))
     args = parser.parse_args()
+    from machine import machine_info, machine_line
+
+    machine = machine_info(torch_threads=args.threads)  # per process: see the table
+    print(machine_line(machine), flush=True)
 
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
@@ -80,6 +85,8 @@ def main() -> None:
         f"fp32, idf off, {os.cpu_count()} CPU cores, gloo. Machine shared with other jobs "
         f"(1-min load average {load_before:.1f} before, {load_after:.1f} after), so timings are noisy.",
         "",
+        machine_line(machine) + f" ({args.threads} torch threads in all, split between processes as the table shows.)",
+        "",
         "| run | torch threads per process | scoring s | wall s (incl. start-up, model load) |",
         "|---|---|---|---|",
         f"| 1 process | {args.threads} | {one['seconds']:.2f} | {one_wall:.1f} |",
@@ -96,6 +103,11 @@ def main() -> None:
         "",
     ]
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    figures = {"pairs": args.pairs, "ranks": args.ranks, "threads": args.threads, "max_abs_delta": delta,
+               "seconds": {"one_process": one["seconds"], "one_process_thin": one_thin["seconds"], "torchrun": many["seconds"]},
+               "wall_s": {"one_process": one_wall, "one_process_thin": one_thin_wall, "torchrun": many_wall},
+               "machine": machine}
+    Path(args.out).with_suffix(".json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 

@@ -230,17 +230,11 @@ def render(data: dict[str, Any]) -> str:
 
 # ----- data --------------------------------------------------------------------------------
 def sample_wmt17(shared: Path, n: int, seed: int = 0) -> list[dict[str, str]]:
-    """`n` seeded rows of the WMT17 to-English system outputs joined with their references."""
-    import numpy as np
-    import pandas as pd
+    """`n` seeded rows of the WMT17 to-English system outputs joined with their references
+    (memory.py's draw: the same pairs for the same n and seed)."""
+    from memory import sample_pairs
 
-    folder = shared / "wmt17" / "syslevel"
-    read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
-    outputs = pd.read_csv(folder / "wmt17_to_en_system_outputs.tsv.gz", **read)
-    references = pd.read_csv(folder / "wmt17_to_en_references.tsv.gz", **read)
-    joined = outputs.merge(references, on=["lp", "sid"], how="inner")
-    joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
-    chosen = joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+    chosen = sample_pairs(shared, n, seed)
     return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")} for _, row in chosen.iterrows()]
 
 
@@ -411,35 +405,6 @@ def pearson(a: Any, b: Any) -> float:
     return float(np.corrcoef(np.asarray(a, dtype=float), np.asarray(b, dtype=float))[0, 1])
 
 
-def make_floor(loaded: Any, texts: list[str], max_tokens: int, max_sentences: int | None) -> tuple[Callable[[], int], int]:
-    """The encoder forward alone over the unique texts, batches prebuilt on the device
-    (token_budget_batches with the scorer's budget and sentence cap): a lower bound on scoring."""
-    import torch
-
-    from bertscore.embed import token_budget_batches
-
-    unique = list(dict.fromkeys(t.strip() for t in texts))
-    ids = loaded.tokenize(unique)
-    batches = []
-    for batch in token_budget_batches([len(x) for x in ids], max_tokens, max_sentences):
-        rows = [ids[i] for i in batch]
-        longest = max(len(r) for r in rows)
-        input_ids = torch.full((len(rows), longest), loaded.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), longest), dtype=torch.long)
-        for j, r in enumerate(rows):
-            input_ids[j, : len(r)] = torch.tensor(r)
-            mask[j, : len(r)] = 1
-        batches.append((input_ids.to(loaded.device), mask.to(loaded.device)))
-
-    @torch.inference_mode()
-    def run() -> int:
-        for input_ids, mask in batches:
-            loaded.encoder(input_ids=input_ids, attention_mask=mask)
-        return len(unique)
-
-    return run, sum(len(x) for x in ids)
-
-
 # ----- sections ----------------------------------------------------------------------------
 @dataclasses.dataclass
 class Context:
@@ -475,15 +440,18 @@ def section_environment(s: Section, meta: dict[str, Any]) -> None:
     import torch
     import transformers
 
+    from bertscore import __version__ as bertscore_version
+
     versions = {"python": platform.python_version(), "torch": torch.__version__,
                 "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
                 "numpy": numpy.__version__, "cuda (torch build)": torch.version.cuda,
                 "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
-    for package in ("bert-score", "evaluate", "datasets", "pyarrow", "huggingface-hub", "bertscore-done-right"):
+    for package in ("bert-score", "evaluate", "datasets", "pyarrow", "huggingface-hub"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "not installed"
+    versions["bertscore (this tree)"] = bertscore_version
     s["versions"] = versions
     s.table(["package", "version"], [[k, v] for k, v in versions.items()])
     s["machine"] = meta["machine"]
@@ -583,12 +551,15 @@ def section_precision(s: Section, ctx: Context) -> None:
 
 
 def section_throughput(s: Section, ctx: Context) -> None:
+    from speed import make_floor
+
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
     n = len(cands)
     spec = ctx.models.specs["bert"]
     batch = ctx.sizes.official_batch
     s.note(f"{n} pairs, {spec.description}; every method scores the same pairs once after a warm-up on 64 pairs")
     methods: dict[str, Callable[[], Any]] = {}
+    official = None
     try:
         import bert_score
 
@@ -609,8 +580,9 @@ def section_throughput(s: Section, ctx: Context) -> None:
     tokens = 0
     for name, base in (("floor_bf16", "ours_bf16"), ("floor_bf16_budget", "ours_bf16_budget")):
         embedder = scorers[base].embedder
-        floor, tokens = make_floor(scorers[base].model, cands + refs, embedder.max_tokens_per_batch, embedder.batch_size)
-        methods[name] = floor
+        # speed.make_floor: the encoder alone over the unique texts, batches prebuilt on the device.
+        methods[name], _, tokens = make_floor(scorers[base].model, cands + refs, embedder.max_tokens_per_batch,
+                                              embedder.batch_size)
     s.note(f"{len(set(cands + refs))} unique texts, {tokens} tokens; token budget per encoder batch "
            f"{scorers['ours_bf16'].embedder.max_tokens_per_batch}; '_budget' = batch_size=None (the token budget "
            f"alone), else batch_size={batch} as the official default; floors run the same batches as their scorer")
@@ -650,10 +622,8 @@ def section_throughput(s: Section, ctx: Context) -> None:
     s.check(f"ours bf16 vs fp32, {n} pairs: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF, judged=judge)
     s.check(f"ours bf16 vs fp32, {n} pairs: Pearson r of F", r, f">= {PRECISION_PEARSON}", r >= PRECISION_PEARSON,
             judged=judge)
-    methods.clear()
-    scorers.clear()
-    outputs.clear()
-    _empty_cache()  # the official model goes with `methods`
+    official, methods, scorers, outputs = None, {}, {}, {}  # GPU memory back before the next section
+    _empty_cache()
 
 
 def make_documents(loaded: Any, pairs: list[tuple[str, str]], docs: int, target_tokens: int) -> tuple[list[str], list[str], list[int]]:
@@ -855,7 +825,8 @@ def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
         subprocess.run(download, check=True)
     size = sum(p.stat().st_size for p in carry.rglob("*") if p.is_file())
     print(f"\n{carry}: tokenizer files, {len(rows)} WMT17 pairs, wheels: {size / 2**20:.1f} MiB in all")
-    print("\nOn a session with a GPU (device tool `run`), from the repository root:")
+    print("\nOn a session with a GPU: run --prepare in the checkout that session was started in (the device tool "
+          "sends that checkout, whichever worktree calls it), then call the device tool's `run` with:")
     print(json.dumps({"command": run_command(carry), "carry": [os.path.relpath(carry, ROOT)], "timeout_s": RUN_TIMEOUT_S},
                      indent=2))
     print("then commit $OUT's gpu_check.md and gpu_check.json under benchmarks/results/")

@@ -84,7 +84,9 @@ def build_model(folder: Path, layers: int, ffn: int) -> Path:
     return folder
 
 
-def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
+def sample_pairs(data: Path, n: int, seed: int = 0):
+    """`n` seeded rows (lp, sys, sid, candidate, reference) of the WMT17 to-English system outputs
+    joined with their references, empty texts left out (a pandas DataFrame)."""
     import numpy as np
     import pandas as pd
 
@@ -94,7 +96,11 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
     refs = pd.read_csv(folder / "wmt17_to_en_references.tsv.gz", **read)
     joined = outputs.merge(refs, on=["lp", "sid"], how="inner")
     joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
-    chosen = joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+    return joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+
+
+def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
+    chosen = sample_pairs(data, n, seed)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\", lineterminator="\n")
         for cand, ref in zip(chosen.candidate, chosen.reference):
@@ -118,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():
         sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
 
+    from machine import machine_info, machine_line
+
+    machine = machine_info(torch_threads=args.threads)  # each child sets these threads
+    print(machine_line(machine), flush=True)
     runs = [("ours", n) for n in sizes] + [("official", n) for n in official_sizes]
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
@@ -143,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     row = {"package": which, "pairs": n, **json.loads(lines[-1])}
             row["wall_s"] = time.perf_counter() - started
+            row["cpu_model"] = machine["cpu_model"]
             results.append(row)
             print(json.dumps(row), flush=True)
 
@@ -186,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
         "runs": results, "growth": growth, "target": target,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "machine": machine,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "memory.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -199,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         "`getrusage(RUSAGE_SELF).ru_maxrss`. 'before' = after imports, model-independent setup and reading "
         "the pairs; 'peak' = the whole process's high-water mark. Ours = `bertscore.score`, official = "
         "`bert_score.score`, both batch_size=64, idf off.",
+        "",
+        machine_line(machine),
+        *[f"(Rows of earlier --merge runs on another CPU: {cpu}.)" for cpu in
+          sorted({r.get("cpu_model", "not recorded") for r in results} - {machine["cpu_model"]})],
         "",
         "| package | pairs | RSS before scoring (MiB) | peak RSS (MiB) | scoring time (s) |",
         "|---|---|---|---|---|",

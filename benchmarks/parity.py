@@ -29,6 +29,7 @@ import torch  # noqa: E402
 from bertscore import score  # noqa: E402
 from bertscore.models import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
 from tiny_models import build_all  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -40,6 +41,8 @@ def max_delta(ours, theirs) -> float:
 
 def main() -> int:
     torch.set_num_threads(2)
+    machine = machine_info()
+    print(machine_line(machine), flush=True)
     if not (SHARED_DATA / "wmt17_de-en.tsv").is_file():
         sys.exit(f"error: WMT17 data not found at {SHARED_DATA} (it lives in ../shared/data beside the repo)")
     cands, refs = read_wmt17_pairs("de-en", 200)
@@ -82,11 +85,12 @@ def main() -> int:
              f"Official package: bert-score {importlib.metadata.version('bert-score')} run with `batch_size=1`; ours with its defaults "
              "(token-budget batches). Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, for the tiny "
              "random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",
+             machine_line(machine), "",
              "| model family | mode | pairs | max abs delta (P, R, F) |", "|---|---|---|---|"]
     lines += [f"| {r['family']} | {r['mode']} | {r['pairs']} | {r['max_abs_delta']:.2e} |" for r in rows]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "parity.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "parity.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (RESULTS / "parity.json").write_text(json.dumps({"rows": rows, "machine": machine}, indent=2) + "\n")
     print("\n".join(lines))
     return 0 if all(r["max_abs_delta"] <= 1e-5 for r in rows) else 1
 

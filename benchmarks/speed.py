@@ -29,7 +29,6 @@ import csv
 import gc
 import json
 import os
-import platform
 import sys
 import threading
 import time
@@ -49,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME, embedded_model_dir, load_model  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
@@ -122,12 +122,13 @@ def timed(fn):
 
 
 # ----- methods ---------------------------------------------------------------------------------
-def make_floor(loaded, texts: list[str], max_tokens: int):
-    """The encoder forward alone over unique `texts`: prebuilt padded batches, timed forward."""
+def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | None = None):
+    """The encoder forward alone over unique `texts`: padded batches prebuilt on the encoder's
+    device (token budget, and at most `max_sentences` texts each, as the Embedder batches), timed forward."""
     unique = list(dict.fromkeys(t.strip() for t in texts))
     ids = loaded.tokenize(unique)
     batches = []
-    for batch in token_budget_batches([len(x) for x in ids], max_tokens):
+    for batch in token_budget_batches([len(x) for x in ids], max_tokens, max_sentences):
         rows = [ids[i] for i in batch]
         longest = max(len(r) for r in rows)
         input_ids = torch.full((len(rows), longest), loaded.pad_token_id, dtype=torch.long)
@@ -135,7 +136,7 @@ def make_floor(loaded, texts: list[str], max_tokens: int):
         for j, r in enumerate(rows):
             input_ids[j, : len(r)] = torch.tensor(r)
             mask[j, : len(r)] = 1
-        batches.append((input_ids, mask))
+        batches.append((input_ids.to(loaded.device), mask.to(loaded.device)))
 
     @torch.inference_mode()
     def run():
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
+    print(machine_line(machine_info()), flush=True)
 
     folder = embedded_model_dir()
     if folder is None:
@@ -167,7 +169,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{n} pairs; {len(set(cands + refs))} unique texts", flush=True)
 
     import bert_score
-    import transformers
 
     # Each scorer loads its own encoder in its own dtype (a loaded encoder is never cast in place).
     ours32 = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0)
@@ -303,16 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         f" --skip {args.skip}" if args.skip else ""
     )
     machine = {
-        "cpu": platform.processor() or _cpu_model(),
-        "cpu_model": _cpu_model(),
-        "logical_cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        **machine_info(),
         "load_average_at_end": os.getloadavg(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
         "bert_score": importlib.metadata.version("bert-score"),  # its __version__ says 0.3.12
-        "python": platform.python_version(),
     }
     result = {
         "command": command,
@@ -336,16 +330,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def render(r: dict) -> str:
     m = r["machine"]
     lines = [
@@ -356,9 +340,8 @@ def render(r: dict) -> str:
         f"{r['pairs']} pairs drawn (seed 0) from the WMT17 to-English system outputs joined with their references "
         f"({r['unique_texts']} unique texts, {r['tokens']} tokens); model {r['model']}; token budget "
         f"{r['max_tokens_per_batch']} per encoder batch; best of {r['rounds']} round(s).",
-        f"Machine: {m['cpu_model']}, {m['logical_cpus']} logical CPUs (shared), torch threads {m['torch_threads']}, "
-        f"{m['cpu_capability']}; torch {m['torch']}, transformers {m['transformers']}, bert-score {m['bert_score']}; "
-        f"load average at the end {tuple(round(x, 1) for x in m['load_average_at_end'])}.",
+        machine_line(m) + f" bert-score {m['bert_score']}; load average at the end "
+        f"{tuple(round(x, 1) for x in m['load_average_at_end'])} (machine shared).",
         "",
         "| method | seconds (best) | CPU s | pairs/s | throughput vs official | time vs floor (same precision) | peak RSS (MiB) | all rounds (s) |",
         "|---|---|---|---|---|---|---|---|",

@@ -21,6 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_info, machine_line  # noqa: E402
 from speed import DEFAULT_DATA, RESULTS, load_pairs, make_floor  # noqa: E402
 
 from bertscore.embed import default_tokens_per_batch  # noqa: E402
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    machine = machine_info()
+    print(machine_line(machine), flush=True)
     cands, refs, _ = load_pairs(args.data, args.pairs)
     budgets = [int(b) for b in args.budgets.split(",")]
     models = {"fp32": load_model(EMBEDDED_MODEL_NAME), "bf16": load_model(EMBEDDED_MODEL_NAME)}
@@ -55,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py --pairs {args.pairs} --reps {args.reps}"
     default = default_tokens_per_batch(torch.device("cpu"))
     result = {"command": command, "pairs": args.pairs, "default_cpu_budget": default,
-              "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}}
+              "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}, "machine": machine}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "token_budget_cpu.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
+             machine_line(machine), "",
              f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", "",
              "| budget | fp32 s | fp32 rel | bf16 s | bf16 rel |", "|---|---|---|---|---|"]
     low = {p: min(best[(p, b)] for b in budgets) for p in models}
