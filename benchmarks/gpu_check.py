@@ -765,8 +765,9 @@ def torchrun_worker(backend: str, cli_args: list[str]) -> int:
 def section_evaluate(s: Section, ctx: Context) -> None:
     try:
         import evaluate
-    except ImportError as error:
-        raise Skip(f"evaluate/datasets are not installed ({error}); carry their wheels (see --prepare)") from None
+    except Exception as error:  # noqa: BLE001 - missing, or its datasets/pyarrow do not fit this image
+        raise Skip(f"evaluate/datasets cannot be imported here ({type(error).__name__}: {error}); carry their "
+                   "wheels (see --prepare)") from None
     cands, refs = ctx.first(ctx.sizes.cli_pairs)
     spec = ctx.models.specs["bert"]
     metric = evaluate.load(str(ROOT / "bertscore_metric.py"))
