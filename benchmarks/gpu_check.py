@@ -194,6 +194,11 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _row(cells: list[Any]) -> str:
+    """A markdown table row; a '|' inside a cell (as in 'max |delta|') is escaped."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+
 def render(data: dict[str, Any]) -> str:
     meta = data["meta"]
     lines = [
@@ -211,16 +216,16 @@ def render(data: dict[str, Any]) -> str:
     for entry in data["sections"].values():
         passed = sum(c["passed"] is True for c in entry["checks"])
         failed = sum(c["passed"] is False for c in entry["checks"])
-        lines.append(f"| {entry['title']} | {entry['status']} | {entry.get('seconds', '-')} | {passed} | {failed} |")
+        lines.append(_row([entry["title"], entry["status"], entry.get("seconds", "-"), passed, failed]))
     for entry in data["sections"].values():
         lines += ["", f"## {entry['title']} ({entry['status']})", ""]
         lines += [f"- {text}" for text in entry["lines"]]
         for table in entry["tables"]:
-            lines += ["", "| " + " | ".join(table["headers"]) + " |", "|" + "---|" * len(table["headers"])]
-            lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table["rows"]]
+            lines += ["", _row(table["headers"]), "|" + "---|" * len(table["headers"])]
+            lines += [_row(row) for row in table["rows"]]
         if entry["checks"]:
             lines += ["", "| check | measured | target | result |", "|---|---|---|---|"]
-            lines += [f"| {c['check']} | {c['measured']} | {c['target']} | **{c['result']}** |" for c in entry["checks"]]
+            lines += [_row([c["check"], c["measured"], c["target"], f"**{c['result']}**"]) for c in entry["checks"]]
         if entry.get("error"):
             lines += ["", "```", entry["error"].strip(), "```"]
     return "\n".join(lines) + "\n"
