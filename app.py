@@ -7,7 +7,8 @@ idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL / JSON upload, read
 mean, F1 histogram, CSV download). API endpoint `/compute` for gradio_client:
 
     compute(predictions: str, references: str, model: str = <default>, num_layers: str = "",
-            idf: bool = False, rescale: bool = False, lang: str = "") -> dict
+            idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
+            window_stride: str = "") -> dict
 
 `predictions` is a JSON list of strings or one plain text; `references` a JSON list (one
 string or a list of strings per prediction) or, for one prediction, a plain text (one
@@ -37,6 +38,7 @@ from bertscore.explain import Explanation, explain_pair
 from bertscore.inputs import check_text, normalize_inputs
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
+from bertscore.windows import WindowSettingError
 
 DEFAULT_MODELS = (
     EMBEDDED_MODEL_NAME,
@@ -113,13 +115,15 @@ class ScoringService:
         self.config = config
         self.pool = ScorerPool(max_models=config.max_models)
 
-    def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None) -> tuple[Any, list[str]]:
+    def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None,
+               long_texts: str = "truncate", window_stride: Any = None) -> tuple[Any, list[str]]:
         """A scorer for these settings and notes for the page; UserError on bad settings."""
         notes: list[str] = []
         model = (model or "").strip() or self.config.default_model
         if model not in self.config.models:
             raise UserError(f"model {model!r} is not in this app's allow-list: {', '.join(self.config.models)}")
         layers = parse_layer(num_layers)
+        stride = parse_layer(window_stride, "window stride")
         lang = (lang or "").strip() or None
         languages = baselines.packaged_languages(model)
         if rescale and not languages:
@@ -135,7 +139,10 @@ class ScoringService:
             scorer = self.pool.get(
                 model_type=model, num_layers=layers, device=self.config.device, idf=bool(idf),
                 rescale_with_baseline=bool(rescale), lang=lang if rescale else None,
+                long_texts=(long_texts or "").strip() or "truncate", window_stride=stride,
             )
+        except WindowSettingError as error:
+            raise UserError(str(error)) from None
         except Exception as error:  # loading: hub unreachable, bad layer, unknown architecture...
             raise UserError(
                 f"could not load model {model!r}"
@@ -163,8 +170,8 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def parse_layer(value: Any) -> int | None:
-    """Blank -> the model's default layer; else a non-negative integer."""
+def parse_layer(value: Any, what: str = "layer") -> int | None:
+    """Blank -> None (the model's default layer, or window stride); else a non-negative integer."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     text = str(value).strip()
@@ -173,10 +180,15 @@ def parse_layer(value: Any) -> int | None:
     try:
         number = float(text)
     except ValueError as error:
-        raise UserError(f"layer must be a whole number or blank, got {text!r}") from error
+        raise UserError(f"{what} must be a whole number or blank, got {text!r}") from error
     if number != int(number) or number < 0:
-        raise UserError(f"layer must be a non-negative whole number or blank, got {text!r}")
+        raise UserError(f"{what} must be a non-negative whole number or blank, got {text!r}")
     return int(number)
+
+
+def _mode(whole_texts: bool) -> str:
+    """The long_texts mode of the page's checkbox."""
+    return "window" if whole_texts else "truncate"
 
 
 def split_references(text: str) -> list[str]:
@@ -210,7 +222,7 @@ class Handlers:
 
     # One pair ---------------------------------------------------------------------------------
     def pair(self, candidate: str, references_text: str, model: str, num_layers: Any, idf: bool, rescale: bool,
-             lang: str) -> tuple[str, str, Any, pd.DataFrame]:
+             lang: str, whole_texts: bool = False) -> tuple[str, str, Any, pd.DataFrame]:
         empty_table = pd.DataFrame(columns=["side", "#", "token", "weight", "best match", "cosine"])
         try:
             candidate = candidate or ""
@@ -223,7 +235,7 @@ class Handlers:
                 raise UserError(f"{len(references)} references; this app accepts at most {self.config.max_refs}")
             self.service.check_texts([candidate], "candidate")
             self.service.check_texts(references, "reference")
-            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             explanation = explain_pair(scorer, candidate, references)
             figure = heatmap_figure(explanation)
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
@@ -269,6 +281,7 @@ class Handlers:
 
     # Batch ------------------------------------------------------------------------------------
     def batch(self, upload: Any, pasted: str, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str,
+              whole_texts: bool = False,
               progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[str, Any, str, Any, Any]:
         empty = pd.DataFrame(columns=["row", "candidate", "references", "precision", "recall", "f1"])
         try:
@@ -280,7 +293,7 @@ class Handlers:
                     raise UserError(f"row {row} has {len(group)} references; this app accepts at most {self.config.max_refs}")
                 self.service.check_texts(group, f"row {row}: reference")
             progress(0.05, desc="loading model")
-            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             score_notes: list[str] = []
             # verbose: the scorer's tqdm bar (advanced per encoder batch) drives gr.Progress.
             precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
@@ -326,7 +339,8 @@ class Handlers:
 
     # API --------------------------------------------------------------------------------------
     def compute(self, predictions: str, references: str, model: str = "", num_layers: str = "",
-                idf: bool = False, rescale: bool = False, lang: str = "") -> dict:
+                idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
+                window_stride: str = "") -> dict:
         """BERTScore of predictions against references.
 
         Args:
@@ -338,6 +352,9 @@ class Handlers:
             idf: weigh tokens by idf over the references.
             rescale: rescale with the packaged baseline (when the model has one).
             lang: the baseline language when the model has several (blank: en).
+            long_texts: "truncate" (default: texts past the model's limit are cut, with a note) or
+                "window" (whole texts through overlapping windows).
+            window_stride: with "window", content tokens between window starts (blank: half a window).
         Returns:
             {"precision": [...], "recall": [...], "f1": [...], "hashcode": str, "model": str,
             "rescaled": bool, "notes": [...]} or {"error": str}.
@@ -351,7 +368,7 @@ class Handlers:
                 if len(group) > self.config.max_refs:
                     raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
                 self.service.check_texts(group, "reference")
-            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang)
+            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride)
             p, r, f = scorer.score(cands, groups, notes=notes) if cands else ([], [], [])
             return {
                 "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
@@ -410,9 +427,11 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                                 elem_id="model")
             layer = gr.Textbox(value="", label="Layer (blank = model default)", scale=1, elem_id="layer")
             idf = gr.Checkbox(value=False, label="idf weighting", elem_id="idf")
+            whole_texts = gr.Checkbox(value=False, label="Whole long texts (windows past the model's limit)",
+                                      elem_id="long-texts")
             rescale = gr.Checkbox(value=False, label="Rescale with baseline", elem_id="rescale")
             lang = gr.Textbox(value="", label="Baseline language (blank = auto)", scale=1, elem_id="lang")
-        options = [model, layer, idf, rescale, lang]
+        options = [model, layer, idf, rescale, lang, whole_texts]
         with gr.Tab("One pair", elem_id="tab-pair"):
             with gr.Row():
                 candidate = gr.Textbox(label="Candidate", lines=3, max_length=config.max_chars, elem_id="candidate")

@@ -52,6 +52,11 @@ Args:
         computes it natively and faster, else fp32; the hash names the dtype used).
     cache_bytes (int): size of the embedding cache kept between computes (default 512 MiB; 0: off).
     cache_device (str): where cached embeddings live ("cpu" keeps GPU embeddings in host memory).
+    long_texts (str): "truncate" (default: texts past the model's limit are cut there, as the
+        official package, with a warning naming them) or "window" (whole texts, through
+        overlapping windows; texts within the limit score exactly as with "truncate").
+    window_stride (int): with long_texts="window", content tokens between window starts
+        (default: half a window, e.g. 255 for BERT/RoBERTa).
     all_layers (bool): score every layer (lists of per-layer lists).
     verbose (bool): progress bar.
 Returns:
@@ -141,6 +146,8 @@ class BERTScoreMetric(evaluate.Metric):
         max_tokens_per_batch: int | None = None,
         cache_bytes: int | None = None,
         cache_device: str | None = None,
+        long_texts: str = "truncate",
+        window_stride: int | None = None,
     ) -> dict[str, Any]:
         scorer = _SCORER_POOL.get(
             model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
@@ -148,6 +155,7 @@ class BERTScoreMetric(evaluate.Metric):
             rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
             max_tokens_per_batch=max_tokens_per_batch, use_fast_tokenizer=use_fast_tokenizer,
             nthreads=nthreads, cache_bytes=cache_bytes, cache_device=cache_device,
+            long_texts=long_texts, window_stride=window_stride,
         )
         if len(predictions) == 0:
             return {"precision": [], "recall": [], "f1": [], "hashcode": scorer.hash}

@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-bytes", type=int, default=None,
                         help="embedding cache size in bytes (default 512 MiB; 0 turns it off)")
     parser.add_argument("--cache-device", help="where cached embeddings live, e.g. cpu (default: the scoring device)")
+    parser.add_argument("--long-texts", choices=("truncate", "window"), default="truncate",
+                        help="texts past the model's limit: truncate (default, as the official package; noted) "
+                             "or window (whole texts through overlapping windows)")
+    parser.add_argument("--window-stride", type=int,
+                        help="with --long-texts window: content tokens between window starts (default: half a window)")
     parser.add_argument("-f", "--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
@@ -320,7 +325,7 @@ def _idf_from_references(scorer, args: argparse.Namespace):
 
     stream = references()
     documents = (ids for chunk in iter(lambda: list(islice(stream, args.chunk_size)), [])
-                 for ids in scorer.model.tokenize(chunk))
+                 for ids in scorer.document_ids(chunk))
     from .idf import TokenWeights
 
     model = scorer.model
@@ -392,6 +397,7 @@ def run(args: argparse.Namespace) -> int:
         idf=args.idf, rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
         device=device, dtype=dtype, max_tokens_per_batch=args.max_tokens_per_batch,
         chunk_size=args.chunk_size, cache_device=args.cache_device, **cache,
+        long_texts=args.long_texts, window_stride=args.window_stride,
     )
     # idf over the whole input, as one score() call over everything (the hash says "idf").
     weights = _idf_from_references(scorer, args) if args.idf else None

@@ -3,6 +3,9 @@
 Texts arrive already tokenised (ids). They are sorted by token count and packed into batches
 whose padded size stays under a token budget; the encoder runs once per batch; each text's
 normalised fp32 embedding [L, D] (or [K, L, D] for all layers) is returned and cached.
+Texts longer than the encoder's limit (long_texts="window") are encoded as windows
+(bertscore/windows.py): the windows go through the same token-budget batching, and each text's
+embedding is assembled from them and cached under a key that names the window.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable, Iterator, Sequence
+from typing import Callable, Hashable, Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from .devices import DTYPES, full_fp32_precision, resolve_dtype  # noqa: F401 (re-exported)
 from .matching import normalize
 from .models import LoadedModel
+from .windows import WindowAssembly, plan_windows
 
 logger = logging.getLogger(__name__)
 
@@ -223,6 +228,22 @@ class Embedder:
         # text, which fragments the heap so that RSS keeps growing with the corpus.
         return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)], bad
 
+    def _encode(self, batch_ids: list[Sequence[int]], names: Sequence[str]) -> list[torch.Tensor]:
+        """`_forward`, raising NonFiniteEmbeddingError naming the texts (`names[row]`) that overflowed."""
+        embeddings, bad = self._forward(batch_ids)
+        if bad:
+            texts = [names[row] for row in bad]
+            raise NonFiniteEmbeddingError(
+                f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text(s), e.g. "
+                f"{texts[0][:80]!r}: {self.dtype} overflowed on {self.model.name}. Use dtype='float32' "
+                "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
+            )
+        return embeddings
+
+    def _batches(self, lengths: Sequence[int], batch_size: int | None) -> Iterator[list[int]]:
+        sentences = batch_size if batch_size is not None else self.batch_size
+        return token_budget_batches(lengths, self.max_tokens_per_batch, sentences)
+
     def embed(
         self,
         keys: Sequence[str],
@@ -245,20 +266,76 @@ class Embedder:
             else:
                 result[key] = cached.to(self.device, non_blocking=True)
         lengths = [len(ids[i]) for i in todo]
-        sentences = batch_size if batch_size is not None else self.batch_size
-        for batch in token_budget_batches(lengths, self.max_tokens_per_batch, sentences):
+        for batch in self._batches(lengths, batch_size):
             members = [todo[i] for i in batch]
-            embeddings, bad = self._forward([ids[i] for i in members])
-            if bad:
-                texts = [keys[members[row]] for row in bad]
-                raise NonFiniteEmbeddingError(
-                    f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text(s), e.g. "
-                    f"{texts[0][:80]!r}: {self.dtype} overflowed on {self.model.name}. Use dtype='float32' "
-                    "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
-                )
+            embeddings = self._encode([ids[i] for i in members], [keys[i] for i in members])
             for index, embedding in zip(members, embeddings):
                 result[keys[index]] = embedding
                 self.cache.put((self.cache_namespace, keys[index]), embedding)
+            if on_progress is not None:
+                on_progress(len(result))
+        return result
+
+    def window_key(self, key: str, window: tuple[int, int]) -> Hashable:
+        """The cache key of a text's whole (windowed) embedding: the window size and stride in it."""
+        return (self.cache_namespace, ("window", *window), key)
+
+    def embed_windows(
+        self,
+        keys: Sequence[str],
+        ids: Sequence[np.ndarray],
+        window: tuple[int, int],
+        first_windows: Mapping[str, torch.Tensor] | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        batch_size: int | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Whole-text embeddings of texts longer than the encoder's limit, encoded in windows.
+
+        `ids[i]` is the whole text: lead + content + trail. `window` is (W, S): W content tokens
+        per window, one every S (bertscore/windows.py has the rule). Every window goes through
+        the token-budget batches; each text's embedding [lead + n + trail, D] is filled in as its
+        windows come back (`WindowAssembly`: one copy held, not every window) and cached under
+        `window_key`. `first_windows[key]`, when given, is window 0's states already computed
+        (window 0 is the truncated text: lead + content[:W] + trail), so it is not encoded again.
+        `on_progress(n)` is called after each encoder batch with the number of texts done so far.
+        """
+        first_windows = first_windows or {}
+        result: dict[str, torch.Tensor] = {}
+        assemblies: dict[int, WindowAssembly] = {}
+        sequences: list[tuple[int, int]] = []  # (text index, window k) still to encode
+        num_lead, num_trail = len(self.model.lead_ids), len(self.model.trail_ids)
+        for index, key in enumerate(keys):
+            cached = self.cache.get(self.window_key(key, window))
+            if cached is not None:
+                result[key] = cached.to(self.device, non_blocking=True)
+                continue
+            plan = plan_windows(num_lead, len(ids[index]) - num_lead - num_trail, num_trail, *window)
+            assemblies[index] = WindowAssembly(plan)
+            first = first_windows.get(key)
+            if first is not None:
+                assemblies[index].add(0, first)
+            sequences += [(index, k) for k in range(0 if first is None else 1, plan.num_windows)]
+
+        def window_ids(index: int, k: int) -> np.ndarray:
+            plan, text = assemblies[index].plan, ids[index]
+            start, end = num_lead + int(plan.starts[k]), num_lead + int(plan.ends[k])
+            return np.concatenate([text[:num_lead], text[start:end], text[len(text) - num_trail:]])
+
+        def finish(index: int) -> None:
+            embedding = assemblies.pop(index).result()
+            result[keys[index]] = embedding
+            self.cache.put(self.window_key(keys[index], window), embedding)
+
+        for index in [i for i, assembly in assemblies.items() if assembly.complete]:
+            finish(index)  # texts whose only window was given
+        lengths = [assemblies[i].plan.window_lengths[k] for i, k in sequences]
+        for batch in self._batches(lengths, batch_size):
+            members = [sequences[s] for s in batch]
+            states_of = self._encode([window_ids(i, k) for i, k in members], [keys[i] for i, _ in members])
+            for (index, k), states in zip(members, states_of):
+                assemblies[index].add(k, states)
+                if assemblies[index].complete:
+                    finish(index)
             if on_progress is not None:
                 on_progress(len(result))
         return result

@@ -10,6 +10,12 @@ Numbers: per reference, precision/recall/F1 come from the same `greedy_match` on
 embeddings and weights as `score()`; the candidate's scores (`precision`, `recall`, `f1`)
 are the per-column maxima over its references, as `score()` returns them; `winner` is the
 reference with the highest raw F1 (the first one on ties).
+
+Long texts: in window mode the tokens and embeddings are the whole texts'. A pair whose
+similarity matrix is larger than `score()` matches in one piece (`BERTScorer.needs_tiling`,
+64 MB: e.g. beyond ~4,000 x 4,000 tokens) is matched over tiles, as `score()` does; its best
+matches are still given for every token (`tiled_maxima` with indices), but the matrix itself
+is not kept (`similarity` is None, with a note): it would not fit in memory, nor in a figure.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import torch
 from . import baselines
 from .devices import full_fp32_precision
 from .inputs import check_text, normalize_group
-from .matching import greedy_match, similarity_matrix
+from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, similarity_matrix, tiled_maxima
 from .scorer import BERTScorer
 
 
@@ -33,7 +39,7 @@ class ReferenceExplanation:
     text: str
     tokens: list[str]
     weights: list[float]  # weight of each reference token as a recall query (0 for special tokens)
-    similarity: torch.Tensor  # [Lc, Lr] cosine similarity, candidate rows x reference columns
+    similarity: torch.Tensor | None  # [Lc, Lr] cosine similarity (rows: candidate); None when too large to keep
     cand_best: list[int]  # for each candidate token: index of its best reference token (precision)
     ref_best: list[int]  # for each reference token: index of its best candidate token (recall)
     cand_best_sim: list[float]
@@ -85,34 +91,29 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
     scorer.note_inputs([candidate], [references], token_ids, weights_table, notes)
     model = scorer.model
 
+    embeddings = scorer.embed_texts(list(token_ids.index), token_ids)
+
     def encode(text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         key = text.strip()
         ids = token_ids[key]
-        embedding = scorer.embedder.embed([key], [ids])[key].to(scorer.device)
         tokens = model.tokenizer.convert_ids_to_tokens(ids.tolist())
-        return tokens, embedding, weights_table(ids).to(scorer.device)
+        return tokens, embeddings[key].to(scorer.device), weights_table(ids).to(scorer.device)
 
     cand_tokens, cand_emb, cand_weights = encode(candidate)
     baseline = scorer.baseline
     explained: list[ReferenceExplanation] = []
     for reference in references:
         ref_tokens, ref_emb, ref_weights = encode(reference)
-        with full_fp32_precision():
-            similarity = similarity_matrix(cand_emb, ref_emb).clamp(-1.0, 1.0).cpu()
-        if scorer.is_empty(token_ids, candidate.strip()) or scorer.is_empty(token_ids, reference.strip()):
-            p = r = f = 0.0
-            empty = True
-        else:
-            ones_c = torch.ones(1, cand_emb.shape[0], dtype=torch.bool, device=cand_emb.device)
-            ones_r = torch.ones(1, ref_emb.shape[0], dtype=torch.bool, device=ref_emb.device)
-            with full_fp32_precision():
-                pt, rt, ft = greedy_match(
-                    cand_emb[None], ones_c, cand_weights[None], ref_emb[None], ones_r, ref_weights[None]
-                )
-            p, r, f = float(pt[0]), float(rt[0]), float(ft[0])
-            empty = False
-        cand_best_sim, cand_best = similarity.max(dim=1)
-        ref_best_sim, ref_best = similarity.max(dim=0)
+        empty = scorer.is_empty(token_ids, candidate.strip()) or scorer.is_empty(token_ids, reference.strip())
+        similarity, cand_best_sim, cand_best, ref_best_sim, ref_best, scores = _match_pair(
+            scorer, cand_emb, cand_weights, ref_emb, ref_weights, empty
+        )
+        if similarity is None:
+            notes.append(
+                f"the {cand_emb.shape[0]} x {ref_emb.shape[0]} similarity matrix against reference "
+                f"{len(explained) + 1} is too large to keep: best matches and scores only (matched over tiles)"
+            )
+        p, r, f = scores
         rescaled = None
         if baseline is not None:
             rescaled = tuple(baselines.rescale(torch.tensor([p, r, f]), baseline).tolist())
@@ -136,6 +137,45 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
         winner=winner, precision=float(best[0]), recall=float(best[1]), f1=float(best[2]),
         rescaled=rescaled_best, idf=scorer.settings.idf != "no-idf", hashcode=scorer.hash, notes=notes,
     )
+
+
+def _match_pair(
+    scorer: BERTScorer,
+    cand_emb: torch.Tensor,
+    cand_weights: torch.Tensor,
+    ref_emb: torch.Tensor,
+    ref_weights: torch.Tensor,
+    empty: bool,
+) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tuple[float, float, float]]:
+    """(similarity or None, best value and index per candidate token, per reference token, (P, R, F)).
+
+    The whole matrix and `greedy_match` when `score()` would match the pair in one piece; else
+    `tiled_maxima` with indices and `greedy_match_tiled`, as `score()` does, keeping no matrix.
+    """
+    tiled = scorer.needs_tiling(cand_emb.shape[0], ref_emb.shape[0])
+    with full_fp32_precision():
+        if tiled:
+            similarity = None
+            cand_best_sim, cand_best, ref_best_sim, ref_best = (
+                x.cpu() for x in tiled_maxima(cand_emb, ref_emb, max_bytes=MATCH_TILE_BYTES, with_indices=True)
+            )
+            cand_best_sim, ref_best_sim = cand_best_sim.clamp(-1.0, 1.0), ref_best_sim.clamp(-1.0, 1.0)
+        else:
+            similarity = similarity_matrix(cand_emb, ref_emb).clamp(-1.0, 1.0).cpu()
+            cand_best_sim, cand_best = similarity.max(dim=1)
+            ref_best_sim, ref_best = similarity.max(dim=0)
+        if empty:
+            scores = (0.0, 0.0, 0.0)
+        elif tiled:
+            scores = tuple(float(x) for x in greedy_match_tiled(
+                cand_emb, None, cand_weights, ref_emb, None, ref_weights, MATCH_TILE_BYTES
+            ))
+        else:
+            ones_c = torch.ones(1, cand_emb.shape[0], dtype=torch.bool, device=cand_emb.device)
+            ones_r = torch.ones(1, ref_emb.shape[0], dtype=torch.bool, device=ref_emb.device)
+            pt, rt, ft = greedy_match(cand_emb[None], ones_c, cand_weights[None], ref_emb[None], ones_r, ref_weights[None])
+            scores = (float(pt[0]), float(rt[0]), float(ft[0]))
+    return similarity, cand_best_sim, cand_best, ref_best_sim, ref_best, scores
 
 
 __all__ = ["Explanation", "ReferenceExplanation", "explain_pair"]

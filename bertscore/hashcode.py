@@ -21,6 +21,7 @@ class ScoreSettings:
     idf: str  # "no-idf", "idf" (from each call's references), "idf-sents:<hash>", "idf-dict:<hash>"
     rescale: str  # "", "rescaled" (packaged baseline <lang>), "rescaled-custom:<hash>"
     max_length: int
+    long_texts: str  # "truncate" (at max_length, as the official package) or "window=W/S" (whole texts)
     prefix_space: bool
     dtype: str
     device: str  # device type: "cpu", "cuda", ... (fp32 kernels differ at the 1e-7 level)
@@ -37,6 +38,7 @@ class ScoreSettings:
             parts.append(self.rescale)
         parts += [
             f"maxlen={self.max_length}",
+            *([] if self.long_texts == "truncate" else [self.long_texts]),
             "prefix-space" if self.prefix_space else "no-prefix-space",
             self.dtype,
             self.device,

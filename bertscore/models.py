@@ -292,6 +292,7 @@ class LoadedModel:
     dtype: str = "float32"
     lead_ids: tuple[int, ...] = ()  # special ids tokenizer(text) puts before the content
     trail_ids: tuple[int, ...] = ()  # ... and after it
+    position_limit: bool = True  # absolute positions up to max_length (False: T5, XLNet: no fixed limit)
 
     @property
     def vocab_size(self) -> int:
@@ -312,17 +313,34 @@ class LoadedModel:
         """Content tokens that fit in one encoder input (510 for BERT/RoBERTa)."""
         return max(1, self.max_length - self.num_special_tokens)
 
-    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each text, stripped, with special tokens, truncated at max_length."""
+    def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Content ids of each stripped text: no special tokens, no truncation.
+
+        transformers' "sequence length is longer than the specified maximum" warning is
+        silenced (verbose=False): a long text is expected here, and the caller cuts or windows it.
+        """
         if not texts:
             return []
         encoded = self.tokenizer(
             [text.strip() for text in texts],
-            add_special_tokens=True,
-            truncation=True,
-            max_length=self.max_length,
+            add_special_tokens=False,
+            truncation=False,
+            verbose=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
         )
         return [list(ids) for ids in encoded["input_ids"]]
+
+    def tokenize(self, texts: Sequence[str], whole: bool = False) -> list[list[int]]:
+        """Token ids of each stripped text with its special tokens: lead + content[:W] + trail.
+
+        W is `content_limit`: this is exactly what the tokenizer's own truncation at max_length
+        gives (tests/test_long_texts.py checks every tokenizer family). `whole=True` keeps all
+        the content (long_texts="window").
+        """
+        limit = None if whole else self.content_limit
+        lead, trail = list(self.lead_ids), list(self.trail_ids)
+        return [lead + ids[:limit] + trail for ids in self.content_ids(texts)]
 
     def with_placement(self, device: torch.device, dtype: str) -> "LoadedModel":
         """This model on `device` in `dtype`: itself when it already is, else a separate copy.
@@ -436,6 +454,16 @@ def resolve_max_length(tokenizer: Any, config: Any) -> int:
         return positions
     logger.warning("%s declares no max length; truncating inputs at 512 tokens", type(config).__name__)
     return 512
+
+
+def has_position_limit(config: Any) -> bool:
+    """Whether the encoder has a fixed number of (absolute) positions, which windows work around.
+
+    Models without `max_position_embeddings` (T5's relative buckets, XLNet) have no fixed limit:
+    long_texts="window" does not apply to them, and they keep today's truncation at max_length.
+    """
+    positions = getattr(config, "max_position_embeddings", None)
+    return isinstance(positions, int) and positions > 0
 
 
 def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
@@ -559,4 +587,5 @@ def _load_model(
         dtype=dtype,
         lead_ids=lead_ids,
         trail_ids=trail_ids,
+        position_limit=has_position_limit(config),
     )

@@ -40,6 +40,11 @@ def heatmap_figure(explanation: Explanation, label_limit: int = HEATMAP_LABEL_LI
     tokens of weight 0 (special tokens, idf 0) are not marked since they do not count.
     """
     ref = explanation.best
+    if ref.similarity is None:
+        raise ValueError(
+            f"the {len(explanation.tokens)} x {len(ref.tokens)} similarity matrix of this pair was too large to keep "
+            "(long texts): its best matches are in the explanation, but there is no matrix to draw"
+        )
     sim = ref.similarity.detach().float().cpu().numpy()
     rows, cols = sim.shape
     fig = Figure(figsize=(min(18.0, 3.0 + 0.42 * cols), min(18.0, 3.0 + 0.36 * rows)), dpi=90)

@@ -20,11 +20,12 @@ from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import normalize_inputs
-from .matching import greedy_match, pad_sequences
+from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model
 from .notes import name_some, report
 from .tokens import TokenStore
 from .version import __version__
+from .windows import WindowSettingError, resolve_stride
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ DEFAULT_CHUNK_PAIRS = 2048
 CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
 MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching batch
 MAX_PAIRS_PER_MATCH = 1024
+LONG_TEXT_MODES = ("truncate", "window")
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 OFFICIAL_VERSION = "0.3.12"  # what bert-score 0.3.13, the release we reproduce, writes into its hash
@@ -58,6 +60,20 @@ def _check_loaded_model(
         )
 
 
+def _check_long_texts(long_texts: object, window_stride: object) -> None:
+    """A ValueError naming a long-text setting that is not one (the stride's range is checked
+    against the model's window later, in `resolve_stride`)."""
+    if not isinstance(long_texts, str) or long_texts not in LONG_TEXT_MODES:
+        raise WindowSettingError(
+            f"long_texts={long_texts!r} is not a mode: use 'truncate' (the default: cut at the model's limit, "
+            "as the official package) or 'window' (whole texts through overlapping windows)"
+        )
+    if window_stride is not None and long_texts != "window":
+        raise WindowSettingError(
+            f"window_stride={window_stride!r} applies to long_texts='window' only (long_texts={long_texts!r})"
+        )
+
+
 def _text_fingerprint(texts: Sequence[str]) -> str:
     import hashlib
 
@@ -77,7 +93,10 @@ class BERTScorer:
     budget `max_tokens_per_batch`; `dtype` sets the encoder precision ("auto": bf16 where the
     hardware computes it natively, else fp32); embeddings are cached (`cache_bytes`, 0 turns
     the cache off; `cache_device="cpu"` keeps GPU embeddings in host memory); work runs in
-    chunks of `chunk_size` pairs. `loaded_model` and `cache` let several scorers share one
+    chunks of `chunk_size` pairs. `long_texts="window"` scores texts longer than the encoder's
+    limit whole, through overlapping windows every `window_stride` content tokens (default half
+    the window; see bertscore/windows.py); the default `"truncate"` cuts them at the limit as the
+    official package does, with a note naming them. `loaded_model` and `cache` let several scorers share one
     encoder and one cache (see `bertscore.pool`); a shared encoder is never moved or cast.
     `nthreads` and `use_fast_tokenizer` are kept for compatibility (and for `official_hash`)
     and change nothing: the fast tokenizer is always used (on transformers 5 it is the only
@@ -105,8 +124,11 @@ class BERTScorer:
         loaded_model: LoadedModel | None = None,
         cache: EmbeddingCache | None = None,
         cache_device: str | torch.device | None = None,
+        long_texts: str = "truncate",
+        window_stride: int | None = None,
     ):
         lang = lang.lower() if isinstance(lang, str) else lang
+        _check_long_texts(long_texts, window_stride)
         if model_type is None and loaded_model is not None:
             model_type = loaded_model.name
         if model_type is None:
@@ -137,6 +159,8 @@ class BERTScorer:
             self.model = load_model(model_type, num_layers, all_layers, device=self.device, dtype=self.dtype)
         self.num_layers = self.model.num_layers
         self.all_layers = self.model.all_layers
+        self.long_texts = long_texts
+        self._window = self._resolve_window(long_texts, window_stride)
         self._idf_mode, self._idf_weights = self._resolve_idf(idf, idf_sents)
         self.rescale_with_baseline = rescale_with_baseline
         self.baseline_path = baseline_path
@@ -161,6 +185,7 @@ class BERTScorer:
             idf=self._idf_mode,
             rescale=self._rescale_tag,
             max_length=self.model.max_length,
+            long_texts="truncate" if self._window is None else "window={}/{}".format(*self._window),
             prefix_space=self.model.add_prefix_space,
             dtype=self.dtype,
             device=self.device.type,
@@ -170,6 +195,29 @@ class BERTScorer:
         )
 
     # ----- settings -------------------------------------------------------------------------
+    def _resolve_window(self, long_texts: str, window_stride: int | None) -> tuple[int, int] | None:
+        """(W, S) when long texts are windowed; None when they are truncated.
+
+        W is the model's content limit (max length minus its special tokens). A model with no
+        fixed position limit (T5, XLNet) keeps truncating at max_length: windows would not
+        change what it can read.
+        """
+        if long_texts != "window":
+            return None
+        window = resolve_stride(self.model.content_limit, window_stride)
+        if not self.model.position_limit:
+            logger.warning(
+                "%s has no fixed position limit: long_texts='window' does not apply to it, and texts longer "
+                "than max_length=%d are truncated as before", self.model_type, self.model.max_length,
+            )
+            return None
+        return window
+
+    @property
+    def window_stride(self) -> int | None:
+        """The window stride in use (content tokens), or None when long texts are truncated."""
+        return None if self._window is None else self._window[1]
+
     def _resolve_idf(
         self, idf: Any, idf_sents: Sequence[str] | None
     ) -> tuple[str, TokenWeights | None]:
@@ -190,7 +238,7 @@ class BERTScorer:
                 if not isinstance(text, str):
                     raise TypeError(f"idf_sents[{index}] is a {type(text).__name__}, not a string")
             label = f"idf-sents:{_text_fingerprint(texts)}"
-            return label, TokenWeights.from_documents(self.model.tokenize(texts), vocab, special, label)
+            return label, TokenWeights.from_documents(self.document_ids(texts), vocab, special, label)
         return "idf", None  # computed from each call's references
 
     def _resolve_baseline(
@@ -325,12 +373,27 @@ class BERTScorer:
         return self._idf_weights is None
 
     def tokenize(self, texts: Sequence[str]) -> TokenStore:
-        """Token ids of the distinct stripped texts (an empty text has its special tokens only)."""
-        return TokenStore(list(dict.fromkeys(t.strip() for t in texts)), self.model.tokenize)
+        """Token ids of the distinct stripped texts (an empty text has its special tokens only).
+
+        Cut at the model's content limit (truncate mode) or whole (window mode); either way the
+        store knows each text's whole content length.
+        """
+        model = self.model
+        limit = None if self._window is not None else model.content_limit
+        distinct = list(dict.fromkeys(t.strip() for t in texts))
+        return TokenStore(distinct, model.content_ids, model.lead_ids, model.trail_ids, limit)
+
+    def document_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text as idf counts them: whole texts when windowed, else as truncated."""
+        return self.model.tokenize(texts, whole=self._window is not None)
 
     def is_empty(self, token_ids: TokenStore, key: str) -> bool:
         """No content tokens besides the special ones (the official notion of an empty text)."""
         return token_ids.length(key) <= self.model.num_special_tokens
+
+    def is_windowed(self, token_ids: TokenStore, key: str) -> bool:
+        """Whether `key` is scored through windows: window mode, and longer than the content limit."""
+        return self._window is not None and token_ids.content_length(key) > self.model.content_limit
 
     def _weights_from(self, references: Sequence[str], token_ids: TokenStore) -> TokenWeights:
         """Per-call idf over these references (each one a document, empty ones included)."""
@@ -345,7 +408,7 @@ class BERTScorer:
         weights: TokenWeights,
         notes: list[str] | None = None,
     ) -> None:
-        """One note naming every empty text, and one naming texts whose token weights are all 0."""
+        """Notes naming every empty text, texts whose token weights are all 0, and truncated texts."""
 
         def places(selected: set[str]) -> list[str]:
             found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
@@ -363,6 +426,11 @@ class BERTScorer:
                 f"{name_some(places(empty))}: their raw scores are 0, as in the official package",
                 notes,
             )
+        if self._window is None:
+            limit = self.model.content_limit
+            cut = {k for k in keys if token_ids.content_length(k) > limit}
+            if cut:
+                report(self._truncation_note(places(cut)), notes)
         totals = token_ids.weight_totals(weights.table.numpy())
         unweighted = {k for k, total in zip(keys, totals) if total == 0 and k not in empty}
         if unweighted:
@@ -377,6 +445,19 @@ class BERTScorer:
                 "precision (candidates) or recall (references) is 0, and so is F1",
                 notes,
             )
+
+    def _truncation_note(self, where: list[str]) -> str:
+        model = self.model
+        if model.position_limit:
+            advice = "pass long_texts='window' to score whole texts through overlapping windows"
+        else:
+            advice = (f"{self.model_type} has no fixed position limit, so long_texts='window' does not apply to it "
+                      "(texts are truncated as before)")
+        return (
+            f"{len(where)} text(s) longer than the model's limit of {model.content_limit} content tokens "
+            f"(max_length={model.max_length} with its special tokens) were truncated there, as in the official "
+            f"package, and everything after the cut is ignored: {name_some(where)}; {advice}"
+        )
 
     def score_pairs(
         self,
@@ -416,48 +497,123 @@ class BERTScorer:
         verbose: bool,
         batch_size: int | None,
     ) -> torch.Tensor:
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk.
+
+        Every chunk is first scored exactly as in truncate mode: the texts cut at the content
+        limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
+        the pairs with a long side are then scored again from whole-text embeddings, in
+        sub-chunks bounded by their size. Texts within the limit thus meet the encoder and the
+        matching in the same batches in both modes: bit-identical numbers (batch composition
+        changes float rounding at the 1e-7 level). Window 0 of a long text is its truncated
+        text, so its pass-1 states are reused, not encoded again.
+        """
         scores = torch.zeros((len(cand_keys),) + ((self.score_layers,) if self.all_layers else ()) + (3,))
         empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
                  if self.is_empty(token_ids, c) or self.is_empty(token_ids, r)}
+        limit = self.model.content_limit
+
+        def head_length(key: str) -> int:
+            return token_ids.head_length(key, limit)
+
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
         order = sorted(
             (i for i in range(len(cand_keys)) if i not in empty),
-            key=lambda i: (token_ids.length(ref_keys[i]), ref_keys[i], token_ids.length(cand_keys[i])),
+            key=lambda i: (head_length(ref_keys[i]), ref_keys[i], head_length(cand_keys[i])),
         )
         progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
-        for chunk in self._chunks(order, cand_keys, ref_keys, token_ids):
+        for chunk in self._chunks(order, cand_keys, ref_keys, head_length):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
-            # The encoder is most of the work: advance the bar (in pairs) as the chunk's texts embed.
-            shown = [0]
-
-            def advance(texts_done: int, chunk_pairs: int = len(chunk), texts: int = len(needed)) -> None:
-                target = chunk_pairs * texts_done // texts
-                progress.update(target - shown[0])
-                shown[0] = target
-
+            long_pairs = [i for i in chunk
+                          if self.is_windowed(token_ids, cand_keys[i]) or self.is_windowed(token_ids, ref_keys[i])]
+            heads = {k: token_ids.head(k, limit) for k in needed}
+            advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
             embeddings = self.embedder.embed(
-                needed, [token_ids[k] for k in needed], on_progress=advance, batch_size=batch_size
+                needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
             )
-            text_weights = {k: weights(token_ids[k]) for k in needed}  # host tensors, moved per batch
-            with full_fp32_precision():
-                for batch in self._match_batches(chunk, cand_keys, ref_keys, token_ids):
-                    cand = pad_sequences([embeddings[cand_keys[i]] for i in batch],
-                                         [text_weights[cand_keys[i]] for i in batch])
-                    ref = pad_sequences([embeddings[ref_keys[i]] for i in batch],
-                                        [text_weights[ref_keys[i]] for i in batch])
-                    precision, recall, f1 = greedy_match(*cand, *ref)
-                    scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
-            progress.update(len(chunk) - shown[0])
-            del embeddings, text_weights
+            text_weights = {k: weights(heads[k]) for k in needed}  # host tensors, moved per batch
+            self._match(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores)
+            advance(len(needed))
+            del heads, text_weights
+            if long_pairs:
+                self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
+                                       scores, progress, batch_size)
+            del embeddings
         progress.close()
         return scores
 
-    def _chunks(self, order: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore) -> Any:
+    def _score_long_pairs(
+        self,
+        pairs: list[int],
+        cand_keys: list[str],
+        ref_keys: list[str],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        first_windows: dict[str, torch.Tensor],
+        scores: torch.Tensor,
+        progress: Any,
+        batch_size: int | None,
+    ) -> None:
+        """Score pairs with a windowed side from whole-text embeddings (window mode).
+
+        Sub-chunks hold about CHUNK_EMBEDDING_BYTES of whole-text embeddings; the texts within
+        the limit are already embedded (`first_windows` holds the chunk's pass-1 embeddings).
+        """
+
+        def whole_length(key: str) -> int:
+            return token_ids.length(key) if self.is_windowed(token_ids, key) else 0
+
+        for sub in self._chunks(pairs, cand_keys, ref_keys, whole_length):
+            long_keys = [k for k in dict.fromkeys([cand_keys[i] for i in sub] + [ref_keys[i] for i in sub])
+                         if self.is_windowed(token_ids, k)]
+            advance = _advancer(progress, len(sub), len(long_keys))
+            embeddings = dict(first_windows)
+            embeddings.update(self.embedder.embed_windows(
+                long_keys, [token_ids[k] for k in long_keys], self._window, first_windows=first_windows,
+                on_progress=advance, batch_size=batch_size,
+            ))
+            text_weights = {k: weights(token_ids[k]) for k in dict.fromkeys(
+                [cand_keys[i] for i in sub] + [ref_keys[i] for i in sub])}
+            self._match(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores)
+            advance(len(long_keys))
+            del embeddings, text_weights
+
+    def _match(
+        self,
+        pairs: list[int],
+        cand_keys: list[str],
+        ref_keys: list[str],
+        embeddings: Mapping[str, torch.Tensor],
+        text_weights: Mapping[str, torch.Tensor],
+        length: Any,
+        scores: torch.Tensor,
+    ) -> None:
+        """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
+        pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`."""
+        with full_fp32_precision():
+            for batch, tiled in self._match_batches(pairs, cand_keys, ref_keys, length):
+                cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
+                ref = [(embeddings[ref_keys[i]], text_weights[ref_keys[i]]) for i in batch]
+                if tiled:
+                    (cand_emb, cand_w), (ref_emb, ref_w) = cand[0], ref[0]
+                    device = cand_emb.device
+                    precision, recall, f1 = greedy_match_tiled(
+                        cand_emb, None, cand_w.to(device), ref_emb, None, ref_w.to(device), MATCH_TILE_BYTES
+                    )
+                    precision, recall, f1 = precision[None], recall[None], f1[None]
+                else:
+                    precision, recall, f1 = greedy_match(
+                        *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
+                        *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
+                    )
+                scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
+
+    def _chunks(self, order: list[int], cand_keys: list[str], ref_keys: list[str], length: Any) -> Any:
         """Consecutive pairs: at most chunk_size of them, and about CHUNK_EMBEDDING_BYTES of embeddings.
 
-        Bounding pairs alone lets a chunk of long texts (the last ones: pairs are sorted by length)
-        hold far more embeddings than a chunk of short ones, so peak memory grew with the corpus.
+        `length(key)` is a text's embedding rows (0 for one already held). Bounding pairs alone
+        lets a chunk of long texts (the last ones: pairs are sorted by length) hold far more
+        embeddings than a chunk of short ones, so peak memory grew with the corpus.
         """
         budget = max(1, CHUNK_EMBEDDING_BYTES // (4 * self._floats_per_token()))  # tokens
         chunk: list[int] = []
@@ -465,11 +621,11 @@ class BERTScorer:
         tokens = 0
         for index in order:
             texts = {cand_keys[index], ref_keys[index]}
-            cost = sum(token_ids.length(k) for k in texts - seen)
+            cost = sum(length(k) for k in texts - seen)
             if chunk and (len(chunk) >= self.chunk_size or tokens + cost > budget):
                 yield chunk
                 chunk, seen, tokens = [], set(), 0
-                cost = sum(token_ids.length(k) for k in texts)
+                cost = sum(length(k) for k in texts)
             chunk.append(index)
             seen |= texts
             tokens += cost
@@ -487,32 +643,63 @@ class BERTScorer:
         hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
         return int(hidden) * self.score_layers
 
-    def _match_batches(
-        self, pairs: list[int], cand_keys: list[str], ref_keys: list[str], token_ids: TokenStore
-    ) -> Any:
-        """Group pairs so that a batch's padded embeddings and similarities stay under MATCH_BATCH_BYTES."""
+    def needs_tiling(self, cand_length: int, ref_length: int) -> bool:
+        """Whether one pair's similarity ([layers,] Lc x Lr fp32) alone exceeds MATCH_BATCH_BYTES:
+        such a pair is matched by `greedy_match_tiled` (never within the limit of any encoder)."""
+        return cand_length * ref_length * self.score_layers * 4 > MATCH_BATCH_BYTES
+
+    def _match_batches(self, pairs: list[int], cand_keys: list[str], ref_keys: list[str], length: Any) -> Any:
+        """(batch, tiled): pairs grouped so that a batch's padded embeddings and similarities stay
+        under MATCH_BATCH_BYTES; a pair too large for that alone comes as ([pair], True)."""
         width, layers = self._floats_per_token(), self.score_layers
         budget = MATCH_BATCH_BYTES // 4  # floats
         batch: list[int] = []
         longest_cand = longest_ref = 0
         for index in pairs:
-            lc, lr = token_ids.length(cand_keys[index]), token_ids.length(ref_keys[index])
+            lc, lr = length(cand_keys[index]), length(ref_keys[index])
+            if self.needs_tiling(lc, lr):
+                yield [index], True
+                continue
             new_cand, new_ref = max(longest_cand, lc), max(longest_ref, lr)
             floats = (len(batch) + 1) * (new_cand * new_ref * layers + (new_cand + new_ref) * width)
             if batch and (len(batch) >= MAX_PAIRS_PER_MATCH or floats > budget):
-                yield batch
+                yield batch, False
                 batch, new_cand, new_ref = [], lc, lr
             batch.append(index)
             longest_cand, longest_ref = new_cand, new_ref
         if batch:
-            yield batch
+            yield batch, False
 
     # ----- inspection -----------------------------------------------------------------------
+    def embed_texts(self, keys: Sequence[str], token_ids: TokenStore) -> dict[str, torch.Tensor]:
+        """Embeddings of distinct stripped texts as `score()` matches them: cut at the limit, or
+        whole (through windows) in window mode. One pass, no chunking: for inspecting a few texts."""
+        limit = self.model.content_limit
+        embeddings = self.embedder.embed(keys, [token_ids.head(k, limit) for k in keys])
+        long_keys = [k for k in keys if self.is_windowed(token_ids, k)]
+        if long_keys:
+            embeddings.update(self.embedder.embed_windows(
+                long_keys, [token_ids[k] for k in long_keys], self._window, first_windows=embeddings
+            ))
+        return embeddings
+
     def idf_weights_for(self, references: Sequence[str], token_ids: TokenStore | None = None) -> TokenWeights:
         """The token weights a `score()` call with these references uses."""
         if self._idf_weights is not None:
             return self._idf_weights
         return self._weights_from(references, token_ids if token_ids is not None else self.tokenize(references))
+
+
+def _advancer(progress: Any, pairs: int, texts: int) -> Any:
+    """on_progress for an embedding step: moves the bar (in pairs) by `pairs` as `texts` texts embed."""
+    shown = [0]
+
+    def advance(texts_done: int) -> None:
+        target = pairs * min(texts_done, texts) // max(texts, 1)
+        progress.update(target - shown[0])
+        shown[0] = target
+
+    return advance
 
 
 def score(
@@ -534,18 +721,23 @@ def score(
     dtype: str | torch.dtype | None = None,
     max_tokens_per_batch: int | None = None,
     notes: list[str] | None = None,
+    long_texts: str = "truncate",
+    window_stride: int | None = None,
 ) -> Scores | tuple[Scores, str]:
     """BERTScore P, R, F of candidates against references (drop-in for `bert_score.score`).
 
     `idf=True` weighs tokens by idf over the references (multi-references flattened); a mapping
     token-id -> weight or a list of texts may be given instead. Returns tensors of shape [N]
     ([K, N] with `all_layers`), and the hash as `((P, R, F), hash)` when `return_hash`.
-    `notes`: a list that receives the call's notes instead of UserWarnings.
+    `notes`: a list that receives the call's notes instead of UserWarnings. `long_texts`:
+    "truncate" (default, as the official package: texts past the model's limit are cut, with a
+    note naming them) or "window" (whole texts through overlapping windows every
+    `window_stride` content tokens, default half a window).
     """
     scorer = BERTScorer(
         model_type=model_type, num_layers=num_layers, batch_size=batch_size, nthreads=nthreads,
         all_layers=all_layers, idf=idf, device=device, lang=lang, rescale_with_baseline=rescale_with_baseline,
         baseline_path=baseline_path, use_fast_tokenizer=use_fast_tokenizer, dtype=dtype,
-        max_tokens_per_batch=max_tokens_per_batch, cache_bytes=0,
+        max_tokens_per_batch=max_tokens_per_batch, cache_bytes=0, long_texts=long_texts, window_stride=window_stride,
     )
     return scorer.score(cands, refs, verbose=verbose, return_hash=return_hash, notes=notes)

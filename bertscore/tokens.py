@@ -2,10 +2,15 @@
 
 Python lists of ints cost ~36 bytes a token; a corpus of 100k texts would hold hundreds of MB
 of them until the end of a call. Here a token costs 4 bytes, so memory stays flat.
+
+Each text is stored as ``lead + content[:limit] + trail`` (its special ids around its content
+ids, the content cut at `limit`, or whole when `limit` is None), and its full content length is
+kept beside it: a truncated text still knows how long it was.
 """
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Callable, Sequence
 
 import numpy as np
@@ -16,15 +21,28 @@ TOKENIZE_BATCH = 4096
 class TokenStore:
     """Token ids of distinct texts, looked up by text."""
 
-    def __init__(self, texts: Sequence[str], tokenize: Callable[[Sequence[str]], list[list[int]]]):
+    def __init__(
+        self,
+        texts: Sequence[str],
+        content_ids: Callable[[Sequence[str]], list[list[int]]],
+        lead: Sequence[int] = (),
+        trail: Sequence[int] = (),
+        limit: int | None = None,
+    ):
+        """`content_ids(texts)` gives each text's content ids (no special tokens, no truncation)."""
         self.index = {text: i for i, text in enumerate(texts)}
+        self.num_lead, self.num_trail, self.limit = len(lead), len(trail), limit
+        lead, trail = list(lead), list(trail)
         pieces: list[np.ndarray] = []
         lengths = np.zeros(len(texts), dtype=np.int64)
+        self.content_lengths = np.zeros(len(texts), dtype=np.int64)
         for start in range(0, len(texts), TOKENIZE_BATCH):
-            batch = tokenize(texts[start : start + TOKENIZE_BATCH])
+            batch = content_ids(texts[start : start + TOKENIZE_BATCH])
             for offset, ids in enumerate(batch):
-                lengths[start + offset] = len(ids)
-            pieces.append(np.fromiter((t for ids in batch for t in ids), dtype=np.int32))
+                self.content_lengths[start + offset] = len(ids)
+                lengths[start + offset] = len(lead) + min(len(ids), limit if limit is not None else len(ids)) + len(trail)
+            stored = (t for ids in batch for part in (lead, islice(ids, limit), trail) for t in part)
+            pieces.append(np.fromiter(stored, dtype=np.int32))
         self.flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])
 
@@ -35,17 +53,35 @@ class TokenStore:
         return text in self.index
 
     def length(self, text: str) -> int:
-        """Number of tokens of `text`, special tokens included."""
+        """Number of stored tokens of `text`, special tokens included."""
         i = self.index[text]
         return int(self.offsets[i + 1] - self.offsets[i])
 
+    def content_length(self, text: str) -> int:
+        """Number of content tokens of the whole `text`, before any cut."""
+        return int(self.content_lengths[self.index[text]])
+
     def ids(self, text: str) -> np.ndarray:
-        """The token ids of `text` (a view into the store: do not modify)."""
+        """The stored token ids of `text` (a view into the store: do not modify)."""
         i = self.index[text]
         return self.flat[self.offsets[i] : self.offsets[i + 1]]
 
     def __getitem__(self, text: str) -> np.ndarray:
         return self.ids(text)
+
+    def head_length(self, text: str, limit: int) -> int:
+        """len(head(text, limit)), without building it."""
+        return min(self.length(text), self.num_lead + limit + self.num_trail)
+
+    def head(self, text: str, limit: int) -> np.ndarray:
+        """``lead + content[:limit] + trail`` of `text`: its ids as a cut at `limit` would store them.
+
+        A view when the text is not longer than that (no copy), else a new array.
+        """
+        ids = self.ids(text)
+        if len(ids) - self.num_lead - self.num_trail <= limit:
+            return ids
+        return np.concatenate([ids[: self.num_lead + limit], ids[len(ids) - self.num_trail :]])
 
     def weight_totals(self, table: np.ndarray) -> np.ndarray:
         """Sum of `table[id]` over each text's ids, in store order (vectorised; exact 0 stays 0)."""

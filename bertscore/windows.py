@@ -24,17 +24,22 @@ The rule, exactly (issue 8, `long_texts="window"`):
   content token ``i`` from its window ``k`` at position ``len(lead) + i - k*S``.
 
 `plan_windows` returns that mapping as a `WindowPlan`; `window_ids` builds the windows' id
-sequences; `assemble` gathers a text's embedding from its windows' hidden states.
+sequences; `assemble` gathers a text's embedding from its windows' hidden states, and
+`WindowAssembly` does the same window by window as the encoder returns them (bertscore/embed.py).
 """
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import torch
+
+
+class WindowSettingError(ValueError):
+    """A long-text setting that cannot be used (a ValueError that names the value)."""
 
 
 def _integer(value: object, name: str) -> int:
@@ -59,7 +64,7 @@ def resolve_stride(window_size: int, stride: int | None = None) -> tuple[int, in
         return window_size, max(1, window_size // 2)
     stride = _integer(stride, "window_stride")
     if not 1 <= stride <= window_size:
-        raise ValueError(
+        raise WindowSettingError(
             f"window_stride={stride} is invalid: it must satisfy 1 <= window_stride <= {window_size} "
             f"(the window size); the default is {max(1, window_size // 2)} (half the window)"
         )
@@ -134,7 +139,6 @@ class WindowPlan:
     starts: np.ndarray  # [K]
     window: np.ndarray  # [num_lead + n + num_trail]
     position: np.ndarray  # [num_lead + n + num_trail]
-    flat_index: np.ndarray = field(repr=False)  # row -> index into the K windows' states concatenated
 
     @property
     def num_windows(self) -> int:
@@ -185,12 +189,9 @@ def plan_windows(
         num_lead + np.arange(n, dtype=np.int64) - starts[content_window],
         num_lead + last_content + np.arange(num_trail, dtype=np.int64),
     ])
-    lengths = np.minimum(starts + window_size, n) - starts + num_lead + num_trail
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     return WindowPlan(
         num_lead=num_lead, content_length=n, num_trail=num_trail, window_size=window_size, stride=stride,
         starts=_read_only(starts), window=_read_only(window), position=_read_only(position),
-        flat_index=_read_only(offsets[window] + position),
     )
 
 
@@ -213,24 +214,69 @@ def window_ids(
     ]
 
 
+class WindowAssembly:
+    """A text's embedding filled in window by window, in any order, holding one copy of it.
+
+    Windows of one text reach the encoder in different batches; keeping every window's states
+    until the last one arrives would hold about W / S times the text's embedding, plus a
+    concatenation of them. Here each window's rows are copied into place as it arrives:
+    `add(k, states)` for every window, then `result()`. The rows are exactly `assemble`'s.
+    """
+
+    def __init__(self, plan: WindowPlan):
+        self.plan = plan
+        by_window = np.argsort(plan.window, kind="stable")  # rows grouped by the window serving them
+        bounds = np.searchsorted(plan.window[by_window], np.arange(plan.num_windows + 1))
+        self._rows = [by_window[bounds[k] : bounds[k + 1]] for k in range(plan.num_windows)]
+        self._missing = set(range(plan.num_windows))
+        self._out: torch.Tensor | None = None
+
+    @property
+    def complete(self) -> bool:
+        return not self._missing
+
+    def check(self, k: int, states: torch.Tensor) -> None:
+        """A ValueError unless `states` fit window k: [len_k, D] or [layers, len_k, D]."""
+        expected = self.plan.window_lengths[k]
+        if states.dim() < 2 or states.shape[-2] != expected:
+            raise ValueError(
+                f"window {k}: states of shape {tuple(states.shape)}, expected {expected} positions on dim -2 "
+                f"({self.plan.num_lead} leading specials + {expected - self.plan.num_lead - self.plan.num_trail} "
+                f"content tokens + {self.plan.num_trail} trailing specials)"
+            )
+
+    def add(self, k: int, states: torch.Tensor) -> None:
+        """Window k's hidden states, [len_k, D] or [layers, len_k, D] (positions on dim -2)."""
+        self.check(k, states)
+        if self._out is None:
+            shape = (*states.shape[:-2], self.plan.text_length, states.shape[-1])
+            self._out = states.new_empty(shape)
+        rows = torch.from_numpy(self._rows[k]).to(states.device)
+        positions = torch.from_numpy(self.plan.position[self._rows[k]]).to(states.device)
+        self._out.index_copy_(-2, rows, states.index_select(-2, positions))
+        self._missing.discard(k)
+
+    def result(self) -> torch.Tensor:
+        """The assembled embedding [lead + n + trail, D] (or [layers, ..., D]) once every window was added."""
+        if self._missing or self._out is None:
+            raise ValueError(f"windows {sorted(self._missing)} of {self.plan.num_windows} were never added")
+        return self._out
+
+
 def assemble(plan: WindowPlan, window_states: Sequence[torch.Tensor]) -> torch.Tensor:
     """A text's embedding [lead + n + trail, D] (or [layers, ..., D]) from its windows' states.
 
     `window_states[k]` is window k's hidden states, [len_k, D] or [layers, len_k, D] (positions on
-    the second-to-last dim, len_k = plan.window_lengths[k]). One concatenation and one gather;
-    a single window is returned as it is (no copy: bit-identical to the unwindowed encoding).
+    the second-to-last dim, len_k = plan.window_lengths[k]). A single window is returned as it
+    is (no copy: bit-identical to the unwindowed encoding); otherwise each row is copied from
+    the window that serves it (`WindowAssembly`).
     """
     if len(window_states) != plan.num_windows:
         raise ValueError(f"the plan has {plan.num_windows} windows but {len(window_states)} window states were given")
-    for k, (states, expected) in enumerate(zip(window_states, plan.window_lengths)):
-        if states.dim() < 2 or states.shape[-2] != expected:
-            raise ValueError(
-                f"window {k}: states of shape {tuple(states.shape)}, expected {expected} positions on dim -2 "
-                f"({plan.num_lead} leading specials + {expected - plan.num_lead - plan.num_trail} content tokens "
-                f"+ {plan.num_trail} trailing specials)"
-            )
+    assembly = WindowAssembly(plan)
     if plan.is_single:
+        assembly.check(0, window_states[0])
         return window_states[0]
-    stacked = torch.cat(list(window_states), dim=-2)
-    index = torch.tensor(plan.flat_index, device=stacked.device)  # a copy: the plan's array is read-only
-    return stacked.index_select(-2, index)
+    for k, states in enumerate(window_states):
+        assembly.add(k, states)
+    return assembly.result()

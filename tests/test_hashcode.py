@@ -6,7 +6,7 @@ from bertscore.hashcode import ScoreSettings
 
 BASE = ScoreSettings(
     model="roberta-large", revision=None, num_layers=17, all_layers=False, idf="no-idf", rescale="",
-    max_length=512, prefix_space=True, dtype="float32", device="cpu", version="0.1.0",
+    max_length=512, long_texts="truncate", prefix_space=True, dtype="float32", device="cpu", version="0.1.0",
     transformers_version="5.0.0", torch_version="2.13.0",
 )
 
@@ -20,7 +20,7 @@ def test_format_extends_the_official_one():
 def test_every_setting_changes_the_hash():
     changes = dict(
         model="roberta-base", revision="abc", num_layers=16, all_layers=True, idf="idf", rescale="rescaled-en",
-        max_length=256, prefix_space=False, dtype="bfloat16", device="cuda", version="0.2.0",
+        max_length=256, long_texts="window=510/255", prefix_space=False, dtype="bfloat16", device="cuda", version="0.2.0",
         transformers_version="5.1.0", torch_version="2.14.0",
     )
     # A field added to ScoreSettings without a change here fails: every field must reach the hash.
@@ -30,3 +30,10 @@ def test_every_setting_changes_the_hash():
         text = dataclasses.replace(BASE, **{field: value}).hashcode()
         assert text not in seen, field
         seen.add(text)
+
+
+def test_window_settings_are_named_and_told_apart():
+    window = dataclasses.replace(BASE, long_texts="window=510/255").hashcode()
+    assert "_maxlen=512_window=510/255_" in window
+    assert "window" not in BASE.hashcode()  # the default (truncate) keeps the hash it always had
+    assert window != dataclasses.replace(BASE, long_texts="window=510/100").hashcode()
