@@ -1,0 +1,393 @@
+"""Long texts: does scoring whole documents help, and what does it cost? (issue 8)
+
+1. Correlation. WMT17 to-English system outputs (../shared/data/wmt17/syslevel): the first
+   --docs x --segments-per-doc segments of each system (sid order) are joined, --segments-per-doc
+   at a time, into pseudo-documents (consecutive segments, most past 1,000 MiniLM tokens), and
+   so are the references. Each system is scored by its mean document F1 with (a) the default
+   long_texts="truncate" (every document cut at 510 content tokens) and (b) long_texts="window"
+   (whole documents, windows of 510 every 255), and by (c) the usual mean of sentence-level F1
+   over the same segments. Then the system-level Pearson r with the human DA score
+   (DA-syslevel.csv), per language pair. Per-segment scores of benchmarks/system_level.py are
+   reused when its cache (--sentence-cache) holds them for the same scorer hash and texts.
+2. Resources. One pair of texts of about 1k, 10k and 30k tokens (real WMT17 text: a system's
+   output against the references, consecutive segments), scored with window vs truncate, each
+   in a fresh subprocess: seconds (total, and in the encoder), peak RSS of the process.
+
+MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 10] [--threads 1]
+        [--sentence-cache ../stats/benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
+
+Writes benchmarks/results/long_texts.md and long_texts.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results"
+SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
+PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
+READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
+SIMD_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "neon", "sve")
+RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
+RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
+
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+import torch
+torch.set_num_threads({threads})
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.embed import Embedder
+mode = sys.argv[1]
+pair = json.loads(open(sys.argv[2], encoding="utf-8").read())
+encoder_seconds = [0.0]
+forward = Embedder._forward
+def timed(self, batch_ids):
+    start = time.perf_counter()
+    try:
+        return forward(self, batch_ids)
+    finally:
+        encoder_seconds[0] += time.perf_counter() - start
+Embedder._forward = timed
+def maxrss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", long_texts=mode)
+scorer.score(["warm up"], ["warm up the encoder"])
+store = scorer.tokenize([pair["candidate"], pair["reference"]])
+lengths = [store.content_length(t.strip()) for t in (pair["candidate"], pair["reference"])]
+encoder_seconds[0] = 0.0
+before = maxrss()
+start = time.perf_counter()
+notes = []
+P, R, F = scorer.score([pair["candidate"]], [pair["reference"]], notes=notes)
+seconds = time.perf_counter() - start
+print(json.dumps({{"mode": mode, "content_tokens": lengths, "seconds": seconds, "encoder_seconds": encoder_seconds[0],
+                  "rss_before_bytes": before, "peak_rss_bytes": maxrss(), "f1": float(F[0]), "hash": scorer.hash,
+                  "truncation_note": bool(notes)}}))
+"""
+
+
+# ----- data ----------------------------------------------------------------------------------------
+def load_data(data: Path):
+    import pandas as pd
+
+    folder = data / "wmt17" / "syslevel"
+    names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz", "DA-syslevel.csv"]
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        sys.exit(f"error: {', '.join(missing)} not found under {folder}; pass --data /path/to/shared/data")
+    outputs = pd.read_csv(folder / names[0], **READ)
+    references = pd.read_csv(folder / names[1], **READ)
+    human = pd.read_csv(folder / names[2], sep=" ")
+    return outputs, references, human
+
+
+def system_rows(outputs, lp: str, system: str):
+    rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
+    return rows.assign(order=rows.sid.astype(int)).sort_values("order")
+
+
+def documents(texts: list[str], size: int) -> list[str]:
+    """Consecutive texts joined `size` at a time (the last document may be shorter)."""
+    return [" ".join(t.strip() for t in texts[i:i + size]) for i in range(0, len(texts), size)]
+
+
+def digest(texts: list[str]) -> str:
+    """As benchmarks/system_level.py fingerprints a system's candidates and references."""
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+
+
+def cached_sentence_scores(cache: Path, lp: str, system: str, texts_digest: str, count: int):
+    """Per-segment F1 of benchmarks/system_level.py (all segments, sid order) and the hash they
+    were computed with, if cached for these texts (fp32, MiniLM default layer); None otherwise."""
+    import numpy as np
+
+    path = cache / lp / f"{system}.float32.{count}.npz"
+    if not path.is_file():
+        return None
+    with np.load(path) as stored:
+        meta = json.loads(str(stored["meta"]))
+        if meta.get("digest") != texts_digest or "all-MiniLM-L6-v2" not in meta.get("hash", ""):
+            return None
+        return stored["F"].astype(np.float64), meta["hash"]
+
+
+# ----- 1. correlation ----------------------------------------------------------------------------------
+def correlation(args) -> dict:
+    import numpy as np
+    from scipy.stats import pearsonr
+
+    from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+    from bertscore.embed import EmbeddingCache
+
+    outputs, references, human_table = load_data(args.data)
+    segments = args.docs * args.segments_per_doc
+    cache = EmbeddingCache(1 << 30)  # one cache: a window-mode document reuses its truncated window 0
+    scorers = {
+        "truncate": BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", cache=cache),
+        "window": BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", cache=cache, long_texts="window"),
+    }
+    sentence_scorer = scorers["truncate"]
+    per_pair, lengths, reused, computed = [], [], 0, 0
+    spot_checks: list[float] = []
+    cached_hashes: set[str] = set()
+    started = time.perf_counter()
+    for lp in args.lps:
+        pair_human = human_table[human_table.LP == lp]
+        human = dict(zip(pair_human.SYSTEM, pair_human.HUMAN.astype(float)))
+        systems = [name for name in outputs[outputs.lp == lp].sys.unique() if name in human]
+        refs_by_sid = references[references.lp == lp].set_index("sid")["reference"]
+        rows = {}
+        for system in systems:
+            ordered = system_rows(outputs, lp, system)
+            cands_all = ordered.candidate.tolist()
+            refs_all = refs_by_sid.loc[ordered.sid].tolist()
+            cands, refs = cands_all[:segments], refs_all[:segments]
+            cand_docs, ref_docs = documents(cands, args.segments_per_doc), documents(refs, args.segments_per_doc)
+            doc_f1 = {}
+            for mode, scorer in scorers.items():
+                notes: list[str] = []
+                doc_f1[mode] = float(scorer.score(cand_docs, ref_docs, notes=notes)[2].mean())
+            found = cached_sentence_scores(args.sentence_cache, lp, system, digest(cands_all + refs_all),
+                                           len(cands_all))
+            if found is not None:
+                # The cache may come from another code version (its hash then differs in format):
+                # reuse it only if a spot check of the first document's segments agrees.
+                f1, cached_hash = found
+                check = args.segments_per_doc
+                fresh = sentence_scorer.score(cands[:check], refs[:check])[2].double().numpy()
+                deviation = float(np.abs(fresh - f1[:check]).max())
+                spot_checks.append(deviation)
+                cached_hashes.add(cached_hash)
+                found = None if deviation > 1e-5 else found
+            if found is not None:
+                reused += 1
+                sentence = float(f1[:segments].mean())
+            else:
+                computed += 1
+                sentence = float(sentence_scorer.score(cands, refs)[2].double().mean())
+            store = sentence_scorer.tokenize(cand_docs + ref_docs)
+            lengths += [store.content_length(d.strip()) for d in cand_docs + ref_docs]
+            rows[system] = {"human": human[system], "truncate": doc_f1["truncate"], "window": doc_f1["window"],
+                            "sentence": sentence}
+            print(f"{lp} {system}: " + ", ".join(f"{k} {v:.4f}" for k, v in rows[system].items()), flush=True)
+        da = np.array([rows[s]["human"] for s in systems])
+        summary = {"lp": lp, "systems": len(systems)}
+        for measure in ("truncate", "window", "sentence"):
+            summary[measure] = float(pearsonr([rows[s][measure] for s in systems], da)[0])
+        per_pair.append({"summary": summary, "systems": rows})
+        print(json.dumps(summary), flush=True)
+    lengths_array = np.array(lengths)
+    return {
+        "docs_per_system": args.docs, "segments_per_doc": args.segments_per_doc, "segments_per_system": segments,
+        "pairs": per_pair,
+        "mean": {m: float(np.mean([p["summary"][m] for p in per_pair])) for m in ("truncate", "window", "sentence")},
+        "document_tokens": {"mean": float(lengths_array.mean()), "median": float(np.median(lengths_array)),
+                            "min": int(lengths_array.min()), "max": int(lengths_array.max()),
+                            "share_over_1000": float((lengths_array > 1000).mean()),
+                            "share_over_510": float((lengths_array > 510).mean())},
+        "hashes": {mode: scorer.hash for mode, scorer in scorers.items()},
+        "sentence_scores": {"reused_from_cache": reused, "computed": computed, "cache": str(args.sentence_cache),
+                            "spot_check_max_abs_diff": max(spot_checks, default=None),
+                            "cached_hashes": sorted(cached_hashes)},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+# ----- 2. resources ----------------------------------------------------------------------------------------
+def resource_pairs(data: Path, lengths: tuple[int, ...]) -> dict[int, dict]:
+    """For each length, a (candidate, reference) pair of about that many MiniLM content tokens:
+    consecutive segments of one system's output and the matching references."""
+    from bertscore import EMBEDDED_MODEL_NAME
+    from bertscore.models import load_model
+
+    outputs, references, _ = load_data(data)
+    lp, system = RESOURCE_SOURCE
+    ordered = system_rows(outputs, lp, system)
+    refs_by_sid = references[references.lp == lp].set_index("sid")["reference"]
+    cands, refs = ordered.candidate.tolist(), refs_by_sid.loc[ordered.sid].tolist()
+    model = load_model(EMBEDDED_MODEL_NAME)
+    counts = [len(ids) for ids in model.content_ids(refs)]
+    pairs = {}
+    for length in lengths:
+        total, take = 0, 0
+        while total < length and take < len(refs):
+            total += counts[take]
+            take += 1
+        pairs[length] = {"candidate": " ".join(c.strip() for c in cands[:take]),
+                         "reference": " ".join(r.strip() for r in refs[:take]), "segments": take}
+    return pairs
+
+
+def resources(args) -> list[dict]:
+    import tempfile
+
+    results = []
+    pairs = resource_pairs(args.data, RESOURCE_LENGTHS)
+    with tempfile.TemporaryDirectory() as folder:
+        for length in RESOURCE_LENGTHS:
+            pair_file = Path(folder) / f"pair{length}.json"
+            pair_file.write_text(json.dumps(pairs[length]), encoding="utf-8")
+            for mode in ("truncate", "window"):
+                code = CHILD.format(root=str(ROOT), threads=args.threads)
+                done = subprocess.run([sys.executable, "-c", code, mode, str(pair_file)], capture_output=True,
+                                      text=True, timeout=3600)
+                if done.returncode != 0:
+                    sys.exit(f"error: the {mode} run on {length} tokens failed:\n{done.stderr[-3000:]}")
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                result.update(target_tokens=length, segments=pairs[length]["segments"])
+                results.append(result)
+                print(json.dumps(result), flush=True)
+    return results
+
+
+# ----- report ------------------------------------------------------------------------------------------------
+def machine(threads: int) -> dict:
+    import platform
+
+    import torch
+    import transformers
+
+    from bertscore.devices import cpu_flags, cpu_model
+
+    flags = cpu_flags()
+    return {"cpu_model": cpu_model(), "simd_flags": [f for f in SIMD_FLAGS if f in flags],
+            "logical_cpus": os.cpu_count(), "torch_threads": threads, "torch": torch.__version__.split("+")[0],
+            "transformers": transformers.__version__, "python": platform.python_version()}
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1e}"
+
+
+def render(result: dict) -> str:
+    m = result["machine"]
+    lines = [
+        "# Long texts: truncate vs window (issue 8)",
+        "",
+        f"Reproduce: `{result['command']}` (data: ../shared/data/wmt17/syslevel, read-only). "
+        f"Model `sentence-transformers/all-MiniLM-L6-v2` (embedded), default layer 6, F1, no idf, fp32, CPU.",
+        f"Machine: {m['cpu_model']} ({', '.join(m['simd_flags'])}), {m['logical_cpus']} logical CPUs shared with "
+        f"other sessions, torch {m['torch_threads']} thread(s) (2 threads measured ~6x slower than 1 on this "
+        f"oversubscribed machine); torch {m['torch']}, transformers {m['transformers']}. This run took "
+        f"{result['seconds']:,.0f} s.",
+    ]
+    corr = result.get("correlation")
+    if corr:
+        t = corr["document_tokens"]
+        lines += [
+            "",
+            "## Does it help? System-level Pearson r with human DA, WMT17 to-English",
+            "",
+            f"Pseudo-documents: {corr['segments_per_doc']} consecutive segments (sid order), the first "
+            f"{corr['docs_per_system']} documents ({corr['segments_per_system']} segments) of every system with a DA "
+            f"score, and of the references. **Subsampled** to fit about 30 minutes of this shared CPU: all systems, "
+            f"but the first {corr['segments_per_system']} segments of each (of 2,001-3,007); every measure below "
+            f"sees the same segments. Document length (MiniLM content tokens): mean {t['mean']:,.0f}, median "
+            f"{t['median']:,.0f}, {t['min']:,}-{t['max']:,}; {t['share_over_1000']:.0%} past 1,000 tokens, "
+            f"{t['share_over_510']:.0%} past the 510-token limit.",
+            "",
+            "| pair | systems | (a) documents, truncate | (b) documents, window | (c) mean sentence F1 |",
+            "|---|---|---|---|---|",
+        ]
+        for p in corr["pairs"]:
+            s = p["summary"]
+            lines.append(f"| {s['lp']} | {s['systems']} | {s['truncate']:.3f} | {s['window']:.3f} | {s['sentence']:.3f} |")
+        mean = corr["mean"]
+        lines += [
+            f"| **mean** | {sum(p['summary']['systems'] for p in corr['pairs'])} | **{mean['truncate']:.3f}** | "
+            f"**{mean['window']:.3f}** | **{mean['sentence']:.3f}** |",
+            "",
+            f"Hashes: truncate `{corr['hashes']['truncate']}`; window `{corr['hashes']['window']}`. Sentence-level "
+            f"scores: {corr['sentence_scores']['reused_from_cache']} systems reused from the cache of "
+            f"benchmarks/system_level.py (same texts; a spot check rescoring each system's first document's "
+            f"segments agreed to {_maybe(corr['sentence_scores']['spot_check_max_abs_diff'])}), "
+            f"{corr['sentence_scores']['computed']} computed here. "
+            f"Correlation part: {corr['seconds']:,.0f} s.",
+        ]
+    res = result.get("resources")
+    if res:
+        lines += [
+            "",
+            "## Cost: one pair of long texts",
+            "",
+            f"A system output ({RESOURCE_SOURCE[1]}, {RESOURCE_SOURCE[0]}) against the references, consecutive "
+            "segments up to the length; each run in a fresh subprocess (`BERTScorer`, default cache; the encoder "
+            "warmed up on one short pair first). Peak RSS is the whole process (Python, torch, the model: "
+            "'before' is the peak after loading).",
+            "",
+            "| tokens (cand / ref) | mode | seconds | encoder s | encoder s per 1k tokens | RSS before | peak RSS | F1 |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in res:
+            c, rr = r["content_tokens"]
+            per_k = r["encoder_seconds"] / ((c + rr) / 1000)
+            lines.append(
+                f"| {c:,} / {rr:,} | {r['mode']} | {r['seconds']:.1f} | {r['encoder_seconds']:.1f} | {per_k:.2f} | "
+                f"{r['rss_before_bytes'] / 2**20:,.0f} MiB | {r['peak_rss_bytes'] / 2**20:,.0f} MiB | {r['f1']:.4f} |"
+            )
+        lines += [
+            "",
+            "Truncate encodes 512 tokens per text whatever its length (and notes the cut); window encodes about "
+            "2x the text (windows of 510 every 255), so its encoder time per 1k tokens stays flat: linear in "
+            "length. Pairs too large for one similarity matrix are matched over 64 MB tiles.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
+    parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--docs", type=int, default=10, help="pseudo-documents per system")
+    parser.add_argument("--segments-per-doc", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--sentence-cache", type=Path, default=SENTENCE_CACHE,
+                        help="benchmarks/system_level.py's per-segment cache (reused when hash and texts match)")
+    parser.add_argument("--skip-correlation", action="store_true")
+    parser.add_argument("--skip-resources", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    args.lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
+    unknown = [lp for lp in args.lps if lp not in PAIRS]
+    if unknown:
+        parser.error(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    options = sys.argv[1:] if argv is None else argv
+    result: dict = {"command": " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py", *options]),
+                    "machine": machine(args.threads)}
+    if not args.skip_resources:
+        result["resources"] = resources(args)
+    if not args.skip_correlation:
+        result["correlation"] = correlation(args)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "long_texts.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "long_texts.md").write_text(render(result))
+    print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
