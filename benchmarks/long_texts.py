@@ -15,7 +15,7 @@
 
 MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 10] [--threads 1]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
         [--sentence-cache ../stats/benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
 
 Writes benchmarks/results/long_texts.md and long_texts.json.
@@ -356,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
-    parser.add_argument("--docs", type=int, default=10, help="pseudo-documents per system")
-    parser.add_argument("--segments-per-doc", type=int, default=40)
+    parser.add_argument("--docs", type=int, default=8, help="pseudo-documents per system (the first ones)")
+    parser.add_argument("--segments-per-doc", type=int, default=48, help="consecutive segments per document")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--sentence-cache", type=Path, default=SENTENCE_CACHE,
                         help="benchmarks/system_level.py's per-segment cache (reused when hash and texts match)")
