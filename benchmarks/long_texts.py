@@ -38,13 +38,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine import machine_info, machine_line  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
 SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
-SIMD_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "neon", "sve")
 RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
@@ -259,35 +261,19 @@ def resources(args) -> list[dict]:
 
 
 # ----- report ------------------------------------------------------------------------------------------------
-def machine(threads: int) -> dict:
-    import platform
-
-    import torch
-    import transformers
-
-    from bertscore.devices import cpu_flags, cpu_model
-
-    flags = cpu_flags()
-    return {"cpu_model": cpu_model(), "simd_flags": [f for f in SIMD_FLAGS if f in flags],
-            "logical_cpus": os.cpu_count(), "torch_threads": threads, "torch": torch.__version__.split("+")[0],
-            "transformers": transformers.__version__, "python": platform.python_version()}
-
-
 def _maybe(value: float | None) -> str:
     return "-" if value is None else f"{value:.1e}"
 
 
 def render(result: dict) -> str:
-    m = result["machine"]
+    m = result["machine"]  # machine_info
     lines = [
         "# Long texts: truncate vs window (issue 8)",
         "",
         f"Reproduce: `{result['command']}` (data: ../shared/data/wmt17/syslevel, read-only). "
         f"Model `sentence-transformers/all-MiniLM-L6-v2` (embedded), default layer 6, F1, no idf, fp32, CPU.",
-        f"Machine: {m['cpu_model']} ({', '.join(m['simd_flags'])}), {m['logical_cpus']} logical CPUs shared with "
-        f"other sessions, torch {m['torch_threads']} thread(s) (2 threads measured ~6x slower than 1 on this "
-        f"oversubscribed machine); torch {m['torch']}, transformers {m['transformers']}. This run took "
-        f"{result['seconds']:,.0f} s.",
+        machine_line(m) + " The CPUs are shared with other sessions: one torch thread (2 threads measured ~6x "
+        f"slower than 1 on this oversubscribed machine). This run took {result['seconds']:,.0f} s.",
     ]
     corr = result.get("correlation")
     if corr:
@@ -376,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     options = sys.argv[1:] if argv is None else argv
     result: dict = {"command": " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py", *options]),
-                    "machine": machine(args.threads)}
+                    "machine": machine_info(args.threads)}
     if not args.skip_resources:
         result["resources"] = resources(args)
     if not args.skip_correlation:
