@@ -202,7 +202,7 @@ def compare_systems(
     `bootstrap_ci(scores)` and `paired_bootstrap(baseline, scores)` with the same seed.
     method="permutation" (default, calibrated): p from `paired_permutation` with `n_resamples`
     (default 10000) selectors, shared by every system as in sacrebleu --paired-ar; the intervals
-    come from `ci_resamples` bootstrap draws with the same seed.
+    (of each mean and of each difference) come from `ci_resamples` bootstrap draws, same seed.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
@@ -301,7 +301,8 @@ def _permutation_exceedances(diffs: np.ndarray, observed: np.ndarray, n_resample
     """Per row of `diffs` [m, n] (= b - a): how many randomizations exceed `observed` [m].
 
     Swapping the systems on the selected segments turns mean(a') - mean(b') into
-    (sum(d) - 2 * sum(d over selected)) / n; all rows share the same selectors.
+    (sum(d) - 2 * sum(d over selected)) / n; all rows share the same selectors. A block of
+    selectors is summed a slice of segments at a time, so memory stays bounded for long corpora.
     """
     m, n = diffs.shape
     totals = diffs.sum(axis=1)
@@ -310,10 +311,15 @@ def _permutation_exceedances(diffs: np.ndarray, observed: np.ndarray, n_resample
     as_float = None
     for selectors in _selector_blocks(n, n_resamples, seed):
         if as_float is None:
-            as_float = np.empty(selectors.shape)
-        block = as_float[: len(selectors)]
-        np.copyto(block, selectors)
-        statistics = np.abs(totals - 2.0 * (block @ diffs.T)) / n
+            as_float = np.empty((len(selectors), min(n, max(1, BLOCK_ELEMENTS // len(selectors)))))
+        rows, columns = len(selectors), as_float.shape[1]
+        selected_sums = np.zeros((rows, m))
+        for start in range(0, n, columns):
+            part = selectors[:, start:start + columns]
+            block = as_float[:rows, : part.shape[1]]
+            np.copyto(block, part)
+            selected_sums += block @ diffs[:, start:start + columns].T
+        statistics = np.abs(totals - 2.0 * selected_sums) / n
         counts += np.count_nonzero(statistics > thresholds, axis=0)
     return counts
 
