@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 import tracemalloc
@@ -29,30 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import stats  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
 TARGET_SECONDS = 3.0
-SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16")
-
-
-def machine() -> dict:
-    model, flags = platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return {
-        "cpu_model": model,
-        "logical_cpus": os.cpu_count(),
-        "simd_flags": [flag for flag in SIMD_FLAGS if flag in flags],
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
 
 
 def synthetic_scores(segments: int, systems: int, seed: int = 0) -> np.ndarray:
@@ -124,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
 
     result = {
-        "command": f"python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} --rounds {args.rounds}",
+        "command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} --rounds {args.rounds}",
         "segments": args.segments,
         "resamples": r,
         "rounds": args.rounds,
         "block_elements": stats.BLOCK_ELEMENTS,
         "rows": rows,
-        "machine": {**machine(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {**machine_info(), "numpy": np.__version__,
+                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "stats_speed.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -149,9 +130,8 @@ def render(result: dict) -> str:
         f"{result['segments']:,} segments per system, {result['resamples']:,} resamples unless stated; best of "
         f"{result['rounds']} rounds (all rounds listed); random draws in blocks of about "
         f"{result['block_elements']:,} numbers.",
-        f"Machine: {m['cpu_model']}, {m['logical_cpus']} logical CPUs (shared with other work), "
-        f"flags {' '.join(m['simd_flags'])}; numpy {m['numpy']}, Python {m['python']}; load average at the end "
-        f"{tuple(m['load_average_at_end'])}.",
+        machine_line(m) + f" numpy {m['numpy']}; the 2 cores are shared with other work (load average at the "
+        f"end {tuple(m['load_average_at_end'])}).",
         "",
         "| call | seconds (best) | CPU s | all rounds (s) | peak allocated (MiB) | one-shot arrays would need (MiB) | target |",
         "|---|---|---|---|---|---|---|",

@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
@@ -256,24 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         "scoring_seconds": round(sum(s["scoring_seconds"] for s in summaries), 1),
         "seconds_this_run": round(time.perf_counter() - started, 1),
         "pairs": per_pair,
-        "versions": {"torch": torch.__version__, "numpy": np.__version__},
-        "cpu": _cpu_model(),
+        "machine": {**machine_info(), "numpy": np.__version__},
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "system_level.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "system_level.md").write_text(render(result))
     print(render(result))
     return 0
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def render(r: dict) -> str:
@@ -287,8 +277,8 @@ def render(r: dict) -> str:
         "",
         f"Model `{r['model']}` (embedded), default layer, F1, no idf, no rescaling, {r['dtype']}; scorer hash "
         f"`{', '.join(r['hash'])}`. {t['segments']:,} segments of {t['systems']} systems scored in {r['scoring_seconds']:,.0f} s "
-        f"({r['cpu']}, {s['threads']} threads, shared machine; per-segment scores cached, this run took "
-        f"{r['seconds_this_run']:,.0f} s).",
+        f"(on 2 cores shared with other work; per-segment scores cached, this run took {r['seconds_this_run']:,.0f} s).",
+        machine_line(r["machine"]),
         f"Intervals: 95% percentile bootstrap of the mean, {s['n_resamples']:,} resamples, seed {s['seed']}. Paired tests "
         f"on every pair of systems of a language pair: permutation (approximate randomization, "
         f"{s['n_permutations']:,} randomizations) and sacrebleu's paired bootstrap ({s['n_resamples']:,} resamples); "
