@@ -8,6 +8,8 @@ lists or torch tensors), a `seed`, and returns a small frozen dataclass with `to
 - `paired_bootstrap` / `paired_permutation`: sacrebleu's paired bootstrap resampling (Koehn 2004)
   and approximate randomization tests (its `significance` module), for a metric that is the mean
   of its segment scores: same random draws for the same seed, same statistic, same p-value.
+  The permutation p is calibrated; the bootstrap p behaves one-sided (see `paired_bootstrap`).
+  Intervals are scipy's percentile ones, not sacrebleu's (it takes order statistics n//40 apart).
 - `compare_systems`: several systems against a baseline, one row each, in input order.
 
 Random draws follow sacrebleu exactly and are made in blocks of rows so memory stays bounded
