@@ -1,0 +1,159 @@
+"""Speed and memory of bertscore.stats at corpus scale (pure numpy, no model).
+
+Each function runs on N per-segment scores (default 100,000; drawn from the real WMT17 F1 values
+of tests/data plus noise: the values do not change the cost) with 1,000 resamples (the permutation
+test also at its default 10,000), best of --rounds; then once more under tracemalloc for the peak
+of memory it allocated (numpy reports its buffers to tracemalloc). The one-shot alternative
+(all indices and gathered scores at once, as sacrebleu does) is shown as the memory it would need.
+
+    .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
+
+Writes benchmarks/results/stats_speed.md and stats_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bertscore import stats  # noqa: E402
+from machine import machine_info, machine_line  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
+TARGET_SECONDS = 3.0
+
+
+def synthetic_scores(segments: int, systems: int, seed: int = 0) -> np.ndarray:
+    """[systems, segments]: real F1 values resampled as segment difficulty, plus system noise."""
+    columns = np.loadtxt(FIXTURE, delimiter="\t", skiprows=1)[:, 1:]
+    rng = np.random.default_rng(seed)
+    difficulty = rng.choice(columns.ravel(), size=segments)
+    noise = rng.normal(0.0, 0.03, size=(systems, segments)) + np.linspace(0, 0.002, systems)[:, None]
+    return np.clip(difficulty + noise, 0.0, 1.0)
+
+
+def time_rounds(call: Callable[[], object], rounds: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    for _ in range(rounds):
+        wall, cpu = time.perf_counter(), time.process_time()
+        call()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return walls, cpus
+
+
+def peak_mib(call: Callable[[], object]) -> float:
+    tracemalloc.start()
+    call()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--segments", type=int, default=100_000)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    scores = synthetic_scores(args.segments, 5)
+    a, b = scores[0], scores[1]
+    systems = {f"system{i}": row for i, row in enumerate(scores)}
+    r, n = args.resamples, args.segments
+    indices = gathered = 8 * r * n  # one-shot int64 indices; one gathered float64 copy per system
+    selectors = 2 * 10000 * n  # sacrebleu's pos_sel and neg_sel booleans for 10,000 randomizations
+    cases = [
+        ("bootstrap_ci", f"bootstrap_ci(scores, n_resamples={r})", lambda: stats.bootstrap_ci(a, r),
+         indices + gathered, True),
+        ("paired_bootstrap", f"paired_bootstrap(a, b, n_resamples={r})", lambda: stats.paired_bootstrap(a, b, r),
+         indices + 2 * gathered, True),
+        ("paired_permutation", f"paired_permutation(a, b, n_resamples={r})",
+         lambda: stats.paired_permutation(a, b, r), 2 * r * n, False),
+        ("paired_permutation_default", "paired_permutation(a, b) (10,000 randomizations)",
+         lambda: stats.paired_permutation(a, b), selectors, False),
+        ("compare_systems_bootstrap", f"compare_systems(5 systems, method='bootstrap', n_resamples={r})",
+         lambda: stats.compare_systems(systems, method="bootstrap", n_resamples=r), indices + 5 * gathered, False),
+        ("compare_systems_permutation", f"compare_systems(5 systems) (permutation 10,000 + intervals {r})",
+         lambda: stats.compare_systems(systems, ci_resamples=r), selectors + indices + 5 * gathered, False),
+    ]
+    rows = []
+    for key, label, call, one_shot_bytes, targeted in cases:
+        walls, cpus = time_rounds(call, args.rounds)
+        best = min(walls)
+        row = {
+            "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
+            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(peak_mib(call), 1),
+            "one_shot_mib": round(one_shot_bytes / 2**20, 1),
+            "target_seconds": TARGET_SECONDS if targeted else None,
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    result = {
+        "command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} --rounds {args.rounds}",
+        "segments": args.segments,
+        "resamples": r,
+        "rounds": args.rounds,
+        "block_elements": stats.BLOCK_ELEMENTS,
+        "rows": rows,
+        "machine": {**machine_info(), "numpy": np.__version__,
+                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "stats_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "stats_speed.md").write_text(render(result))
+    print(render(result))
+    return 0
+
+
+def render(result: dict) -> str:
+    m = result["machine"]
+    lines = [
+        "# bertscore.stats: speed and memory at corpus scale",
+        "",
+        f"Reproduce: `{result['command']}`",
+        "",
+        f"{result['segments']:,} segments per system, {result['resamples']:,} resamples unless stated; best of "
+        f"{result['rounds']} rounds (all rounds listed); random draws in blocks of about "
+        f"{result['block_elements']:,} numbers.",
+        machine_line(m) + f" numpy {m['numpy']}; the 2 cores are shared with other work (load average at the "
+        f"end {tuple(m['load_average_at_end'])}).",
+        "",
+        "| call | seconds (best) | CPU s | all rounds (s) | peak allocated (MiB) | one-shot arrays would need (MiB) | target |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
+        target = "-" if row["target_seconds"] is None else (
+            f"< {row['target_seconds']:g} s: {'met' if row['seconds_best'] < row['target_seconds'] else 'NOT met'}")
+        lines.append(
+            f"| `{row['call']}` | {row['seconds_best']:.2f} | {row['cpu_seconds_best_round']:.2f} | "
+            f"{', '.join(f'{w:.2f}' for w in row['seconds_rounds'])} | {row['peak_mib']:.1f} | {row['one_shot_mib']:,.0f} | {target} |"
+        )
+    lines += [
+        "",
+        "Peak allocated: tracemalloc's peak during one call (numpy buffers included), inputs excluded. "
+        "One-shot: what drawing everything at once (as sacrebleu does) holds: the [resamples, segments] int64 "
+        "indices plus one gathered float64 copy per resampled system; for the permutation test its two "
+        "[randomizations, segments] boolean selector arrays (a lower bound: its matrix products convert them "
+        "to floats). CPU s: this process's own time (the wall time includes waiting for the shared cores).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+"""bertscore.stats against independent routes: scipy.stats.bootstrap / permutation_test,
+sacrebleu's significance formulas (a plain loop here, and sacrebleu's own functions), exact
+enumeration with fractions, and null simulations for calibration.
+
+Real scores: tests/data/wmt17_de-en_f1.tsv (400 WMT17 de-en segments, four systems, F1 of the
+embedded MiniLM; tests/data/make_wmt17_f1.py writes it), so nothing here needs ../shared.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import logging
+from fractions import Fraction
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bertscore import stats
+
+FIXTURE = Path(__file__).with_name("data") / "wmt17_de-en_f1.tsv"
+
+
+def read_fixture() -> dict[str, np.ndarray]:
+    with FIXTURE.open(newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    systems = [name for name in rows[0] if name != "sid"]
+    return {name: np.array([float(row[name]) for row in rows]) for name in systems}
+
+
+WMT = read_fixture()
+ONLINE_B, KIT, UEDIN, ONLINE_F = (WMT[name] for name in ("online-B.0", "KIT.4951", "uedin-nmt.4723", "online-F.0"))
+# Pairs with p-values spread from "clearly different" to "no evidence" (see the values in the tests).
+PAIRS = [(ONLINE_B, KIT), (ONLINE_B[:100], UEDIN[:100]), (KIT, UEDIN), (ONLINE_F[:60], KIT[:60])]
+
+
+# ----- sacrebleu's formulas for a mean-of-segments metric, written plainly --------------------------
+def sacrebleu_paired_bs_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    """sacrebleu.significance._paired_bs_test, one resample at a time."""
+    idxs = np.random.default_rng(seed).choice(len(a), size=(n_resamples, len(a)), replace=True)
+    observed = abs(np.mean(a) - np.mean(b))
+    sample_diffs = [abs(np.mean(b[row]) - np.mean(a[row])) for row in idxs]
+    centre = np.mean(sample_diffs)
+    count = sum(1 for diff in sample_diffs if diff - centre > observed)
+    return (count + 1) / (n_resamples + 1)
+
+
+def sacrebleu_paired_ar_p(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    """sacrebleu.significance._paired_ar_test, one randomization at a time."""
+    pos_sel = np.random.default_rng(seed).integers(2, size=(n_resamples, len(a)), dtype=bool)
+    observed = abs(np.mean(a) - np.mean(b))
+    count = 0
+    for keep in pos_sel:
+        shuffled_a = np.where(keep, a, b).mean()
+        shuffled_b = np.where(keep, b, a).mean()
+        count += abs(shuffled_a - shuffled_b) > observed
+    return (count + 1) / (n_resamples + 1)
+
+
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+@pytest.mark.parametrize("seed", [0, 12345])
+def test_paired_p_values_equal_sacrebleu_formulas(pair: int, seed: int) -> None:
+    a, b = PAIRS[pair]
+    assert stats.paired_bootstrap(a, b, 1000, seed=seed).p_value == sacrebleu_paired_bs_p(a, b, 1000, seed)
+    assert stats.paired_permutation(a, b, 4000, seed=seed).p_value == sacrebleu_paired_ar_p(a, b, 4000, seed)
+
+
+def test_p_values_cover_the_range() -> None:
+    """The pairs above are not all trivial: some significant, some not (else equality proves little)."""
+    p_values = [stats.paired_permutation(a, b, 4000).p_value for a, b in PAIRS]
+    assert min(p_values) < 0.01 and max(p_values) > 0.3
+
+
+class MeanOfSegments:
+    """A sacrebleu-style metric whose corpus score is the mean of per-segment scores.
+
+    Its "hypotheses" are the scores themselves; sufficient statistics are (score, 1) per segment.
+    """
+
+    def _extract_corpus_statistics(self, hypotheses, references):
+        return [[float(h), 1.0] for h in hypotheses]
+
+    def _aggregate_and_compute(self, statistics):
+        total, count = np.sum(np.asarray(statistics, dtype=float), axis=0)
+        return SimpleNamespace(score=total / count)
+
+    def _compute_score_from_stats(self, sums):
+        return SimpleNamespace(score=sums[0] / sums[1])
+
+
+@pytest.mark.parametrize("pair", [0, 1, 2])
+def test_paired_p_values_equal_sacrebleu_itself(pair: int) -> None:
+    """sacrebleu's own private test functions, fed per-segment scores through a mean metric."""
+    significance = pytest.importorskip("sacrebleu.significance")
+    a, b = PAIRS[pair]
+    metric = MeanOfSegments()
+    baseline = {"m": (metric._extract_corpus_statistics(a, None), significance.Result(float(np.mean(a))))}
+    seed = 12345
+    _, bs = significance._paired_bs_test(baseline, "b", list(b), None, {"m": metric}, n_samples=1000, seed=seed)
+    _, ar = significance._paired_ar_test(baseline, "b", list(b), None, {"m": metric}, n_samples=2000, seed=seed)
+    assert stats.paired_bootstrap(a, b, 1000, seed=seed).p_value == bs["m"].p_value
+    assert stats.paired_permutation(a, b, 2000, seed=seed).p_value == ar["m"].p_value
+
+
+# ----- random streams in blocks ---------------------------------------------------------------------
+@pytest.mark.parametrize("n", [7, 1000, 1001])
+def test_numpy_boolean_draws_continue_only_in_blocks_of_32_rows(n: int) -> None:
+    """The claim behind `_selector_blocks`: numpy buffers 32 random bits per call for booleans."""
+    one_shot = np.random.default_rng(1).integers(2, size=(96, n), dtype=bool)
+    rng = np.random.default_rng(1)
+    blocks_of_32 = np.concatenate([rng.integers(2, size=(rows, n), dtype=bool) for rows in (32, 64)])
+    rng = np.random.default_rng(1)
+    blocks_of_5 = np.concatenate([rng.integers(2, size=(rows, n), dtype=bool) for rows in (5, 91)])
+    assert np.array_equal(one_shot, blocks_of_32)
+    assert not np.array_equal(one_shot, blocks_of_5)
+
+
+@pytest.mark.parametrize("budget", [1, 50, 333, 1 << 20])
+@pytest.mark.parametrize("n", [7, 100])
+def test_blocks_reproduce_the_one_shot_draws(monkeypatch, budget: int, n: int) -> None:
+    monkeypatch.setattr(stats, "BLOCK_ELEMENTS", budget)
+    indices = np.concatenate(list(stats._index_blocks(n, 203, seed=5)))
+    assert np.array_equal(indices, np.random.default_rng(5).choice(n, size=(203, n)))
+    # scipy.stats.bootstrap draws integers(0, n, ...): the same indices.
+    assert np.array_equal(indices, np.random.default_rng(5).integers(0, n, size=(203, n)))
+    selectors = list(stats._selector_blocks(n, 203, seed=5))
+    assert np.array_equal(np.concatenate(selectors), np.random.default_rng(5).integers(2, size=(203, n), dtype=bool))
+    if budget < n * 64:
+        assert len(selectors) > 1  # several blocks were really drawn
+
+
+def test_results_do_not_depend_on_the_block_size(monkeypatch) -> None:
+    a, b = ONLINE_B, KIT
+    before = (stats.bootstrap_ci(a, 300), stats.paired_bootstrap(a, b, 300), stats.paired_permutation(a, b, 300))
+    monkeypatch.setattr(stats, "BLOCK_ELEMENTS", 1000)
+    after = (stats.bootstrap_ci(a, 300), stats.paired_bootstrap(a, b, 300), stats.paired_permutation(a, b, 300))
+    assert before == after
+
+
+# ----- scipy ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_bootstrap_ci_equals_scipy_given_the_same_indices(confidence: float, seed: int) -> None:
+    scores = ONLINE_B
+    ours = stats.bootstrap_ci(scores, 2000, confidence, seed=seed)
+    theirs = scipy.stats.bootstrap(
+        (scores,), np.mean, n_resamples=2000, confidence_level=confidence, method="percentile",
+        rng=np.random.default_rng(seed), vectorized=True,
+    )
+    # Same indices -> bit-identical resampled means; the interval differs at most by float
+    # rounding of the interpolation (numpy's quantile vs scipy's, one ulp).
+    assert np.array_equal(stats._resampled_means(scores[None], 2000, seed)[0], theirs.bootstrap_distribution)
+    assert ours.low == pytest.approx(theirs.confidence_interval.low, rel=1e-15, abs=0)
+    assert ours.high == pytest.approx(theirs.confidence_interval.high, rel=1e-15, abs=0)
+    assert ours.stderr == theirs.standard_error
+    assert ours.mean == np.mean(scores)
+
+
+@pytest.mark.parametrize("system", ["online-B.0", "online-F.0"])
+def test_bootstrap_ci_agrees_with_scipy_on_independent_draws(system: str) -> None:
+    scores = WMT[system]
+    ours = stats.bootstrap_ci(scores, 20000, 0.95, seed=0)
+    theirs = scipy.stats.bootstrap(
+        (scores,), np.mean, n_resamples=20000, method="percentile", rng=np.random.default_rng(2024), vectorized=True,
+    ).confidence_interval
+    width = ours.high - ours.low
+    for mine, scipys in ((ours.low, theirs.low), (ours.high, theirs.high)):
+        assert abs(mine - scipys) < 0.003
+        # Tighter: the Monte-Carlo error of a bound is ~1% of the width here; a wrong confidence
+        # level (90% for 95%) moves a bound by ~8% of the width.
+        assert abs(mine - scipys) < 0.05 * width
+
+
+def _scipy_permutation_p(a: np.ndarray, b: np.ndarray, n_resamples: float, seed: int) -> float:
+    def gap(x, y, axis):
+        return np.abs(np.mean(y, axis=axis) - np.mean(x, axis=axis))
+
+    return scipy.stats.permutation_test(
+        (a, b), gap, permutation_type="samples", vectorized=True, n_resamples=n_resamples,
+        alternative="greater", rng=np.random.default_rng(seed),
+    ).pvalue
+
+
+@pytest.mark.parametrize("pair", [0, 1, 2])
+def test_paired_permutation_agrees_with_scipy_permutation_test(pair: int) -> None:
+    a, b = PAIRS[pair]
+    ours = stats.paired_permutation(a, b, 10000, seed=0).p_value
+    theirs = _scipy_permutation_p(a, b, 10000, seed=99)
+    # Two independent Monte-Carlo estimates of one p: 4 standard deviations of their difference.
+    tolerance = 4 * np.sqrt(2 * theirs * (1 - theirs) / 10000) + 2 / 10001
+    assert abs(ours - theirs) <= tolerance
+
+
+def test_paired_permutation_agrees_with_the_exact_test() -> None:
+    a, b = KIT[:12], UEDIN[:12]  # 4096 swap patterns: scipy enumerates them all
+    exact = _scipy_permutation_p(a, b, np.inf, seed=0)
+    ours = stats.paired_permutation(a, b, 20000, seed=0).p_value
+    assert 0.01 < exact < 0.99  # not a trivial p (it is 0.045 here)
+    # scipy counts the observed pattern and its mirror (>=); sacrebleu's rule does not (>).
+    assert abs(ours - (exact - 2 / 4096)) <= 4 * np.sqrt(exact * (1 - exact) / 20000)
+
+
+def test_ties_follow_exact_arithmetic() -> None:
+    """A swap pattern whose statistic equals the observed one only up to float rounding is a tie.
+
+    Four segments: p by enumerating the 16 patterns in exact fractions (sacrebleu's strict >);
+    without the tie tolerance the observed pattern's rounding error would add about 1/16.
+    """
+    a_text, b_text = ["0.1", "0.7", "0.3", "0.2"], ["0.3", "0.4", "0.6", "0.25"]
+    fa, fb = [Fraction(x) for x in a_text], [Fraction(x) for x in b_text]
+    observed = abs(sum(fa) - sum(fb)) / 4
+    exceed = 0
+    for keep in itertools.product([True, False], repeat=4):
+        shuffled_a = sum(x if k else y for k, x, y in zip(keep, fa, fb)) / 4
+        shuffled_b = sum(y if k else x for k, x, y in zip(keep, fa, fb)) / 4
+        exceed += abs(shuffled_a - shuffled_b) > observed
+    exact = exceed / 16
+    ours = stats.paired_permutation([float(x) for x in a_text], [float(x) for x in b_text], 20000, seed=0).p_value
+    assert abs(ours - exact) <= 4 * np.sqrt(exact * (1 - exact) / 20000)
+
+
+# ----- calibration --------------------------------------------------------------------------------
+def _simulated_p_values(shift: float, simulations: int = 500, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of systems on n segments: a shared segment difficulty (real F1 values) plus
+    independent system noise; b's true mean is higher by `shift`. 1,000 resamples per test
+    (not 10,000) keeps the 1,000 tests fast; the p-value resolution (0.001) is ample for 0.05."""
+    rng = np.random.default_rng(20240601)
+    permutation, bootstrap = [], []
+    for simulation in range(simulations):
+        difficulty = rng.choice(ONLINE_B, size=n)
+        a = difficulty + rng.normal(0, 0.04, n)
+        b = difficulty + rng.normal(0, 0.04, n) + shift
+        permutation.append(stats.paired_permutation(a, b, 1000, seed=simulation).p_value)
+        bootstrap.append(stats.paired_bootstrap(a, b, 1000, seed=simulation).p_value)
+    return np.array(permutation), np.array(bootstrap)
+
+
+def test_calibration_with_no_true_difference() -> None:
+    permutation, bootstrap = _simulated_p_values(shift=0.0)
+    assert 0.03 <= np.mean(permutation < 0.05) <= 0.07
+    # sacrebleu's paired bootstrap p behaves one-sided (as its docstring warns): about twice
+    # the nominal rate at 0.05, calibrated when the threshold is halved.
+    assert 0.07 <= np.mean(bootstrap < 0.05) <= 0.15
+    assert 0.03 <= np.mean(bootstrap < 0.025) <= 0.07
+
+
+def test_power_with_a_clear_difference() -> None:
+    # sd of the mean difference: 0.04 * sqrt(2 / 100) = 0.0057; a shift of 0.025 is ~4.4 sd.
+    permutation, bootstrap = _simulated_p_values(shift=0.025)
+    assert np.mean(permutation < 0.05) >= 0.95
+    assert np.mean(bootstrap < 0.05) >= 0.95
+
+
+# ----- properties -------------------------------------------------------------------------------------
+paired_scores = st.integers(2, 40).flatmap(
+    lambda n: st.tuples(*(st.lists(st.floats(0, 1), min_size=n, max_size=n) for _ in range(2)))
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired_scores)
+def test_swapping_the_systems_negates_the_difference_only(pair) -> None:
+    a, b = pair
+    forward, backward = stats.paired_permutation(a, b, 200), stats.paired_permutation(b, a, 200)
+    assert forward.p_value == backward.p_value
+    assert forward.difference == -backward.difference
+    forward, backward = stats.paired_bootstrap(a, b, 200), stats.paired_bootstrap(b, a, 200)
+    assert forward.p_value == backward.p_value
+    assert (forward.low, forward.high) == pytest.approx((-backward.high, -backward.low), abs=1e-12)
+    assert 1 / 201 <= forward.p_value <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=2, max_size=60), st.floats(0.5, 0.99))
+def test_interval_lies_within_the_scores(scores, confidence) -> None:
+    result = stats.bootstrap_ci(scores, 200, confidence)
+    slack = 1e-12  # a mean of equal floats may round one ulp past them
+    assert min(scores) - slack <= result.low <= result.high <= max(scores) + slack
+    assert result.mean == pytest.approx(sum(scores) / len(scores), abs=1e-12)
+
+
+def test_identical_systems_follow_sacrebleu_and_warn(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="bertscore.stats"):
+        permutation = stats.paired_permutation(KIT, KIT.copy(), 999)
+        bootstrap = stats.paired_bootstrap(KIT, KIT.copy(), 999)
+    assert permutation.p_value == bootstrap.p_value == 1 / 1000
+    assert permutation.difference == 0.0
+    assert caplog.text.count("identical scores") == 2
+
+
+# ----- determinism, inputs, multi-system ----------------------------------------------------------------
+def test_fixed_seed_is_deterministic_and_seeds_differ() -> None:
+    a, b = ONLINE_B, KIT
+    for run in (lambda s: stats.bootstrap_ci(a, 500, seed=s), lambda s: stats.paired_bootstrap(a, b, 500, seed=s),
+                lambda s: stats.paired_permutation(a, b, 500, seed=s)):
+        assert run(3) == run(3)
+        assert run(3) != run(4)
+
+
+def test_accepts_lists_float32_and_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    expected = stats.bootstrap_ci(ONLINE_B, 300)
+    assert stats.bootstrap_ci(ONLINE_B.tolist(), 300) == expected
+    assert stats.bootstrap_ci(torch.tensor(ONLINE_B, dtype=torch.float64), 300) == expected
+    for dtype in (torch.float32, torch.bfloat16):
+        tensor = torch.tensor(ONLINE_B, dtype=dtype)
+        as_float64 = np.array([float(v) for v in tensor.tolist()])
+        assert stats.bootstrap_ci(tensor, 300) == stats.bootstrap_ci(as_float64, 300)
+    tracked = torch.tensor(ONLINE_B, requires_grad=True)
+    assert stats.bootstrap_ci(tracked, 300) == expected
+
+
+def test_results_are_json_ready() -> None:
+    import json
+
+    row = stats.compare_systems({"a": ONLINE_B, "b": KIT}, n_resamples=100)[1].to_dict()
+    assert json.loads(json.dumps(row)) == row
+    assert set(row) == {"name", "is_baseline", "mean", "stderr", "low", "high", "difference",
+                        "difference_low", "difference_high", "p_value"}
+    assert stats.paired_bootstrap(ONLINE_B, KIT, 100, seed=np.int64(3)).to_dict()["seed"] == 3
+
+
+def test_compare_systems_bootstrap_rows_equal_the_single_calls() -> None:
+    systems = {"KIT": KIT, "online-B": ONLINE_B, "online-F": ONLINE_F, "uedin": UEDIN}
+    rows = stats.compare_systems(systems, baseline="online-B", method="bootstrap", n_resamples=700, seed=11)
+    assert [row.name for row in rows] == list(systems)
+    for row, (name, scores) in zip(rows, systems.items()):
+        ci = stats.bootstrap_ci(scores, 700, seed=11)
+        assert (row.mean, row.stderr, row.low, row.high) == (ci.mean, ci.stderr, ci.low, ci.high)
+        assert row.is_baseline == (name == "online-B")
+        if name == "online-B":
+            assert (row.difference, row.difference_low, row.difference_high, row.p_value) == (None,) * 4
+            continue
+        paired = stats.paired_bootstrap(ONLINE_B, scores, 700, seed=11)
+        assert (row.difference, row.difference_low, row.difference_high, row.p_value) == (
+            paired.difference, paired.low, paired.high, paired.p_value)
+
+
+def test_compare_systems_permutation_rows_equal_the_single_calls() -> None:
+    systems = {"online-B": ONLINE_B, "KIT": KIT, "online-F": ONLINE_F, "uedin": UEDIN}
+    rows = stats.compare_systems(systems, n_resamples=3000, seed=2, ci_resamples=400, confidence=0.9)
+    assert rows[0].is_baseline and rows[0].p_value is None
+    for row, scores in zip(rows[1:], (KIT, ONLINE_F, UEDIN)):
+        permutation = stats.paired_permutation(ONLINE_B, scores, 3000, seed=2)
+        assert row.p_value == permutation.p_value
+        assert row.difference == pytest.approx(permutation.difference, abs=1e-15)
+        ci = stats.bootstrap_ci(scores, 400, 0.9, seed=2)
+        assert (row.low, row.high) == (ci.low, ci.high)
+        paired = stats.paired_bootstrap(ONLINE_B, scores, 400, 0.9, seed=2)
+        assert (row.difference_low, row.difference_high) == (paired.low, paired.high)
+
+
+BAD_SCORES = [
+    (([0.1, 0.2, 0.3], [0.1, 0.2]), "3 and 2"),
+    (([0.5], [0.5]), "at least 2"),
+    (([0.1, 0.2, 0.3, float("nan")], [0.1, 0.2, 0.3, 0.4]), "scores_a has non-finite values at index 3"),
+    (([0.1, 0.2], [float("inf"), 0.3]), "scores_b has non-finite values at index 0"),
+    (([[0.1, 0.2], [0.3, 0.4]], [[0.1, 0.2], [0.3, 0.4]]), "1-D"),
+    ((["0.1", "0.2"], [0.1, 0.2]), "must be numbers"),
+    (([0.1, None], [0.1, 0.2]), "None"),
+]
+
+
+@pytest.mark.parametrize("arguments, message", BAD_SCORES)
+def test_bad_scores_raise(arguments, message) -> None:
+    for test in (stats.paired_bootstrap, stats.paired_permutation):
+        with pytest.raises(ValueError, match=message):
+            test(*arguments)
+
+
+@pytest.mark.parametrize("keyword, value, message", [
+    ("confidence", 0.0, "confidence"), ("confidence", 1.0, "confidence"), ("confidence", 95, "confidence"),
+    ("confidence", True, "confidence"), ("n_resamples", 0, "n_resamples"), ("n_resamples", 10.0, "n_resamples"),
+    ("n_resamples", True, "n_resamples"), ("seed", -1, "seed"), ("seed", 0.5, "seed"),
+])
+def test_bad_settings_raise(keyword, value, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        stats.bootstrap_ci(KIT, **{keyword: value})
+
+
+def test_compare_systems_bad_inputs_raise() -> None:
+    with pytest.raises(ValueError, match="baseline 'X' is not one of the systems"):
+        stats.compare_systems({"a": KIT, "b": UEDIN}, baseline="X")
+    with pytest.raises(ValueError, match="method must be one of"):
+        stats.compare_systems({"a": KIT, "b": UEDIN}, method="t-test")
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        stats.compare_systems({})
+    with pytest.raises(ValueError, match=r"lengths differ \('a': 400, 'b': 399\)"):
+        stats.compare_systems({"a": KIT, "b": UEDIN[:-1]})
+    with pytest.raises(ValueError, match=r"systems\['b'\] has non-finite values at index 2"):
+        stats.compare_systems({"a": KIT, "b": np.r_[UEDIN[:2], np.nan, UEDIN[3:]]})
+    with pytest.raises(ValueError, match="ci_resamples"):
+        stats.compare_systems({"a": KIT, "b": UEDIN}, ci_resamples=0)
