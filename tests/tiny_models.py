@@ -2,11 +2,11 @@
 
 Each ``build_*(out_dir)`` trains a small tokenizer on the fixed corpus embedded
 here (``training_corpus()``), writes its vocabulary files (the ones a slow
-tokenizer reads), loads the matching ``transformers`` tokenizer class from
-them, creates a tiny randomly initialised encoder (``torch.manual_seed(SEED)``)
-and ``save_pretrained``-s both *directly into* ``out_dir`` (created if needed),
-returning ``out_dir``.  ``build_all(root)`` builds every model into
-``root/<name>`` and returns ``{name: path}``.  The directories load with
+tokenizer reads), loads the ``transformers`` tokenizer from them with
+``AutoTokenizer``, creates a tiny randomly initialised encoder
+(``torch.manual_seed(SEED)``) and ``save_pretrained``-s both *directly into*
+``out_dir`` (created if needed), returning ``out_dir``.  ``build_all(root)``
+builds every model into ``root/<name>`` and returns ``{name: path}``.  The directories load with
 ``AutoTokenizer.from_pretrained(path)`` (fast, and on transformers 4 also
 ``use_fast=False``) / ``AutoModel.from_pretrained(path)`` and work as
 ``model_type=str(path)`` for the official ``bert_score.score`` (pass
@@ -34,14 +34,16 @@ electra ElectraTokenizer(Fast) (transformers   1000  ElectraModel, embedding_siz
         WordPiece, ``vocab.txt``
 ======= ===================================== ===== ==================================
 
-Why vocabulary files (checked with transformers 4.57.6 / tokenizers 0.22 and
-transformers 5.24 / tokenizers 0.23; sentencepiece 0.2, bert-score 0.3.13):
+Why vocabulary files (checked with transformers 4.57.6 / tokenizers 0.22,
+5.0.0 / 0.22 and 5.24 / 0.23; sentencepiece 0.2, bert-score 0.3.13):
 
-* Loading a tokenizer class from a folder that holds only its vocabulary files
-  is the one construction both majors accept (``RobertaTokenizerFast(vocab=...,
-  merges=...)`` is transformers 5 only).  transformers 4 converts the slow
-  tokenizer into ``tokenizer.json``; transformers 5 has no separate slow class
-  (``XxxTokenizerFast`` is an alias of ``XxxTokenizer``, a
+* ``AutoTokenizer`` on a folder holding only the vocabulary files and a
+  ``tokenizer_config.json`` naming the class is the one construction every
+  tested version accepts (``RobertaTokenizerFast(vocab=..., merges=...)`` is
+  transformers 5 only; in 5.0 ``RobertaTokenizerFast`` is a leftover class
+  whose ``from_pretrained`` fails on such a folder).  transformers 4 converts
+  the slow tokenizer into ``tokenizer.json``; transformers 5 has no separate
+  slow class (``XxxTokenizerFast`` is an alias of ``XxxTokenizer``, a
   ``TokenizersBackend``; ``AutoTokenizer`` ignores ``use_fast``) and builds the
   backend from the same files, with the normalizer / pre-tokenizer the class
   itself defines (``add_prefix_space``, ``do_lower_case`` ... from
@@ -262,20 +264,26 @@ def _prepare(out_dir: Path) -> Path:
     return out_dir
 
 
-def _save_tokenizer(tokenizer_class: type, files: dict[str, bytes], out_dir: Path, **kwargs: Any) -> Any:
+def _save_tokenizer(tokenizer_class: str, files: dict[str, bytes], out_dir: Path, **kwargs: Any) -> Any:
     """Load ``tokenizer_class`` from its vocabulary ``files``, save it into ``out_dir`` with those files.
 
-    Loading goes through ``from_pretrained`` on a folder holding only the
-    vocabulary files, the one route both majors share (transformers 4 converts
-    the slow tokenizer, transformers 5 builds its backend from the same files).
-    The files are then written next to ``tokenizer.json`` byte for byte, as
-    transformers 5 does not save them and the official package on
-    transformers 4 loads the slow class (``use_fast=False``) from them.
+    ``AutoTokenizer`` loads a folder holding only the vocabulary files and a
+    ``tokenizer_config.json`` naming the class: the one route every tested
+    transformers version shares (transformers 4 picks the fast class and
+    converts the slow tokenizer; transformers 5 builds its only class from the
+    same files; ``RobertaTokenizerFast.from_pretrained`` on such a folder fails
+    in transformers 5.0).  The files are then written next to
+    ``tokenizer.json`` byte for byte, as transformers 5 does not save them and
+    the official package on transformers 4 loads the slow class
+    (``use_fast=False``) from them.
     """
+    from transformers import AutoTokenizer
+
     with tempfile.TemporaryDirectory() as staging:
         for name, data in files.items():
             (Path(staging) / name).write_bytes(data)
-        tokenizer = tokenizer_class.from_pretrained(staging, model_max_length=MODEL_MAX_LENGTH, **kwargs)
+        (Path(staging) / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": tokenizer_class}))
+        tokenizer = AutoTokenizer.from_pretrained(staging, model_max_length=MODEL_MAX_LENGTH, **kwargs)
         # Saved while the files exist: transformers 4 names the slow class in tokenizer_config.json
         # only if it could save the slow tokenizer (XLM-R copies its sentencepiece model file).
         tokenizer.save_pretrained(out_dir)
@@ -308,11 +316,11 @@ def _byte_level_bpe_files(corpus: list[str], specials: list[str]) -> dict[str, b
 
 def build_roberta(out_dir: Path) -> Path:
     """Byte-level BPE RoBERTa (``add_prefix_space=True``) saved into ``out_dir``."""
-    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+    from transformers import RobertaConfig, RobertaModel
 
     out_dir = _prepare(out_dir)
     files = _byte_level_bpe_files(training_corpus(), ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    tok = _save_tokenizer(RobertaTokenizerFast, files, out_dir, add_prefix_space=True)
+    tok = _save_tokenizer("RobertaTokenizer", files, out_dir, add_prefix_space=True)
 
     torch.manual_seed(SEED)
     config = RobertaConfig(
@@ -400,12 +408,12 @@ def _wordpiece_vocab(corpus: list[str], specials: list[str]) -> dict[str, int]:
 
 def build_xlmr(out_dir: Path) -> Path:
     """SentencePiece Unigram XLM-RoBERTa (``sentencepiece.bpe.model``) saved into ``out_dir``."""
-    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+    from transformers import XLMRobertaConfig, XLMRobertaModel
 
     out_dir = _prepare(out_dir)
     # fairseq ids, as for the real model: <s> <pad> </s> <unk>, then spm pieces 3.. shifted by one, <mask> last.
     files = {"sentencepiece.bpe.model": _sentencepiece_model(training_corpus())}
-    tok = _save_tokenizer(XLMRobertaTokenizerFast, files, out_dir)
+    tok = _save_tokenizer("XLMRobertaTokenizer", files, out_dir)
 
     torch.manual_seed(SEED)
     config = XLMRobertaConfig(
@@ -423,14 +431,14 @@ def build_xlmr(out_dir: Path) -> Path:
 
 def build_electra(out_dir: Path) -> Path:
     """Lowercasing WordPiece ELECTRA (discriminator encoder, ``vocab.txt``) saved into ``out_dir``."""
-    from transformers import ElectraConfig, ElectraModel, ElectraTokenizerFast
+    from transformers import ElectraConfig, ElectraModel
 
     out_dir = _prepare(out_dir)
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab = _wordpiece_vocab(training_corpus(), specials)
     # BertNormalizer(lowercase) + BertPreTokenizer + WordPiece("##"): what _wordpiece_vocab trained on.
     files = {"vocab.txt": "".join(token + "\n" for token in vocab).encode("utf-8")}
-    tok = _save_tokenizer(ElectraTokenizerFast, files, out_dir, do_lower_case=True)
+    tok = _save_tokenizer("ElectraTokenizer", files, out_dir, do_lower_case=True)
 
     torch.manual_seed(SEED)
     config = ElectraConfig(
