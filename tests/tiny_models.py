@@ -27,7 +27,7 @@ name    tokenizer, vocabulary file(s)          vocab model
 roberta RobertaTokenizer(Fast), byte-level     1000  RobertaModel, positions 130, pad 1
         BPE, ``vocab.json`` + ``merges.txt``,
         saved with ``add_prefix_space=True``
-xlmr    XLMRobertaTokenizer(Fast), Unigram,    906   XLMRobertaModel, positions 130,
+xlmr    XLMRobertaTokenizer(Fast), Unigram,    905   XLMRobertaModel, positions 130,
         ``sentencepiece.bpe.model``                  pad 1
 electra ElectraTokenizer(Fast) (transformers   1000  ElectraModel, embedding_size 16,
         5: BertTokenizer), lowercase                 positions 128, pad 0
@@ -35,7 +35,8 @@ electra ElectraTokenizer(Fast) (transformers   1000  ElectraModel, embedding_siz
 ======= ===================================== ===== ==================================
 
 Why vocabulary files (checked with transformers 4.57.6 / tokenizers 0.22,
-5.0.0 / 0.22 and 5.24 / 0.23; sentencepiece 0.2, bert-score 0.3.13):
+5.0.0, 5.3.0 / 0.22, 5.17 and 5.24 / 0.23; sentencepiece 0.2, bert-score
+0.3.13):
 
 * ``AutoTokenizer`` on a folder holding only the vocabulary files and a
   ``tokenizer_config.json`` naming the class is the one construction every
@@ -56,13 +57,15 @@ Why vocabulary files (checked with transformers 4.57.6 / tokenizers 0.22,
   segments and edge cases (tabs, newlines, NBSP, ``<mask>`` text, >128
   tokens).
 * The sentencepiece model is laid out like XLM-R's (``<unk> <s> </s>`` = spm
-  ids 0-2); the tokenizer maps it to fairseq ids ``<s> <pad> </s> <unk>`` =
-  0-3, piece ``i`` -> ``i + 1``, ``<mask>`` last, in both majors.  Identity
-  normalisation.  The two majors tokenize plain text identically, but
-  transformers 5 splits on tabs, newlines and no-break spaces where
-  sentencepiece (and transformers 4) keeps them as pieces, so ids, and
-  scores, differ between majors on such text (the hash records the
-  transformers version).  RoBERTa and ELECTRA ids are the same in both.
+  ids 0-2, ``nmt_nfkc`` normalisation); the tokenizer maps it to fairseq ids
+  ``<s> <pad> </s> <unk>`` = 0-3, piece ``i`` -> ``i + 1``, ``<mask>`` last.
+  (With ``identity`` normalisation the charsmap is empty, which transformers
+  5.17 cannot load, and transformers 5 split on tabs and NBSP where 4 did
+  not.)  All three tokenizers give the same ids on 4.57.6, 5.3.0, 5.17 and
+  5.24 for the texts above.  transformers 5.0-5.2 drop the NFKC charsmap
+  (here, and for a folder saved by transformers 4, as hub checkpoints are):
+  XLM-R ids differ there on text NFKC changes (ligatures, full-width or
+  circled characters, zero-width spaces).
 * Determinism: ``tokenizers``' ``UnigramTrainer`` and ``WordPieceTrainer`` give
   different vocabs in different processes (hash-map order, parallel float
   sums).  So the Unigram model is trained with ``sentencepiece``
@@ -339,8 +342,8 @@ def build_roberta(out_dir: Path) -> Path:
 def _sentencepiece_model(corpus: list[str]) -> bytes:
     """A serialised Unigram ``sentencepiece`` model laid out like XLM-R's (``<unk> <s> </s>`` = ids 0-2).
 
-    Single-threaded training is bit-for-bit deterministic. Identity
-    normalisation (spaces are still collapsed), whitespace -> "▁" prefix.
+    Single-threaded training is bit-for-bit deterministic. ``nmt_nfkc``
+    normalisation (spaces collapsed), whitespace -> "▁" prefix.
     """
     import sentencepiece as spm
 
@@ -352,7 +355,7 @@ def _sentencepiece_model(corpus: list[str]) -> bytes:
         vocab_size=VOCAB_SIZE,
         hard_vocab_limit=False,
         character_coverage=1.0,
-        normalization_rule_name="identity",
+        normalization_rule_name="nmt_nfkc",
         max_sentencepiece_length=16,
         unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
         num_threads=1,
