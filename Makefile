@@ -56,8 +56,8 @@ test: setup browser
 # The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset.
 TF4_VERSION := 4.57.6
 VENV_TF4 := .venv-tf4
-CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_hashcode.py test_idf.py test_inputs.py \
-	test_matching.py test_metric.py test_parity.py test_scorer.py)
+CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
+	test_inputs.py test_matching.py test_metric.py test_parity.py test_scorer.py test_state.py test_windows.py)
 # Minutes of the official package at batch_size=1 on logic that does not depend on transformers
 # (multi-reference max, baseline rescaling): `make test` covers them.
 COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline)
