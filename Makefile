@@ -57,10 +57,13 @@ test: setup browser
 TF4_VERSION := 4.57.6
 VENV_TF4 := .venv-tf4
 CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
-	test_inputs.py test_matching.py test_metric.py test_parity.py test_scorer.py test_state.py test_windows.py)
-# Minutes of the official package at batch_size=1 on logic that does not depend on transformers
-# (multi-reference max, baseline rescaling): `make test` covers them.
-COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline)
+	test_inputs.py test_long_texts.py test_matching.py test_metric.py test_parity.py test_scorer.py \
+	test_state.py test_windows.py)
+# Minutes on what does not depend on transformers (the official package at batch_size=1 on
+# multi-reference and baseline rescaling; CLI and Space subprocesses): `make test` covers them.
+COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline) \
+	$(addprefix --deselect tests/test_long_texts.py::,test_cli_notes_truncation_on_stderr_and_windows \
+	test_space_api_notes_truncation_and_takes_the_window_settings)
 
 $(VENV_TF4)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV_TF4)
