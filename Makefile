@@ -3,6 +3,7 @@
 #   make test   set up, then run the whole test suite (BERTSCORE_SKIP_BROWSER=1: no chromium, no browser tests)
 # and, once set up:
 #   make app    serve the Space (app.py) locally on http://127.0.0.1:7860
+# make test-compat runs the core tests again on the newest transformers 4.x (in .venv-tf4).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ MODEL := sentence-transformers/all-MiniLM-L6-v2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test browser bench clean
+.PHONY: setup demo app test test-compat browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +53,35 @@ browser:
 test: setup browser
 	$(BIN)/python -m pytest -q
 
+# The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset.
+TF4_VERSION := 4.57.6
+VENV_TF4 := .venv-tf4
+CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
+	test_inputs.py test_long_texts.py test_matching.py test_metric.py test_parity.py test_scorer.py \
+	test_state.py test_windows.py)
+# Minutes on what does not depend on transformers (the official package at batch_size=1 on
+# multi-reference and baseline rescaling; CLI and Space subprocesses): `make test` covers them.
+COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline) \
+	$(addprefix --deselect tests/test_long_texts.py::,test_cli_notes_truncation_on_stderr_and_windows \
+	test_space_api_notes_truncation_and_takes_the_window_settings)
+
+$(VENV_TF4)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV_TF4)
+	$(VENV_TF4)/bin/pip install --upgrade pip
+	$(VENV_TF4)/bin/pip install torch==2.13.0
+	$(VENV_TF4)/bin/pip install -e ".[test]" transformers==$(TF4_VERSION) "huggingface_hub<1"
+	touch $@
+
+test-compat: $(VENV_TF4)/.installed
+	$(VENV_TF4)/bin/python -c "import torch, transformers, tokenizers; print('torch', torch.__version__, \
+		'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__); \
+		assert transformers.__version__ == '$(TF4_VERSION)'"
+	$(VENV_TF4)/bin/python -m pytest -q $(CORE_TESTS) $(COMPAT_SKIP)
+
 bench: setup
 	$(BIN)/python benchmarks/correlation.py
 	$(BIN)/python benchmarks/speed.py
 	$(BIN)/python benchmarks/memory.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VENV_TF4) build *.egg-info .pytest_cache

@@ -1,88 +1,108 @@
 """Tiny, random-weight transformer models + tokenizers, built fully offline.
 
 Each ``build_*(out_dir)`` trains a small tokenizer on the fixed corpus embedded
-here (``training_corpus()``), wraps it in the matching ``transformers``
-tokenizer class, creates a tiny randomly initialised encoder
+here (``training_corpus()``), writes its vocabulary files (the ones a slow
+tokenizer reads), loads the ``transformers`` tokenizer from them with
+``AutoTokenizer``, creates a tiny randomly initialised encoder
 (``torch.manual_seed(SEED)``) and ``save_pretrained``-s both *directly into*
 ``out_dir`` (created if needed), returning ``out_dir``.  ``build_all(root)``
-builds every model into ``root/<name>`` and returns ``{name: path}``.  The
-directories load with ``AutoTokenizer.from_pretrained(path)`` /
-``AutoModel.from_pretrained(path)`` and work as ``model_type=str(path)`` for the
-official ``bert_score.score`` (pass ``num_layers`` explicitly: a path is not in
-``bert_score.utils.model2layers``).  Nothing is downloaded (set
-``HF_HUB_OFFLINE=1`` anyway).  Output is byte-for-byte reproducible across
-processes; building all three takes ~3 s on CPU.
+builds every model into ``root/<name>`` and returns ``{name: path}``.  The directories load with
+``AutoTokenizer.from_pretrained(path)`` (fast, and on transformers 4 also
+``use_fast=False``) / ``AutoModel.from_pretrained(path)`` and work as
+``model_type=str(path)`` for the official ``bert_score.score`` (pass
+``num_layers`` explicitly: a path is not in ``bert_score.utils.model2layers``).
+Nothing is downloaded (set ``HF_HUB_OFFLINE=1`` anyway).  For a given
+transformers version the output is byte-for-byte reproducible across
+processes; the two majors write different ``tokenizer_config.json`` /
+``config.json`` (and transformers 4 a ``special_tokens_map.json``), and
+initialise RoBERTa/XLM-R weights differently.  Building all three takes a few
+seconds on CPU.
 
 Models (all: hidden 32, 3 layers, 4 heads, FFN 64, ``model_max_length=128``,
 ~0.2-0.3 MB per directory):
 
-========= ============================ ========= ===================================
-name      tokenizer (transformers 5)    vocab     model
-========= ============================ ========= ===================================
-roberta   RobertaTokenizer (== ...Fast) 1000      RobertaModel, positions 130, pad 1
-          byte-level BPE, saved with
-          ``add_prefix_space=True``
-xlmr      XLMRobertaTokenizer           906       XLMRobertaModel, positions 130, pad 1
-          Unigram + Metaspace (spm)
-electra   BertTokenizer (==             1000      ElectraModel, embedding_size 16,
-          ElectraTokenizerFast), lower            positions 128, pad 0
-          case WordPiece
-========= ============================ ========= ===================================
+======= ===================================== ===== ==================================
+name    tokenizer, vocabulary file(s)          vocab model
+======= ===================================== ===== ==================================
+roberta RobertaTokenizer(Fast), byte-level     1000  RobertaModel, positions 130, pad 1
+        BPE, ``vocab.json`` + ``merges.txt``,
+        saved with ``add_prefix_space=True``
+xlmr    XLMRobertaTokenizer(Fast), Unigram,    905   XLMRobertaModel, positions 130,
+        ``sentencepiece.bpe.model``                  pad 1
+electra ElectraTokenizer(Fast) (transformers   1000  ElectraModel, embedding_size 16,
+        5: BertTokenizer), lowercase                 positions 128, pad 0
+        WordPiece, ``vocab.txt``
+======= ===================================== ===== ==================================
 
-Notes on transformers 5 (checked with transformers 5.24, tokenizers 0.23,
-sentencepiece 0.2, bert-score 0.3.13):
+Why vocabulary files (checked with transformers 4.57.6 / tokenizers 0.22,
+5.0.0, 5.3.0 / 0.22, 5.17 and 5.24 / 0.23; sentencepiece 0.2, bert-score
+0.3.13):
 
-* There are no separate slow/fast tokenizer classes any more:
-  ``XxxTokenizerFast`` is an alias of ``XxxTokenizer`` (a ``TokenizersBackend``;
-  ``ElectraTokenizerFast`` is ``BertTokenizer``) and ``AutoTokenizer`` ignores
-  ``use_fast`` (bert_score passes ``use_fast=False``: harmless).
-* On load, model-specific tokenizer classes do NOT take the normalizer /
-  pre-tokenizer / decoder from ``tokenizer.json``: their ``__init__`` rebuilds
-  them from ``tokenizer_config.json`` kwargs (``add_prefix_space``,
-  ``do_lower_case`` ...) and only the vocab/merges come from
-  ``tokenizer.json``.  The builders therefore construct the ``transformers``
-  class from the trained vocab/merges (exactly what a reload does) and train
-  with the same normalizer/pre-tokenizer the class rebuilds; the reloaded
-  backend equals the saved ``tokenizer.json``.  ``XLMRobertaTokenizer``
-  hard-codes ``unk_id=3``, hence the order ``<s> <pad> </s> <unk> <mask>``.
+* ``AutoTokenizer`` on a folder holding only the vocabulary files and a
+  ``tokenizer_config.json`` naming the class is the one construction every
+  tested version accepts (``RobertaTokenizerFast(vocab=..., merges=...)`` is
+  transformers 5 only; in 5.0 ``RobertaTokenizerFast`` is a leftover class
+  whose ``from_pretrained`` fails on such a folder).  transformers 4 converts
+  the slow tokenizer into ``tokenizer.json``; transformers 5 has no separate
+  slow class (``XxxTokenizerFast`` is an alias of ``XxxTokenizer``, a
+  ``TokenizersBackend``; ``AutoTokenizer`` ignores ``use_fast``) and builds the
+  backend from the same files, with the normalizer / pre-tokenizer the class
+  itself defines (``add_prefix_space``, ``do_lower_case`` ... from
+  ``tokenizer_config.json``).
+* The official package loads ``use_fast=False``: on transformers 4 that is the
+  slow class, which reads ``vocab.json``/``merges.txt``, ``vocab.txt`` or the
+  sentencepiece model, and transformers 5 does not save them; the builders
+  copy them into ``out_dir`` themselves.  On transformers 4 the fast and slow
+  tokenizers give identical ids on the training corpus, 600 WMT17 de-en
+  segments and edge cases (tabs, newlines, NBSP, ``<mask>`` text, >128
+  tokens).
+* The sentencepiece model is laid out like XLM-R's (``<unk> <s> </s>`` = spm
+  ids 0-2, ``nmt_nfkc`` normalisation); the tokenizer maps it to fairseq ids
+  ``<s> <pad> </s> <unk>`` = 0-3, piece ``i`` -> ``i + 1``, ``<mask>`` last.
+  (With ``identity`` normalisation the charsmap is empty, which transformers
+  5.17 cannot load, and transformers 5 split on tabs and NBSP where 4 did
+  not.)  All three tokenizers give the same ids on 4.57.6, 5.3.0, 5.17 and
+  5.24 for the texts above.  transformers 5.0-5.2 drop the NFKC charsmap
+  (here, and for a folder saved by transformers 4, as hub checkpoints are):
+  XLM-R ids differ there on text NFKC changes (ligatures, full-width or
+  circled characters, zero-width spaces).
 * Determinism: ``tokenizers``' ``UnigramTrainer`` and ``WordPieceTrainer`` give
   different vocabs in different processes (hash-map order, parallel float
-  sums).  So the Unigram vocab is trained with ``sentencepiece``
+  sums).  So the Unigram model is trained with ``sentencepiece``
   (``num_threads=1``) and the WordPiece vocab with the (deterministic)
   ``BpeTrainer`` on words whose non-initial characters are mapped to
   private-use code points (= ``##`` pieces).  The byte-level BPE trainer is
   deterministic as is.
 
-Official ``bert_score`` on transformers 5 (works on these models, no patch
-needed for normal, non-empty inputs):
+The official ``bert_score`` on these models (no patch needed for normal,
+non-empty inputs):
 
-* ``sent_encode``: ``RobertaTokenizer`` now *is* the fast class, so
-  ``isinstance(tok, RobertaTokenizer)`` is True for ``roberta``
-  (``isinstance(tok, GPT2Tokenizer)`` is False: sibling class) and it calls
-  ``tok.encode(sent, add_special_tokens=True, add_prefix_space=True,
-  max_length=tok.model_max_length, truncation=True)``.  transformers 5 silently
-  IGNORES the ``add_prefix_space`` call kwarg; the prefix space is only added
-  because the tokenizer is saved with ``add_prefix_space=True`` (a real
-  ``roberta-large`` loaded under transformers 5 would get no prefix space,
-  unlike under transformers 4).  For all three models ``sent_encode(tok, s)``
-  equals ``tok(s.strip(), add_special_tokens=True, truncation=True,
-  max_length=tok.model_max_length)["input_ids"]`` (checked on 50 sentences
-  incl. leading/trailing whitespace, unicode, >128-token text).
-* Empty / whitespace-only sentences CRASH the official package:
-  ``sent_encode`` calls ``tokenizer.build_inputs_with_special_tokens([])``,
-  which transformers 5 tokenizers no longer have (``AttributeError``).  Avoid
-  them in reference comparisons, or monkeypatch e.g.
-  ``type(tok).build_inputs_with_special_tokens = lambda self, ids: [self.cls_token_id, *ids, self.sep_token_id]``
-  (gives ``[cls, sep]``, the transformers 4 result for these models).
+* ``sent_encode``: for ``roberta``, ``isinstance(tok, RobertaTokenizer)`` holds
+  in both majors (transformers 4: the slow class; 5: the only class) and it
+  calls ``tok.encode(sent, add_special_tokens=True, add_prefix_space=True,
+  max_length=tok.model_max_length, truncation=True)``.  transformers 4 honours
+  the ``add_prefix_space`` call kwarg; transformers 5 silently IGNORES it, and
+  the prefix space is only added because the tokenizer is saved with
+  ``add_prefix_space=True`` (a real ``roberta-large`` loaded under
+  transformers 5 gets no prefix space from the official package, unlike under
+  transformers 4).  For all three models ``sent_encode(tok, s)`` equals
+  ``tok(s.strip(), add_special_tokens=True, truncation=True,
+  max_length=tok.model_max_length)["input_ids"]``.
+* Empty / whitespace-only sentences CRASH the official package on
+  transformers 5: ``sent_encode`` calls
+  ``tokenizer.build_inputs_with_special_tokens([])``, which transformers 5
+  tokenizers no longer have (``AttributeError``); transformers 4 gives
+  ``[cls, sep]``.  Avoid them in reference comparisons, or monkeypatch e.g.
+  ``type(tok).build_inputs_with_special_tokens = lambda self, ids: [self.cls_token_id, *ids, self.sep_token_id]``.
 * ``idf=True`` with a single reference: every idf is ``log(2/2) = 0``, so the
-  official R is NaN and F is 0 (P finite).  Not specific to transformers 5;
-  use >= 2 references when comparing with idf.
+  official R is NaN and F is 0 (P finite).  Use >= 2 references when
+  comparing with idf.
 * ``model_max_length`` (128) is saved in ``tokenizer_config.json``: bert_score
   truncates with ``max_length=tokenizer.model_max_length``; an unset value
   would let long inputs overflow the position embeddings.
-* ``get_model`` truncates ``model.encoder.layer`` to ``num_layers``; on
-  transformers 5 its output equals ``hidden_states[num_layers]`` of the full
-  model for all three architectures.
+* ``get_model`` truncates ``model.encoder.layer`` to ``num_layers``; its output
+  equals ``hidden_states[num_layers]`` of the full model for all three
+  architectures.
 """
 
 from __future__ import annotations
@@ -91,12 +111,13 @@ import functools
 import io
 import json
 import random
+import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
-from tokenizers.models import BPE, Unigram
+from tokenizers.models import BPE
 
 MODEL_MAX_LENGTH = 128
 NUM_LAYERS = 3
@@ -246,12 +267,36 @@ def _prepare(out_dir: Path) -> Path:
     return out_dir
 
 
-def build_roberta(out_dir: Path) -> Path:
-    """Byte-level BPE RoBERTa (``add_prefix_space=True``) saved into ``out_dir``."""
-    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+def _save_tokenizer(tokenizer_class: str, files: dict[str, bytes], out_dir: Path, **kwargs: Any) -> Any:
+    """Load ``tokenizer_class`` from its vocabulary ``files``, save it into ``out_dir`` with those files.
 
-    out_dir = _prepare(out_dir)
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    ``AutoTokenizer`` loads a folder holding only the vocabulary files and a
+    ``tokenizer_config.json`` naming the class: the one route every tested
+    transformers version shares (transformers 4 picks the fast class and
+    converts the slow tokenizer; transformers 5 builds its only class from the
+    same files; ``RobertaTokenizerFast.from_pretrained`` on such a folder fails
+    in transformers 5.0).  The files are then written next to
+    ``tokenizer.json`` byte for byte, as transformers 5 does not save them and
+    the official package on transformers 4 loads the slow class
+    (``use_fast=False``) from them.
+    """
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory() as staging:
+        for name, data in files.items():
+            (Path(staging) / name).write_bytes(data)
+        (Path(staging) / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": tokenizer_class}))
+        tokenizer = AutoTokenizer.from_pretrained(staging, model_max_length=MODEL_MAX_LENGTH, **kwargs)
+        # Saved while the files exist: transformers 4 names the slow class in tokenizer_config.json
+        # only if it could save the slow tokenizer (XLM-R copies its sentencepiece model file).
+        tokenizer.save_pretrained(out_dir)
+    for name, data in files.items():
+        (out_dir / name).write_bytes(data)
+    return tokenizer
+
+
+def _byte_level_bpe_files(corpus: list[str], specials: list[str]) -> dict[str, bytes]:
+    """``vocab.json`` and ``merges.txt`` of a byte-level BPE (GPT-2/RoBERTa format) trained on ``corpus``."""
     raw = Tokenizer(BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     trainer = trainers.BpeTrainer(
@@ -261,16 +306,24 @@ def build_roberta(out_dir: Path) -> Path:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    raw.train_from_iterator(training_corpus(), trainer=trainer)
+    raw.train_from_iterator(corpus, trainer=trainer)
     model_json = json.loads(raw.to_str())["model"]
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model_json["merges"]]
-    tok = RobertaTokenizerFast(
-        vocab=model_json["vocab"],
-        merges=merges,
-        add_prefix_space=True,
-        model_max_length=MODEL_MAX_LENGTH,
-    )
-    tok.save_pretrained(out_dir)
+    vocab = dict(sorted(model_json["vocab"].items(), key=lambda item: item[1]))
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model_json["merges"]]
+    return {
+        "vocab.json": json.dumps(vocab, ensure_ascii=False).encode("utf-8"),
+        # The slow reader skips the first line and drops the empty one after the final newline.
+        "merges.txt": ("#version: 0.2\n" + "\n".join(merges) + "\n").encode("utf-8"),
+    }
+
+
+def build_roberta(out_dir: Path) -> Path:
+    """Byte-level BPE RoBERTa (``add_prefix_space=True``) saved into ``out_dir``."""
+    from transformers import RobertaConfig, RobertaModel
+
+    out_dir = _prepare(out_dir)
+    files = _byte_level_bpe_files(training_corpus(), ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tok = _save_tokenizer("RobertaTokenizer", files, out_dir, add_prefix_space=True)
 
     torch.manual_seed(SEED)
     config = RobertaConfig(
@@ -286,29 +339,13 @@ def build_roberta(out_dir: Path) -> Path:
     return out_dir
 
 
-def _unigram_vocab(corpus: list[str], specials: list[str]) -> list[tuple[str, float]]:
-    """Train a Unigram vocab ``[(piece, log_prob)]`` whose first pieces are ``specials``.
+def _sentencepiece_model(corpus: list[str]) -> bytes:
+    """A serialised Unigram ``sentencepiece`` model laid out like XLM-R's (``<unk> <s> </s>`` = ids 0-2).
 
-    Uses the ``sentencepiece`` trainer (single-threaded, so bit-for-bit
-    deterministic; identity normalisation, whitespace -> "▁" prefix, i.e. the
-    same segmentation as ``WhitespaceSplit + Metaspace(prepend_scheme="always")``).
-    Falls back to ``tokenizers.trainers.UnigramTrainer`` (NOT deterministic
-    across processes) if ``sentencepiece`` is missing.
+    Single-threaded training is bit-for-bit deterministic. ``nmt_nfkc``
+    normalisation (spaces collapsed), whitespace -> "▁" prefix.
     """
-    bos, pad, eos, unk, *user = specials
-    try:
-        import sentencepiece as spm
-    except ImportError:  # pragma: no cover - fallback
-        raw = Tokenizer(Unigram())
-        raw.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(prepend_scheme="always")]
-        )
-        trainer = trainers.UnigramTrainer(
-            vocab_size=VOCAB_SIZE, special_tokens=specials, unk_token=unk,
-            max_piece_length=16, show_progress=False,
-        )
-        raw.train_from_iterator(corpus, trainer=trainer)
-        return [(p, float(s)) for p, s in json.loads(raw.to_str())["model"]["vocab"]]
+    import sentencepiece as spm
 
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
@@ -318,16 +355,13 @@ def _unigram_vocab(corpus: list[str], specials: list[str]) -> list[tuple[str, fl
         vocab_size=VOCAB_SIZE,
         hard_vocab_limit=False,
         character_coverage=1.0,
-        normalization_rule_name="identity",
+        normalization_rule_name="nmt_nfkc",
         max_sentencepiece_length=16,
-        bos_id=0, pad_id=1, eos_id=2, unk_id=3,
-        bos_piece=bos, pad_piece=pad, eos_piece=eos, unk_piece=unk,
-        user_defined_symbols=user,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
         num_threads=1,
         minloglevel=2,
     )
-    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
-    return [(sp.id_to_piece(i), float(sp.get_score(i))) for i in range(sp.get_piece_size())]
+    return buf.getvalue()
 
 
 def _wordpiece_vocab(corpus: list[str], specials: list[str]) -> dict[str, int]:
@@ -376,17 +410,13 @@ def _wordpiece_vocab(corpus: list[str], specials: list[str]) -> dict[str, int]:
 
 
 def build_xlmr(out_dir: Path) -> Path:
-    """SentencePiece-style Unigram XLM-RoBERTa saved into ``out_dir``."""
-    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
+    """SentencePiece Unigram XLM-RoBERTa (``sentencepiece.bpe.model``) saved into ``out_dir``."""
+    from transformers import XLMRobertaConfig, XLMRobertaModel
 
     out_dir = _prepare(out_dir)
-    # XLMRobertaTokenizer (transformers 5) hard-codes unk_id=3.
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    vocab = _unigram_vocab(training_corpus(), specials)
-    assert [p for p, _ in vocab[: len(specials)]] == specials, vocab[:5]
-    # add_prefix_space=True (the class default) -> Metaspace(prepend_scheme="always")
-    tok = XLMRobertaTokenizerFast(vocab=vocab, add_prefix_space=True, model_max_length=MODEL_MAX_LENGTH)
-    tok.save_pretrained(out_dir)
+    # fairseq ids, as for the real model: <s> <pad> </s> <unk>, then spm pieces 3.. shifted by one, <mask> last.
+    files = {"sentencepiece.bpe.model": _sentencepiece_model(training_corpus())}
+    tok = _save_tokenizer("XLMRobertaTokenizer", files, out_dir)
 
     torch.manual_seed(SEED)
     config = XLMRobertaConfig(
@@ -403,16 +433,15 @@ def build_xlmr(out_dir: Path) -> Path:
 
 
 def build_electra(out_dir: Path) -> Path:
-    """Lowercasing WordPiece ELECTRA (discriminator encoder) saved into ``out_dir``."""
-    from transformers import ElectraConfig, ElectraModel, ElectraTokenizerFast
+    """Lowercasing WordPiece ELECTRA (discriminator encoder, ``vocab.txt``) saved into ``out_dir``."""
+    from transformers import ElectraConfig, ElectraModel
 
     out_dir = _prepare(out_dir)
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab = _wordpiece_vocab(training_corpus(), specials)
-    # ElectraTokenizerFast is BertTokenizer in transformers 5: BertNormalizer(lowercase)
-    # + BertPreTokenizer + WordPiece("##"), exactly what _wordpiece_vocab trained on.
-    tok = ElectraTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=MODEL_MAX_LENGTH)
-    tok.save_pretrained(out_dir)
+    # BertNormalizer(lowercase) + BertPreTokenizer + WordPiece("##"): what _wordpiece_vocab trained on.
+    files = {"vocab.txt": "".join(token + "\n" for token in vocab).encode("utf-8")}
+    tok = _save_tokenizer("ElectraTokenizer", files, out_dir, do_lower_case=True)
 
     torch.manual_seed(SEED)
     config = ElectraConfig(
