@@ -113,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     output = check_output(args.output, args.corpus)
     for path in args.corpus:
         _open_lines(path).close()  # every file exists before any is read
-    corpus = prepare_corpus(line for path in args.corpus for line in read_lines(path))
+    lines = [line for path in args.corpus for line in read_lines(path)]
+    corpus = prepare_corpus(lines)  # checked here to name the files; compute_baseline prepares the lines again
     names = ", ".join(args.corpus)
     usable = len(corpus.sentences)
     if usable < 2:
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             "pairs (each sentence is used at most once)"
         )
     table = compute_baseline(
-        corpus.sentences, model_type=args.model_type, num_pairs=args.pairs, seed=args.seed, lang=args.lang,
+        lines, model_type=args.model_type, num_pairs=args.pairs, seed=args.seed, lang=args.lang,
         verbose=not args.quiet, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
         device=args.device, dtype=args.dtype,
     )

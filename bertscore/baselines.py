@@ -77,6 +77,11 @@ def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
     return _baseline_dir() / lang / f"{model_type}.tsv"
 
 
+def packaged_language(path: str | Path) -> str:
+    """The language folder of a packaged baseline file (model names may hold '/': en/microsoft/...)."""
+    return Path(path).relative_to(_baseline_dir()).parts[0]
+
+
 @lru_cache(maxsize=64)
 def _read_table(path: str, mtime: float) -> torch.Tensor:
     with open(path, newline="", encoding="utf-8") as handle:
@@ -205,11 +210,17 @@ def sidecar_path(path: str | Path) -> Path:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: never a half-written file."""
+    """Write to a temporary file in the same folder, then rename: never a half-written file.
+
+    The file gets the permissions a plain `open(path, "w")` would give (mkstemp's are 0600).
+    """
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

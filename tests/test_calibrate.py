@@ -105,6 +105,10 @@ def test_same_corpus_and_seed_give_the_same_bytes(tiny_models, tmp_path):
         written.append((path.read_bytes(), baselines.sidecar_path(path).read_bytes()))
     assert written[0] == written[1]
     assert written[0][0] != written[2][0] and written[0][1] != written[2][1]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    for path in (tmp_path / "run0" / "baseline.tsv", tmp_path / "run0" / "baseline.tsv.json"):
+        assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777  # not mkstemp's 0600
 
 
 def test_file_round_trips_and_the_official_package_reads_it(tiny_models, tmp_path):
