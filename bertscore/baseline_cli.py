@@ -19,11 +19,9 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator, Sequence
 
+from .cli import InputError, _lines
+
 logger = logging.getLogger("bertscore")
-
-
-class InputError(Exception):
-    """Bad command-line input: reported with exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no progress log")
     return parser
 
 
@@ -59,12 +57,7 @@ def read_lines(path: str) -> Iterator[str]:
     """The lines of one corpus file, decoded; a bad byte names the file and line."""
     with _open_lines(path) as handle:
         try:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is not text
-                except UnicodeDecodeError as error:
-                    raise InputError(f"{path}, line {number}: not valid UTF-8 ({error.reason}); re-encode it as UTF-8")
-                yield line.rstrip("\n").rstrip("\r")
+            yield from _lines(handle, path)
         except (OSError, EOFError) as error:  # e.g. a damaged .gz
             raise InputError(f"{path}: cannot be read ({error})") from error
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 
 import numpy as np
@@ -211,7 +212,7 @@ def test_cli_writes_what_the_api_writes(tiny_models, tmp_path, capsys):
     assert f"\n3\t" in stdout and f"{f3:.6f} ± {se3:.6f}" in stdout
 
 
-@pytest.mark.parametrize("case", ["missing", "folder", "too_few", "too_many_pairs", "not_utf8", "overwrite"])
+@pytest.mark.parametrize("case", ["missing", "folder", "too_few", "too_many_pairs", "not_utf8", "overwrite", "bad_gz"])
 def test_cli_bad_input_exits_2_naming_the_file(tiny_models, tmp_path, capsys, case):
     good = _corpus_file(tmp_path, CORPUS[:10], "good.txt")
     out = tmp_path / "out.tsv"
@@ -231,12 +232,26 @@ def test_cli_bad_input_exits_2_naming_the_file(tiny_models, tmp_path, capsys, ca
         corpus, needle = [str(bad)], f"{bad}, line 3: not valid UTF-8"
     elif case == "overwrite":
         out, needle = good, f"would overwrite the corpus file {good}"
+    elif case == "bad_gz":
+        broken = tmp_path / "broken.txt.gz"
+        broken.write_bytes(gzip.compress(b"one\ntwo\nthree\n")[:-12])
+        corpus, needle = [str(broken)], f"{broken}: cannot be read"
     before = good.read_bytes()
     code = baseline_main(["--model", str(tiny_models["electra"]), "--corpus", *corpus, *extra, "-o", str(out), "-q"])
     assert code == 2
     assert needle in capsys.readouterr().err
     assert good.read_bytes() == before
     assert not (tmp_path / "out.tsv").exists()
+
+
+def test_cli_reads_gzip_corpora(tiny_models, tmp_path, capsys):
+    packed = tmp_path / "corpus.txt.gz"
+    packed.write_bytes(gzip.compress(("\n".join(CORPUS) + "\n").encode("utf-8")))
+    out = tmp_path / "out.tsv"
+    assert baseline_main(["--model", str(tiny_models["electra"]), "--corpus", str(packed), "--pairs", "3",
+                          "-o", str(out), "-q", "--device", "cpu"]) == 0
+    expected = compute_baseline(CORPUS, model_type=str(tiny_models["electra"]), num_pairs=3, device="cpu")
+    assert out.read_text() == baselines.format_baseline(expected.mean.tolist())
 
 
 def test_cli_needs_a_model_or_a_language(tmp_path, capsys):
