@@ -43,9 +43,9 @@ def _packaged_file(language_dir: Path, model_type: str) -> Path | None:
     A local model path (absolute, or with '..') is never a packaged model: joining it would point
     at some file outside the package (e.g. `folder.tsv` beside the model folder).
     """
-    path = language_dir / f"{model_type}.tsv"
     if Path(model_type).is_absolute() or ".." in Path(model_type).parts:
         return None
+    path = language_dir / f"{model_type}.tsv"
     return path if path.is_file() else None
 
 
@@ -158,10 +158,6 @@ class BaselineTable:
     scorer_hash: str  # the all-layers, no-idf scorer that produced the pair scores (dtype included)
     device: str  # cpu, cuda, ...: the last float32 digits may differ between device types
     versions: dict[str, str] = field(default_factory=dict)  # bertscore, transformers, torch
-
-    def as_tensor(self) -> torch.Tensor:
-        """The table as `load_baseline` returns it from the written file: float32 [layers + 1, 3]."""
-        return torch.tensor([[float(_short_float(v)) for v in row] for row in self.mean.tolist()], dtype=torch.float32)
 
     def sidecar(self) -> dict[str, Any]:
         """The provenance record written next to the TSV (no date: files are deterministic)."""
