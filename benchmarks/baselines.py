@@ -249,6 +249,8 @@ def render(r: dict) -> str:
         lines += ["", "Each run is a fresh `bertscore baseline` process (same corpus, seed 0, `--pairs N`):", "",
                   "| pairs | wall s | CPU s | peak RSS (MiB) | SE(F), layer 6 |", "|---|---|---|---|---|"]
         for n, run in [*counts.items(), ("all " + str(shipped["num_pairs"]), shipped)]:
+            if "cpu_seconds" not in run:  # a record from before the runs were separate processes
+                continue
             lines.append(f"| {n} | {run['seconds']:.0f} | {run['cpu_seconds']:.0f} | {run['peak_rss_bytes'] / 2**20:.0f} | "
                          f"{run['standard_error'][6][2]:.4f} |")
         lines.append("")
