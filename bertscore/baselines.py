@@ -1,19 +1,34 @@
-"""Rescale baselines: the official per-model, per-layer tables and the linear rescaling.
+"""Rescale baselines: per-model, per-layer tables, the linear rescaling, and the file format.
 
 The packaged tables are the 72 baseline files of bert-score 0.3.13 (MIT licence, (c) 2019
 Tianyi Zhang, Varsha Kishore, Felix Wu, Kilian Q. Weinberger and Yoav Artzi; see
-data/rescale_baseline/LICENSE). Each is comma-separated `LAYER,P,R,F`, one row per layer.
+data/rescale_baseline/LICENSE), plus our English baseline of the embedded MiniLM, computed from
+Tatoeba sentences (see data/rescale_baseline/en/sentence-transformers/NOTICE.md). Each is
+comma-separated `LAYER,P,R,F`, one row per layer (0 = the embeddings layer).
+
+This module is pure (no model code). Computing a baseline needs a scorer: `compute_baseline`
+hands over to `bertscore.calibrate`, one floor up.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
 
+import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from .scorer import BERTScorer
 
 _BASELINE_ROOT = "data/rescale_baseline"
 
@@ -22,10 +37,22 @@ def _baseline_dir() -> Path:
     return Path(str(resources.files("bertscore").joinpath(_BASELINE_ROOT)))
 
 
+def _packaged_file(language_dir: Path, model_type: str) -> Path | None:
+    """The packaged file of `model_type` in one language folder; None for names that leave the folder.
+
+    A local model path (absolute, or with '..') is never a packaged model: joining it would point
+    at some file outside the package (e.g. `folder.tsv` beside the model folder).
+    """
+    if Path(model_type).is_absolute() or ".." in Path(model_type).parts:
+        return None
+    path = language_dir / f"{model_type}.tsv"
+    return path if path.is_file() else None
+
+
 def packaged_languages(model_type: str) -> list[str]:
     """Languages that have a packaged baseline for `model_type`."""
     root = _baseline_dir()
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / f"{model_type}.tsv").is_file())
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and _packaged_file(p, model_type) is not None)
 
 
 def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
@@ -48,6 +75,11 @@ def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
             "pass baseline_path=... or rescale_with_baseline=False"
         )
     return _baseline_dir() / lang / f"{model_type}.tsv"
+
+
+def packaged_language(path: str | Path) -> str:
+    """The language folder of a packaged baseline file (model names may hold '/': en/microsoft/...)."""
+    return Path(path).relative_to(_baseline_dir()).parts[0]
 
 
 @lru_cache(maxsize=64)
@@ -95,3 +127,141 @@ def rescale(scores: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
 def file_fingerprint(path: str | Path) -> str:
     """A short content hash of a (custom) baseline file."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:10]
+
+
+# ----- computed baselines: the table, the official file format and its sidecar ----------------
+
+SIDECAR_SUFFIX = ".json"
+SIDECAR_SCHEMA = 1
+COLUMNS = ("P", "R", "F")
+
+
+@dataclass(frozen=True)
+class BaselineTable:
+    """A computed baseline: mean P, R, F per layer over random pairs, with standard errors.
+
+    `mean` and `standard_error` are float64 [layers + 1, 3] (columns P, R, F; row 0 is the
+    embeddings layer). `standard_error` is the sample standard deviation over pairs / sqrt(pairs)
+    (NaN with a single pair). The other fields say where the numbers come from; they are written
+    to the JSON sidecar next to the TSV.
+    """
+
+    mean: torch.Tensor
+    standard_error: torch.Tensor
+    model: str
+    revision: str | None
+    lang: str | None
+    seed: int
+    num_pairs: int
+    num_sentences: int  # distinct non-empty sentences the pairs were drawn from
+    corpus_sha256: str  # of those sentences, in order (see bertscore.calibrate.corpus_fingerprint)
+    scorer_hash: str  # the all-layers, no-idf scorer that produced the pair scores (dtype included)
+    device: str  # cpu, cuda, ...: the last float32 digits may differ between device types
+    versions: dict[str, str] = field(default_factory=dict)  # bertscore, transformers, torch
+
+    def sidecar(self) -> dict[str, Any]:
+        """The provenance record written next to the TSV (no date: files are deterministic)."""
+        def columns(table: torch.Tensor) -> dict[str, list[float | None]]:
+            return {name: [None if math.isnan(v) else v for v in table[:, i].tolist()] for i, name in enumerate(COLUMNS)}
+
+        return {
+            "schema": SIDECAR_SCHEMA,
+            "procedure": "mean BERTScore P, R, F per layer (0 = embeddings) over random candidate/reference "
+                         "pairs of distinct non-empty sentences, each used at most once, no idf",
+            "model": self.model,
+            "revision": self.revision,
+            "lang": self.lang,
+            "seed": self.seed,
+            "num_pairs": self.num_pairs,
+            "num_sentences": self.num_sentences,
+            "corpus_sha256": self.corpus_sha256,
+            "scorer_hash": self.scorer_hash,
+            "device": self.device,
+            "versions": dict(sorted(self.versions.items())),
+            "mean": columns(self.mean),
+            "standard_error": columns(self.standard_error),
+        }
+
+
+def _short_float(value: float) -> str:
+    """The shortest text that reads back as the same float32 (the official files' style)."""
+    return np.format_float_positional(np.float32(value), unique=True, trim="0")
+
+
+def format_baseline(rows: Iterable[Iterable[float]]) -> str:
+    """The official `LAYER,P,R,F` text of a table [layers + 1, 3]."""
+    lines = ["LAYER,P,R,F"]
+    for layer, row in enumerate(rows):
+        values = [float(v) for v in row]
+        if len(values) != 3 or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"baseline layer {layer}: expected three finite numbers (P, R, F), got {values}")
+        lines.append(f"{layer}," + ",".join(_short_float(v) for v in values))
+    return "\n".join(lines) + "\n"
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """Where the JSON provenance of a baseline file lives: beside it, `<name>.json` appended."""
+    path = Path(path)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: never a half-written file.
+
+    The file gets the permissions a plain `open(path, "w")` would give (mkstemp's are 0600).
+    """
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_baseline(table: BaselineTable, path: str | Path) -> Path:
+    """Write `table` as an official `LAYER,P,R,F` file at `path` and its JSON sidecar beside it.
+
+    Loadable by `baseline_path=` here and by the official package. Same table -> same bytes.
+    Returns the sidecar's path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, format_baseline(table.mean.tolist()))
+    meta = sidecar_path(path)
+    _write_atomically(meta, json.dumps(table.sidecar(), indent=2, sort_keys=True) + "\n")
+    return meta
+
+
+def read_sidecar(path: str | Path) -> dict[str, Any]:
+    """The JSON provenance of a baseline file (`path` is the TSV); a clear error when absent."""
+    meta = sidecar_path(path)
+    if not meta.is_file():
+        raise FileNotFoundError(f"no provenance file {meta} beside the baseline {path}")
+    return json.loads(meta.read_text(encoding="utf-8"))
+
+
+def compute_baseline(
+    sentences: Iterable[str],
+    model_type: str | None = None,
+    num_pairs: int | None = None,
+    seed: int = 0,
+    lang: str | None = None,
+    scorer: "BERTScorer | None" = None,
+    verbose: bool = False,
+    **scorer_settings: Any,
+) -> BaselineTable:
+    """The rescale baseline of a model from a monolingual corpus (see `bertscore.calibrate`).
+
+    Thin entry point: the work needs a scorer, so it lives one floor up in `bertscore.calibrate`.
+    """
+    from .calibrate import compute_baseline as compute
+
+    return compute(
+        sentences, model_type=model_type, num_pairs=num_pairs, seed=seed, lang=lang, scorer=scorer,
+        verbose=verbose, **scorer_settings,
+    )

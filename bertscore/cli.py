@@ -522,6 +522,11 @@ def _name_lines(note: str, first_index: int, args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "baseline":
+        from .baseline_cli import main as baseline_main
+
+        return baseline_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="bertscore: %(message)s")

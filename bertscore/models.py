@@ -554,11 +554,12 @@ def _load_model(
         num_layers = MODEL_TO_LAYERS.get(model_type)
         if num_layers is None:
             num_layers = total_layers
-            logger.warning(
-                "no default layer is known for %r: using its last layer (%d); pass num_layers to choose",
-                model_type,
-                num_layers,
-            )
+            if not all_layers:  # with all layers no layer is chosen: nothing to warn about
+                logger.warning(
+                    "no default layer is known for %r: using its last layer (%d); pass num_layers to choose",
+                    model_type,
+                    num_layers,
+                )
     if not 0 <= num_layers <= total_layers:
         raise ValueError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:

@@ -250,7 +250,7 @@ class BERTScorer:
             path, tag = baseline_path, f"rescaled-custom:{baselines.file_fingerprint(baseline_path)}"
         else:
             path = baselines.packaged_baseline_path(self.model_type, lang)
-            tag = f"rescaled-{path.parent.name}"
+            tag = f"rescaled-{baselines.packaged_language(path)}"
         table = baselines.load_baseline(path)
         rows = baselines.baseline_rows(table, None if self.all_layers else self.num_layers, path)
         if self.all_layers and rows.shape[0] != self.model.total_layers + 1:

@@ -72,10 +72,11 @@ def test_compute_endpoint_equals_library(server, idf: bool) -> None:
 
 def test_compute_plain_text_layer_and_rescale_note(server) -> None:
     result = server.predict("the cat sat", "a cat sat\nthe dog sat", MODEL, "3", False, True, "", api_name="/compute")
-    (p, r, f) = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, num_layers=3)
+    (p, r, f) = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, num_layers=3,
+                                rescale_with_baseline=True)  # the embedded model's packaged English baseline
     assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6)
     assert "_L3_" in result["hashcode"]
-    assert result["rescaled"] is False and any("no packaged rescale baseline" in n for n in result["notes"])
+    assert result["rescaled"] is True and any("packaged en baseline" in n for n in result["notes"])
 
 
 def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) -> None:
@@ -136,7 +137,10 @@ def test_pair_handler_direct() -> None:
     assert error == "" and figure is not None
     p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True)
     assert f"| raw | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
-    assert "no packaged rescale baseline" in scores and "Winning reference:** #1" in scores
+    p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True,
+                              rescale_with_baseline=True)
+    assert f"| rescaled | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
+    assert "packaged en baseline" in scores and "Winning reference:** #1" in scores
     assert list(table.columns) == ["side", "#", "token", "weight", "best match", "cosine"]
     error, scores, figure, _ = handlers.pair("x" * 101, "y", MODEL, "", False, False, "")
     assert "at most 100" in error and figure is None

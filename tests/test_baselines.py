@@ -1,16 +1,25 @@
 """Packaged baselines and rescaling."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from bertscore import baselines
 
+OURS = {"en/sentence-transformers/all-MiniLM-L6-v2.tsv"}  # computed here (see its NOTICE.md)
 
-def test_packaged_tables_are_the_official_72():
+
+def test_packaged_tables_are_the_official_files_byte_for_byte():
+    bert_score = pytest.importorskip("bert_score")
+    official_root = Path(bert_score.__file__).parent / "rescale_baseline"
+    official = {p.relative_to(official_root).as_posix(): p for p in official_root.rglob("*.tsv")}
     root = baselines._baseline_dir()
-    files = sorted(root.rglob("*.tsv"))
-    assert len(files) == 72
-    assert len({p.relative_to(root).parts[0] for p in files}) == 12
+    packaged = {p.relative_to(root).as_posix(): p for p in root.rglob("*.tsv")}
+    assert len(official) == 72
+    assert set(packaged) == set(official) | OURS
+    different = [name for name, path in official.items() if packaged[name].read_bytes() != path.read_bytes()]
+    assert different == []
 
 
 def test_roberta_large_row_values():
@@ -25,14 +34,19 @@ def test_single_language_model_needs_no_lang():
     assert baselines.packaged_baseline_path("roberta-large", None).parent.name == "en"
 
 
+def test_the_language_of_a_nested_model_name_is_its_top_folder():
+    for model in ("microsoft/deberta-xlarge-mnli", "sentence-transformers/all-MiniLM-L6-v2", "roberta-large"):
+        assert baselines.packaged_language(baselines.packaged_baseline_path(model, "en")) == "en"
+
+
 def test_ambiguous_language_is_an_error():
     with pytest.raises(ValueError, match="several languages"):
         baselines.packaged_baseline_path("bert-base-multilingual-cased", None)
 
 
-def test_missing_baseline_is_a_clear_error():
+def test_missing_baseline_is_a_clear_error(tiny_models):
     with pytest.raises(ValueError, match="no packaged rescale baseline"):
-        baselines.packaged_baseline_path("sentence-transformers/all-MiniLM-L6-v2", "en")
+        baselines.packaged_baseline_path(str(tiny_models["electra"]), "en")
     with pytest.raises(ValueError, match="in language 'zz'"):
         baselines.packaged_baseline_path("roberta-large", "zz")
 
@@ -59,3 +73,21 @@ def test_bad_files(tmp_path):
     good.write_text("LAYER,P,R,F\n0,0.1,0.2,0.3\n1,0.4,0.5,0.6\n")
     with pytest.raises(ValueError, match="not layer 5"):
         baselines.baseline_rows(baselines.load_baseline(good), 5, good)
+
+
+def test_a_local_model_path_never_picks_a_file_outside_the_package(tmp_path):
+    (tmp_path / "mymodel").mkdir()
+    (tmp_path / "mymodel.tsv").write_text("LAYER,P,R,F\n0,0.1,0.2,0.3\n")
+    assert baselines.packaged_languages(str(tmp_path / "mymodel")) == []
+    english = baselines._baseline_dir() / "en"
+    assert baselines.packaged_languages("../en/roberta-large") == []  # a real file, reached by '..'
+    assert (english / "../en/roberta-large.tsv").is_file()
+
+
+def test_written_files_use_the_official_layout_and_refuse_non_finite_values(tmp_path):
+    text = baselines.format_baseline([[0.5, 0.25, 1 / 3], [0.1, -0.2, 0.3]])
+    assert text == "LAYER,P,R,F\n0,0.5,0.25,0.33333334\n1,0.1,-0.2,0.3\n"
+    with pytest.raises(ValueError, match="layer 1: expected three finite numbers"):
+        baselines.format_baseline([[0.5, 0.25, 0.3], [0.1, float("nan"), 0.3]])
+    with pytest.raises(FileNotFoundError, match="no provenance file"):
+        baselines.read_sidecar(tmp_path / "x.tsv")

@@ -85,8 +85,8 @@ def test_missing_model_and_lang_exits_2(capsys):
     assert "--model or --lang" in capsys.readouterr().err
 
 
-def test_rescale_without_baseline_exits_2(capsys):
-    assert main(["-c", CANDS, "-r", REFS, *MODEL, "--rescale-with-baseline"]) == 2
+def test_rescale_without_baseline_exits_2(capsys, tiny_models):
+    assert main(["-c", CANDS, "-r", REFS, "--model", str(tiny_models["electra"]), "--rescale-with-baseline"]) == 2
     assert "no packaged rescale baseline" in capsys.readouterr().err
 
 

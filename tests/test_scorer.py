@@ -43,10 +43,9 @@ def test_embedded_model_resolves_offline(minilm_scorer):
     assert minilm_scorer.hash.startswith(EMBEDDED_MODEL_NAME + "@")
 
 
-def test_rescale_without_baseline_is_an_error(minilm_scorer):
+def test_rescale_without_baseline_is_an_error(tiny_models):
     with pytest.raises(ValueError, match="no packaged rescale baseline"):
-        BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4, rescale_with_baseline=True,
-                   loaded_model=minilm_scorer.model)
+        BERTScorer(model_type=str(tiny_models["electra"]), num_layers=2, rescale_with_baseline=True)
 
 
 def test_identical_texts_score_one(minilm_scorer):

@@ -1,0 +1,335 @@
+"""The shipped rescale baseline of the embedded MiniLM: cost, precision, pair count, calibration.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/baselines.py [--data ../shared/data] [--threads N]
+
+Corpus: every distinct English sentence of the Tatoeba test set of LASER (column `english` of
+../shared/data/tatoeba/tatoeba_pairs.tsv.gz, file order), written one per line to a temporary file.
+
+1. The shipped computation, in a fresh subprocess: `bertscore baseline --model
+   sentence-transformers/all-MiniLM-L6-v2 --lang en --corpus <that file> --seed 0 --device cpu`:
+   wall and CPU time, peak RSS (getrusage of the child), and the written file and sidecar compared
+   byte for byte with the shipped ones (the same inputs must give the same bytes).
+2. Its standard errors (from the sidecar).
+3. How the baseline moves with the number of pairs: `--pairs 1000` and `--pairs 5000` (seed 0,
+   each a fresh child as in 1, with its time and peak RSS) against all pairs, per layer, in units
+   of the all-pairs standard error.
+4. Calibration: the distinct sentences are split into two halves (seeded permutation, seed 1).
+   A baseline from half A (all its pairs, seed 0) is written to a file and loaded as a user would;
+   all random pairs of half B (seed 0) are scored at every layer and rescaled with it: the mean
+   rescaled F per layer must lie within 0.01 of 0. Identical pairs (1,000 sentences of B against
+   themselves) rescaled with it must give 1.
+Writes benchmarks/results/baselines.md and baselines.json (after every step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
+TOLERANCE = 0.01
+
+# Runs the CLI in a child and reports the child's own CPU time and peak RSS.
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+import torch
+torch.set_num_threads({threads})
+from bertscore.baseline_cli import main
+start = time.perf_counter()
+code = main(sys.argv[1:])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"exit_code": code, "seconds": time.perf_counter() - start,
+                  "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": usage.ru_maxrss * 1024}}),
+      file=sys.stderr)
+"""
+
+
+def tatoeba_english(data: Path) -> list[str]:
+    path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
+    if not path.is_file():
+        sys.exit(f"error: {path} not found (pass --data DIR holding tatoeba/tatoeba_pairs.tsv.gz)")
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        return [row["english"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
+
+
+def machine_info(threads: int) -> dict:
+    import torch
+    import transformers
+
+    cpu_model, flags = platform.machine(), []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and cpu_model == platform.machine():
+                cpu_model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                wanted = ("avx", "fma", "f16c", "amx", "sse4")
+                flags = sorted(f for f in line.split(":", 1)[1].split() if f.startswith(wanted))
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu_model, "cpu_flags": flags, "logical_cpus": os.cpu_count(), "torch_threads": threads,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_average_at_end": os.getloadavg(),
+        "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
+    }
+
+
+def run_cli(argv: list[str], threads: int) -> dict:
+    child = CHILD.format(root=str(ROOT), threads=threads)
+    done = subprocess.run([sys.executable, "-c", child, *argv], capture_output=True, text=True)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    if done.returncode != 0 or report["exit_code"] != 0:
+        sys.exit(f"error: bertscore baseline failed:\n{done.stderr[-3000:]}")
+    return report
+
+
+def layer_table(table) -> dict:
+    return {"mean": table.mean.tolist(), "standard_error": table.standard_error.tolist()}
+
+
+def cli_baseline(corpus_file: Path, out: Path, threads: int, pairs: int | None = None) -> dict:
+    """`bertscore baseline` in a fresh child: its time, peak RSS, and the written table."""
+    from bertscore import baselines
+
+    extra = ["--pairs", str(pairs)] if pairs else []
+    report = run_cli(["--model", MODEL, "--lang", "en", "--corpus", str(corpus_file), "--seed", "0",
+                      "--device", "cpu", "-q", "-o", str(out), *extra], threads)
+    meta = baselines.read_sidecar(out)
+    layers = range(len(meta["mean"]["F"]))
+    return {**report, "num_pairs": meta["num_pairs"], "num_sentences": meta["num_sentences"],
+            "mean": [[meta["mean"][c][k] for c in "PRF"] for k in layers],
+            "standard_error": [[meta["standard_error"][c][k] for c in "PRF"] for k in layers]}
+
+
+def step_shipped(corpus_file: Path, work: Path, threads: int, refresh: bool) -> dict:
+    """The shipped computation, compared byte for byte with the shipped files (and, with
+    `refresh`, copied over them when they differ: what differed is recorded)."""
+    import shutil
+
+    from bertscore import baselines
+
+    out = work / "all-MiniLM-L6-v2.tsv"
+    result = cli_baseline(corpus_file, out, threads)
+    result["identical_to_shipped"] = out.read_bytes() == SHIPPED.read_bytes()
+    result["identical_sidecar"] = baselines.sidecar_path(out).read_bytes() == baselines.sidecar_path(SHIPPED).read_bytes()
+    if not (result["identical_to_shipped"] and result["identical_sidecar"]):
+        old, new = baselines.read_sidecar(SHIPPED), baselines.read_sidecar(out)
+        result["sidecar_keys_that_differ"] = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        result["max_abs_mean_change"] = max(abs(a - b) for c in "PRF" for a, b in zip(old["mean"][c], new["mean"][c]))
+        if refresh:
+            shutil.copyfile(out, SHIPPED)
+            shutil.copyfile(baselines.sidecar_path(out), baselines.sidecar_path(SHIPPED))
+            result["refreshed_shipped_files"] = True
+    return result
+
+
+def step_pair_counts(corpus_file: Path, work: Path, threads: int, counts: list[int]) -> dict:
+    return {str(n): cli_baseline(corpus_file, work / f"pairs_{n}.tsv", threads, n) for n in counts}
+
+
+def step_calibration(sentences: list[str], work: Path) -> dict:
+    import numpy as np
+    import torch
+
+    from bertscore import BERTScorer, baselines
+    from bertscore.calibrate import all_layers_scorer, compute_baseline, mean_and_standard_error, prepare_corpus, random_pairs
+
+    distinct = prepare_corpus(sentences).sentences
+    order = np.random.default_rng(1).permutation(len(distinct))
+    half = len(distinct) // 2
+    half_a = [distinct[i] for i in order[:half]]
+    half_b = [distinct[i] for i in order[half:]]
+    start = time.perf_counter()
+    table_a = compute_baseline(half_a, model_type=MODEL, seed=0, lang="en", device="cpu")
+    path_a = work / "half_a.tsv"
+    baselines.write_baseline(table_a, path_a)
+    baseline_a = baselines.load_baseline(path_a)  # as a user loads it: float32 [7, 3]
+
+    scorer = all_layers_scorer(model_type=MODEL, device="cpu")
+    cands, refs = random_pairs(len(half_b), None, 0)
+    raw = scorer.score_pairs([half_b[i] for i in cands.tolist()], [half_b[i] for i in refs.tolist()])
+    rescaled = baselines.rescale(raw, baseline_a)  # [pairs, 7, 3]
+    mean, error = mean_and_standard_error(rescaled)
+    raw_mean, raw_error = mean_and_standard_error(raw)
+
+    identical = half_b[:1000]
+    same = BERTScorer(model_type=MODEL, all_layers=True, rescale_with_baseline=True, baseline_path=str(path_a),
+                      device="cpu", loaded_model=scorer.model, cache_bytes=0)
+    p, r, f = same.score(identical, identical)  # [7, 1000] each
+    deviation = torch.stack([p, r, f]).sub(1).abs().amax(dim=(0, 2))
+    return {
+        "sentences_a": len(half_a), "sentences_b": len(half_b), "pairs_a": table_a.num_pairs, "pairs_b": len(cands),
+        "baseline_a": layer_table(table_a), "raw_b": {"mean": raw_mean.tolist(), "standard_error": raw_error.tolist()},
+        "rescaled_b": {"mean": mean.tolist(), "standard_error": error.tolist()},
+        "identical_pairs": len(identical), "identical_max_abs_deviation_from_1": deviation.tolist(),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def render(r: dict) -> str:
+    m = r["machine"]
+    lines = [
+        "# Rescale baseline of the embedded MiniLM (Tatoeba English)",
+        "",
+        "Reproduce (in order): " + "; ".join(f"`{c}`" for c in r["commands"]),
+        "",
+        f"Corpus: every distinct English sentence of the LASER Tatoeba test set ({r['sentences']} lines, "
+        f"{r['distinct']} distinct). Model {MODEL}, fp32, CPU, no idf, seed 0.",
+        f"Machine: {m['cpu_model']}, {m['logical_cpus']} logical CPUs (shared with other jobs), torch threads "
+        f"{m['torch_threads']}, {m['cpu_capability']}; flags {' '.join(m['cpu_flags'])}; torch {m['torch']}, "
+        f"transformers {m['transformers']}; load average at the end {tuple(round(x, 1) for x in m['load_average_at_end'])}.",
+        "",
+    ]
+    shipped = r.get("shipped")
+    if shipped:
+        lines += [
+            "## 1. The shipped computation",
+            "",
+            f"{shipped['num_pairs']} pairs of {shipped['num_sentences']} sentences: **{shipped['seconds']:.0f} s** wall "
+            f"({shipped['cpu_seconds']:.0f} CPU s, {shipped['num_pairs'] / shipped['seconds']:.0f} pairs/s), "
+            f"peak RSS **{shipped['peak_rss_bytes'] / 2**20:.0f} MiB** (whole process: model, corpus, all-layer "
+            f"embeddings of one chunk). Recomputed file identical to the shipped one: "
+            f"**{'yes' if shipped['identical_to_shipped'] else 'NO'}** (sidecar: "
+            f"{'yes' if shipped['identical_sidecar'] else 'NO'}).",
+            "",
+        ]
+        if "sidecar_keys_that_differ" in shipped:
+            lines += [
+                f"What differed from the shipped files before this run: sidecar keys "
+                f"{', '.join(shipped['sidecar_keys_that_differ']) or 'none'}; largest change of a mean "
+                f"{shipped['max_abs_mean_change']:.1e}. "
+                + ("The shipped files were replaced by this run's output (`--refresh-shipped`)."
+                   if shipped.get("refreshed_shipped_files") else ""),
+                "",
+            ]
+        lines += [
+            "## 2. The shipped baseline and its standard errors",
+            "",
+            "| layer | P | R | F | SE(P) | SE(R) | SE(F) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for layer, (mean, error) in enumerate(zip(shipped["mean"], shipped["standard_error"])):
+            lines.append(f"| {layer} | " + " | ".join(f"{x:.4f}" for x in mean) + " | "
+                         + " | ".join(f"{x:.5f}" for x in error) + " |")
+        lines.append("")
+    counts = r.get("pair_counts")
+    if counts and shipped:
+        lines += [
+            "## 3. The baseline F with fewer pairs (seed 0)",
+            "",
+            "Difference from the all-pairs F (absolute, and in units of the smaller run's own standard error of F).",
+            "",
+            "| layer | F, all pairs | " + " | ".join(f"F, {n} pairs | diff" for n in counts) + " |",
+            "|---|---|" + "---|---|" * len(counts),
+        ]
+        for layer, full in enumerate(shipped["mean"]):
+            cells = []
+            for n, table in counts.items():
+                diff = table["mean"][layer][2] - full[2]
+                cells.append(f"{table['mean'][layer][2]:.4f} | {diff:+.4f} ({diff / table['standard_error'][layer][2]:+.1f} SE)")
+            lines.append(f"| {layer} | {full[2]:.4f} | " + " | ".join(cells) + " |")
+        lines += ["", "Each run is a fresh `bertscore baseline` process (same corpus, seed 0, `--pairs N`):", "",
+                  "| pairs | wall s | CPU s | peak RSS (MiB) | SE(F), layer 6 |", "|---|---|---|---|---|"]
+        for n, run in [*counts.items(), ("all " + str(shipped["num_pairs"]), shipped)]:
+            if "cpu_seconds" not in run:  # a record from before the runs were separate processes
+                continue
+            lines.append(f"| {n} | {run['seconds']:.0f} | {run['cpu_seconds']:.0f} | {run['peak_rss_bytes'] / 2**20:.0f} | "
+                         f"{run['standard_error'][6][2]:.4f} |")
+        lines.append("")
+    cal = r.get("calibration")
+    if cal:
+        worst = max(abs(row[2]) for row in cal["rescaled_b"]["mean"])
+        lines += [
+            "## 4. Calibration on held-out sentences",
+            "",
+            f"Baseline from half A ({cal['sentences_a']} sentences, {cal['pairs_a']} pairs); all {cal['pairs_b']} "
+            f"random pairs of half B ({cal['sentences_b']} other sentences) rescaled with it (loaded from its file).",
+            "",
+            "| layer | baseline F (A) | raw mean F (B) | rescaled mean F (B) ± SE | within 0.01 of 0 | identical pairs: max abs(x - 1) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for layer, row in enumerate(cal["rescaled_b"]["mean"]):
+            lines.append(
+                f"| {layer} | {cal['baseline_a']['mean'][layer][2]:.4f} | {cal['raw_b']['mean'][layer][2]:.4f} | "
+                f"{row[2]:+.4f} ± {cal['rescaled_b']['standard_error'][layer][2]:.4f} | "
+                f"{'yes' if abs(row[2]) <= TOLERANCE else 'NO'} | {cal['identical_max_abs_deviation_from_1'][layer]:.1e} |")
+        lines += ["", f"Largest |mean rescaled F| over the layers: **{worst:.4f}** (target <= {TOLERANCE}: "
+                  f"{'met' if worst <= TOLERANCE else 'NOT met'}); identical pairs ({cal['identical_pairs']}) rescale "
+                  f"to 1 within {max(cal['identical_max_abs_deviation_from_1']):.1e}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--counts", default="1000,5000", help="pair counts to compare with all pairs")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--refresh-shipped", action="store_true",
+                        help="copy the recomputed baseline over the shipped files when they differ (after a code "
+                             "change that moves the numbers or the sidecar; what differed is recorded)")
+    parser.add_argument("--steps", default="shipped,counts,calibration",
+                        help="steps to run; the others are kept from an existing baselines.json")
+    args = parser.parse_args()
+    steps = set(args.steps.split(","))
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    sentences = tatoeba_english(args.data)
+    from bertscore.calibrate import prepare_corpus
+
+    previous = args.out / "baselines.json"
+    result = json.loads(previous.read_text()) if previous.is_file() and steps != {"shipped", "counts", "calibration"} else {}
+    commands = result.get("commands", [result["command"]] if "command" in result else [])
+    commands.append("HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/baselines.py" + " ".join([""] + sys.argv[1:]))
+    result.update({"commands": commands, "sentences": len(sentences),
+                   "distinct": len(prepare_corpus(sentences).sentences)})
+    result.pop("command", None)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        result["machine"] = machine_info(threads)
+        (args.out / "baselines.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / "baselines.md").write_text(render(result))
+
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        corpus_file = work / "tatoeba_en.txt"
+        corpus_file.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+        if "shipped" in steps:
+            result["shipped"] = step_shipped(corpus_file, work, threads, args.refresh_shipped)
+            save()
+        if "counts" in steps:
+            counts = [int(n) for n in args.counts.split(",") if n]
+            result["pair_counts"] = step_pair_counts(corpus_file, work, threads, counts)
+            save()
+        if "calibration" in steps:
+            result["calibration"] = step_calibration(sentences, work)
+            save()
+    print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""`bertscore baseline`: compute a rescale baseline file for any model from a monolingual corpus.
+
+    bertscore baseline --model M --corpus FILE [FILE ...] [--lang xx] [--pairs N] [--seed S] -o out.tsv
+
+Corpus files hold one sentence per line (UTF-8; `.gz` is read compressed). Empty lines and
+duplicates are dropped, the rest paired at random (see `bertscore.calibrate`). Writes the official
+`LAYER,P,R,F` file and its JSON sidecar (`out.tsv.json`), and prints the per-layer means with
+their standard errors. Bad input exits with code 2 and names the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import IO, Iterator, Sequence
+
+from .cli import InputError, _lines
+
+logger = logging.getLogger("bertscore")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bertscore baseline",
+        description="Compute a rescale baseline (LAYER,P,R,F per layer) of a model: mean BERTScore of random "
+                    "sentence pairs from a monolingual corpus, every layer, no idf (the official procedure).",
+    )
+    parser.add_argument("-m", "--model", dest="model_type", help="model name, local folder, or the embedded "
+                        "'sentence-transformers/all-MiniLM-L6-v2'")
+    parser.add_argument("--lang", help="language of the corpus (recorded; picks the default model without --model)")
+    parser.add_argument("--corpus", required=True, nargs="+", help="text file(s), one sentence per line (.gz allowed)")
+    parser.add_argument("--pairs", type=int, help="random pairs to score (default: half the distinct sentences)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random pairing (default: 0)")
+    parser.add_argument("-o", "--output", required=True, help="baseline file to write (its sidecar: OUTPUT.json)")
+    parser.add_argument("-b", "--batch-size", type=int, default=64, help="max sentences per encoder batch")
+    parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no progress log")
+    return parser
+
+
+def _open_lines(path: str) -> IO[bytes]:
+    if not os.path.exists(path):
+        raise InputError(f"corpus file not found: {path}")
+    if not os.path.isfile(path):
+        raise InputError(f"corpus {path} is not a file")
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def read_lines(path: str) -> Iterator[str]:
+    """The lines of one corpus file, decoded; a bad byte names the file and line."""
+    with _open_lines(path) as handle:
+        try:
+            yield from _lines(handle, path)
+        except (OSError, EOFError) as error:  # e.g. a damaged .gz
+            raise InputError(f"{path}: cannot be read ({error})") from error
+
+
+def _same_file(a: Path, b: str) -> bool:
+    try:
+        return a.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(output: str, corpus: Sequence[str]) -> Path:
+    """The output path, refusing one that would overwrite an input file (the TSV or its sidecar)."""
+    from .baselines import sidecar_path
+
+    path = Path(output)
+    for target in (path, sidecar_path(path)):
+        for source in corpus:
+            if _same_file(target, source) or target.resolve() == Path(source).resolve():
+                raise InputError(f"-o {output} would overwrite the corpus file {source}: choose another output")
+    if path.is_dir():
+        raise InputError(f"-o {output} is a folder: give a file name, e.g. {path / 'baseline.tsv'}")
+    return path
+
+
+def _summary(table, corpus: Sequence[str]) -> str:
+    def cell(mean: float, error: float) -> str:
+        return f"{mean:.6f} ± {error:.6f}" if not math.isnan(error) else f"{mean:.6f} ± n/a"
+
+    lines = [
+        f"{table.num_pairs} pairs of {table.num_sentences} distinct sentences from {', '.join(corpus)} "
+        f"(seed {table.seed}); model {table.model}",
+        "layer\tP ± standard error\tR ± standard error\tF ± standard error",
+    ]
+    for layer, (means, errors) in enumerate(zip(table.mean.tolist(), table.standard_error.tolist())):
+        lines.append(f"{layer}\t" + "\t".join(cell(m, e) for m, e in zip(means, errors)))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .baselines import write_baseline
+    from .calibrate import compute_baseline, max_pairs, prepare_corpus
+
+    if args.model_type is None and args.lang is None:
+        raise InputError("pass --model (offline: --model sentence-transformers/all-MiniLM-L6-v2) or --lang")
+    output = check_output(args.output, args.corpus)
+    for path in args.corpus:
+        _open_lines(path).close()  # every file exists before any is read
+    lines = [line for path in args.corpus for line in read_lines(path)]
+    corpus = prepare_corpus(lines)  # checked here to name the files; compute_baseline prepares the lines again
+    names = ", ".join(args.corpus)
+    usable = len(corpus.sentences)
+    if usable < 2:
+        raise InputError(
+            f"{names}: {usable} usable line(s) after dropping {corpus.empty} empty and {corpus.duplicates} duplicate "
+            "lines; a baseline needs at least 2 distinct sentences (thousands for a stable one)"
+        )
+    if args.pairs is not None and not 1 <= args.pairs <= max_pairs(usable):
+        raise InputError(
+            f"--pairs {args.pairs}: {names} has {usable} distinct non-empty lines, which allow 1..{max_pairs(usable)} "
+            "pairs (each sentence is used at most once)"
+        )
+    table = compute_baseline(
+        lines, model_type=args.model_type, num_pairs=args.pairs, seed=args.seed, lang=args.lang,
+        verbose=not args.quiet, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
+        device=args.device, dtype=args.dtype,
+    )
+    sidecar = write_baseline(table, output)
+    print(_summary(table, args.corpus))
+    print(f"wrote {output} and {sidecar}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="bertscore: %(message)s")
+    logging.getLogger("bertscore").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    try:
+        return run(args)
+    except (InputError, ValueError, TypeError, OSError) as error:
+        print(f"bertscore baseline: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
