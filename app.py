@@ -38,6 +38,7 @@ from bertscore.explain import Explanation, explain_pair
 from bertscore.inputs import check_text, normalize_inputs
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
+from bertscore.stats import bootstrap_ci, compare_systems
 from bertscore.windows import WindowSettingError
 
 DEFAULT_MODELS = (
@@ -124,7 +125,7 @@ class ScoringService:
             raise UserError(f"model {model!r} is not in this app's allow-list: {', '.join(self.config.models)}")
         layers = parse_layer(num_layers)
         stride = parse_layer(window_stride, "window stride")
-        lang = (lang or "").strip() or None
+        lang = (lang or "").strip().lower() or None
         languages = baselines.packaged_languages(model)
         if rescale and not languages:
             notes.append(f"no packaged rescale baseline for {model}: raw scores only")
@@ -211,6 +212,28 @@ def _error_md(message: str) -> str:
     return f"**Error:** {message}"
 
 
+def _means_md(frame: pd.DataFrame) -> str:
+    """Each column's mean with its 95% percentile bootstrap interval (1,000 resamples, seed 0)."""
+    if len(frame) < 2:
+        return f": P {fmt(frame.precision.mean())}, R {fmt(frame.recall.mean())}, **F1 {fmt(frame.f1.mean())}**"
+    cells = []
+    for label, column in (("P", "precision"), ("R", "recall"), ("**F1", "f1")):
+        ci = bootstrap_ci(frame[column].tolist())
+        cells.append(f"{label} {fmt(ci.mean)} [{fmt(ci.low)}, {fmt(ci.high)}]" + ("**" if label.startswith("**") else ""))
+    return " with 95% bootstrap intervals: " + ", ".join(cells)
+
+
+def _comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
+    """System B against system A: the F1 difference, its interval and a paired test's p-value."""
+    if len(f1_a) < 2:
+        return "**System B − A:** a paired test needs at least 2 rows"
+    row = compare_systems({"A": f1_a, "B": f1_b}, baseline="A")[1]
+    verdict = "significant at p < 0.05" if row.p_value < 0.05 else "not significant at p < 0.05"
+    return (f"**System B − A:** ΔF1 {row.difference:+.4f} [95% CI {row.difference_low:+.4f}, "
+            f"{row.difference_high:+.4f}], p = {row.p_value:.4f} ({verdict}; paired approximate randomization, "
+            f"10,000 resamples, seed 0)")
+
+
 def _notes_md(notes: Sequence[str]) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
@@ -281,7 +304,7 @@ class Handlers:
 
     # Batch ------------------------------------------------------------------------------------
     def batch(self, upload: Any, pasted: str, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str,
-              whole_texts: bool = False,
+              whole_texts: bool = False, upload_b: Any = None,
               progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[str, Any, str, Any, Any]:
         empty = pd.DataFrame(columns=["row", "candidate", "references", "precision", "recall", "f1"])
         try:
@@ -292,6 +315,7 @@ class Handlers:
                 if len(group) > self.config.max_refs:
                     raise UserError(f"row {row} has {len(group)} references; this app accepts at most {self.config.max_refs}")
                 self.service.check_texts(group, f"row {row}: reference")
+            candidates_b = self._system_b(upload_b, groups)
             progress(0.05, desc="loading model")
             scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             score_notes: list[str] = []
@@ -307,23 +331,45 @@ class Handlers:
                 "f1": f1.tolist(),
             })
             kind = "rescaled" if scorer.rescale_with_baseline else "raw"
-            summary = (
-                f"**{len(frame)} rows** — corpus mean ({kind}): P {fmt(frame.precision.mean())}, "
-                f"R {fmt(frame.recall.mean())}, **F1 {fmt(frame.f1.mean())}**\n\n**Hash:** `{scorer.hash}`"
-            )
+            summary = f"**{len(frame)} rows** — corpus mean ({kind})" + _means_md(frame)
+            if candidates_b is not None:
+                b_notes: list[str] = []
+                f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
+                notes += [_short(f"system B: {note}", 300) for note in b_notes]
+                frame["candidate (B)"], frame["f1 (B)"] = candidates_b, f1_b.tolist()
+                summary += "\n\n" + _comparison_md(frame.f1.tolist(), frame["f1 (B)"].tolist())
+            summary += f"\n\n**Hash:** `{scorer.hash}`"
             if notes:
                 summary += "\n\n" + _notes_md(notes)
             figure = histogram_figure(frame.f1.tolist(), f"F1 ({kind})")
             path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
             frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
             shown = frame.copy()
-            for column in ("precision", "recall", "f1"):
-                shown[column] = shown[column].map(fmt)
+            for column in ("precision", "recall", "f1", "f1 (B)"):
+                if column in shown:
+                    shown[column] = shown[column].map(fmt)
             return "", shown, summary, figure, path
         except Exception as error:
             message = _user_message(error)
             gr.Warning(message)
             return _error_md(message), empty, "", None, None
+
+    def _system_b(self, upload_b: Any, groups: list[list[str]]) -> list[str] | None:
+        """System B's candidates: a second table with the same rows and references as system A's."""
+        if not upload_b:
+            return None
+        path = upload_b if isinstance(upload_b, str) else getattr(upload_b, "name", None) or upload_b.get("path")
+        name = os.path.basename(str(path))
+        candidates_b, groups_b = tables.read_table(path, name=name, max_rows=self.config.max_rows)
+        if len(candidates_b) != len(groups):
+            raise UserError(f"system B ({name}) has {len(candidates_b)} rows but system A has {len(groups)}: "
+                            "a paired comparison needs the same rows")
+        for row, (group_a, group_b) in enumerate(zip(groups, groups_b), start=1):
+            if group_a != group_b:
+                raise UserError(f"row {row}: system B ({name}) has other references than system A; "
+                                "a paired comparison scores both against the same references")
+        self.service.check_texts(candidates_b, "system B candidate of row")
+        return candidates_b
 
     def _batch_inputs(self, upload: Any, pasted: str) -> tuple[list[str], list[list[str]]]:
         if upload:
@@ -429,7 +475,8 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             idf = gr.Checkbox(value=False, label="idf weighting", elem_id="idf")
             whole_texts = gr.Checkbox(value=False, label="Whole long texts (windows past the model's limit)",
                                       elem_id="long-texts")
-            rescale = gr.Checkbox(value=False, label="Rescale with baseline", elem_id="rescale")
+            rescale = gr.Checkbox(value=True, label="Rescale with baseline (raw scores are shown too)",
+                                  elem_id="rescale")
             lang = gr.Textbox(value="", label="Baseline language (blank = auto)", scale=1, elem_id="lang")
         options = [model, layer, idf, rescale, lang, whole_texts]
         with gr.Tab("One pair", elem_id="tab-pair"):
@@ -455,6 +502,9 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                 upload = gr.File(label="Upload CSV / TSV / JSONL / JSON", file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"],
                                  type="filepath", elem_id="upload")
                 pasted = gr.Textbox(label="…or paste rows", lines=6, placeholder=PASTE_PLACEHOLDER, elem_id="pasted")
+                upload_b = gr.File(label="Compare with system B (optional): the same rows and references",
+                                   file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"], type="filepath",
+                                   elem_id="upload-b")
             batch_button = gr.Button("Score batch", variant="primary", elem_id="batch-button")
             batch_error = gr.Markdown(elem_id="batch-error")
             batch_summary = gr.Markdown(elem_id="batch-summary")
@@ -462,7 +512,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             with gr.Row():
                 histogram = gr.Plot(label="F1 histogram", elem_id="histogram")
                 download = gr.File(label="Results (CSV)", elem_id="download")
-            batch_button.click(handlers.batch, [upload, pasted] + options,
+            batch_button.click(handlers.batch, [upload, pasted] + options + [upload_b],
                                [batch_error, batch_table, batch_summary, histogram, download],
                                api_name="score_batch", api_visibility="undocumented", concurrency_id="bertscore")
         gr.api(handlers.compute, api_name="compute", concurrency_id="bertscore")

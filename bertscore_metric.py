@@ -15,6 +15,7 @@ import evaluate
 from bertscore import __version__ as bertscore_version
 from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
 from bertscore.pool import ScorerPool
+from bertscore.stats import bootstrap_ci, check_bootstrap_settings
 
 _CITATION = """\
 @inproceedings{bert-score,
@@ -59,8 +60,12 @@ Args:
         (default: half a window, e.g. 255 for BERT/RoBERTa).
     all_layers (bool): score every layer (lists of per-layer lists).
     verbose (bool): progress bar.
+    confidence_level (float): e.g. 0.95 adds the corpus means and their percentile bootstrap
+        intervals: precision_mean, precision_ci ([low, high]), recall_mean, recall_ci, f1_mean, f1_ci.
+    n_resamples (int), seed (int): of that bootstrap (default 1000, 0).
 Returns:
-    precision, recall, f1: one float per prediction; hashcode: the reproducibility hash.
+    precision, recall, f1: one float per prediction; hashcode: the reproducibility hash;
+    with confidence_level, the means and intervals above (one per layer with all_layers).
 Examples:
     >>> metric = evaluate.load("bertscore_metric.py")
     >>> metric.compute(predictions=["the cat sat"], references=[["a cat sat", "the cat is sitting"]],
@@ -148,7 +153,12 @@ class BERTScoreMetric(evaluate.Metric):
         cache_device: str | None = None,
         long_texts: str = "truncate",
         window_stride: int | None = None,
+        confidence_level: float | None = None,
+        n_resamples: int = 1000,
+        seed: int = 0,
     ) -> dict[str, Any]:
+        if confidence_level is not None:  # checked before any model loads
+            check_bootstrap_settings(n_resamples, seed, confidence_level)
         scorer = _SCORER_POOL.get(
             model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
             device=device, dtype=dtype, idf=idf, batch_size=batch_size,
@@ -160,12 +170,20 @@ class BERTScoreMetric(evaluate.Metric):
         if len(predictions) == 0:
             return {"precision": [], "recall": [], "f1": [], "hashcode": scorer.hash}
         precision, recall, f1 = scorer.score(predictions, references, verbose=verbose)
-        return {
+        result: dict[str, Any] = {
             "precision": precision.tolist(),
             "recall": recall.tolist(),
             "f1": f1.tolist(),
             "hashcode": scorer.hash,
         }
+        if confidence_level is not None:
+            for name, values in (("precision", precision), ("recall", recall), ("f1", f1)):
+                # [N], or [K, N] with all_layers: one mean and interval per layer
+                cis = [bootstrap_ci(row, n_resamples, confidence_level, seed) for row in values.reshape(-1, values.shape[-1])]
+                means, intervals = [ci.mean for ci in cis], [[ci.low, ci.high] for ci in cis]
+                result[f"{name}_mean"] = means if all_layers else means[0]
+                result[f"{name}_ci"] = intervals if all_layers else intervals[0]
+        return result
 
 
 __all__ = ["BERTScoreMetric", "bertscore_version", "release"]

@@ -90,6 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="make an --output run resumable (jsonl/tsv): start it, or continue it after its last "
                              "complete row when settings and inputs are unchanged")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timing")
+    statistics = parser.add_argument_group("corpus statistics (bootstrap intervals, paired significance tests)")
+    statistics.add_argument("--systems", nargs="+", metavar="FILE",
+                            help="instead of -c: several systems' outputs (one line per reference line), scored "
+                                 "against the same -r references and compared with the first")
+    test = statistics.add_mutually_exclusive_group()
+    test.add_argument("--paired-ar", action="store_true",
+                      help="paired approximate randomization test (the default: calibrated p-values)")
+    test.add_argument("--paired-bs", action="store_true",
+                      help="paired bootstrap resampling test, as sacrebleu --paired-bs (its p behaves one-sided)")
+    statistics.add_argument("--ci", action="store_true", help="with -c/--input: the interval of each mean")
+    statistics.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
+    statistics.add_argument("--n-resamples", type=int,
+                            help="resamples of the test (default: 10000 for --paired-ar, 1000 for --paired-bs); "
+                                 "intervals use 1000 bootstrap resamples (the test's own with --paired-bs)")
+    statistics.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
     official = parser.add_argument_group("accepted for the official bert-score command, changing nothing")
     official.add_argument("-s", "--seg_level", "--seg-level", action="store_true",
                           help="per-pair lines: the text output always has them")
@@ -248,16 +263,30 @@ def _plan_output(args: argparse.Namespace) -> OutputPlan:
 
 
 class Summary:
-    """Running means of P, R, F over the rows."""
+    """Running means of P, R, F over the rows (and every value, when intervals are wanted)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_values: bool = False) -> None:
         self.count = 0
         self.sums = [0.0, 0.0, 0.0]
+        self.values: list[list[float]] | None = [[], [], []] if keep_values else None
 
     def add(self, row: Row) -> None:
         self.count += 1
         for i, value in enumerate((row.precision, row.recall, row.f1)):
             self.sums[i] += value
+            if self.values is not None:
+                self.values[i].append(value)
+
+    def intervals(self, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+        """The bootstrap interval of each mean (`--ci`)."""
+        from .stats import bootstrap_ci
+
+        assert self.values is not None
+        return {
+            name: bootstrap_ci(values, n_resamples=args.n_resamples or 1000, confidence=args.confidence,
+                               seed=args.seed).to_dict()
+            for name, values in zip(("precision", "recall", "f1"), self.values)
+        }
 
     def means(self) -> dict[str, float]:
         if self.count == 0:
@@ -360,14 +389,15 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .devices import resolve_dtype
-    from .models import default_model_for_lang
-    from .scorer import BERTScorer
-
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model or --lang (offline: --model sentence-transformers/all-MiniLM-L6-v2)")
     if args.chunk_size < 1:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
+    _check_statistics_options(args)
+    if args.systems:
+        from .compare_cli import run_systems
+
+        return run_systems(args)
     if args.resume and (args.output is None or args.format not in ("jsonl", "tsv")):
         raise InputError("--resume needs --output FILE and --format jsonl or tsv")
     if args.resume and args.candidates == "-":
@@ -381,29 +411,36 @@ def run(args: argparse.Namespace) -> int:
     args.output_plan = _plan_output(args)
 
     from . import distributed
-    from .embed import resolve_device
 
     sharded = distributed.is_distributed()  # launched by torchrun / accelerate with WORLD_SIZE > 1
     if sharded and args.candidates == "-":
         raise InputError("under torchrun every rank reads the inputs: pass --candidates as a file, not stdin")
-    device = resolve_device(distributed.local_device(args.device) if sharded else args.device)
-    dtype = resolve_dtype(args.dtype, device)
-    model_type = args.model_type or default_model_for_lang(args.lang)
-    if args.cache_bytes is not None and args.cache_bytes < 0:
-        raise InputError(f"--cache-bytes must be >= 0, got {args.cache_bytes}")
-    cache = {"cache_bytes": args.cache_bytes} if args.cache_bytes is not None else {}
-    scorer = BERTScorer(
-        model_type=model_type, num_layers=args.num_layers, batch_size=args.batch_size, lang=args.lang,
-        idf=args.idf, rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-        device=device, dtype=dtype, max_tokens_per_batch=args.max_tokens_per_batch,
-        chunk_size=args.chunk_size, cache_device=args.cache_device, **cache,
-        long_texts=args.long_texts, window_stride=args.window_stride,
-    )
+    scorer = build_scorer(args, distributed.local_device(args.device) if sharded else args.device)
     # idf over the whole input, as one score() call over everything (the hash says "idf").
     weights = _idf_from_references(scorer, args) if args.idf else None
     if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
         return distributed.run_cli(args, scorer, _write_results, _pairs, weights=weights)
     return _write_results(args, scorer, lambda c, r, notes: scorer.score(c, r, notes=notes, weights=weights))
+
+
+def build_scorer(args: argparse.Namespace, device: str | None) -> Any:
+    """The scorer the options ask for (the device is checked before the model loads)."""
+    from .devices import resolve_dtype
+    from .embed import resolve_device
+    from .models import default_model_for_lang
+    from .scorer import BERTScorer
+
+    if args.cache_bytes is not None and args.cache_bytes < 0:
+        raise InputError(f"--cache-bytes must be >= 0, got {args.cache_bytes}")
+    resolved = resolve_device(device)
+    cache = {"cache_bytes": args.cache_bytes} if args.cache_bytes is not None else {}
+    return BERTScorer(
+        model_type=args.model_type or default_model_for_lang(args.lang), num_layers=args.num_layers,
+        batch_size=args.batch_size, lang=args.lang, idf=args.idf, rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path, device=resolved, dtype=resolve_dtype(args.dtype, resolved),
+        max_tokens_per_batch=args.max_tokens_per_batch, chunk_size=args.chunk_size,
+        cache_device=args.cache_device, long_texts=args.long_texts, window_stride=args.window_stride, **cache,
+    )
 
 
 def _resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
@@ -444,7 +481,7 @@ def _open_output(args: argparse.Namespace, scorer, appending: bool) -> Iterator[
 
 def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) -> int:
     """Score the input chunk by chunk with `score_fn(cands, refs, notes)` and write the rows."""
-    summary = Summary()
+    summary = Summary(keep_values=args.ci)
     done = _resumed_rows(args, scorer)
     for row in done:
         summary.add(row)
@@ -485,21 +522,47 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         if summary.count == 0:
             raise InputError(f"{_input_paths(args)[0]} has no lines: nothing to score")
         means = summary.means()
+        intervals = summary.intervals(args) if args.ci else None
         if args.format == "json":
-            json.dump({
+            payload = {
                 "precision": [r.precision for r in collected], "recall": [r.recall for r in collected],
                 "f1": [r.f1 for r in collected], "mean": means, "hashcode": scorer.hash,
-            }, out)
+            }
+            if intervals is not None:
+                payload["ci"] = intervals
+            json.dump(payload, out)
             out.write("\n")
         # The summary goes beside machine-readable rows (stderr), never inside them.
         report = sys.stderr if args.format in ("jsonl", "tsv", "json") else out
         if args.format != "json" or args.output is not None:
-            print(
-                f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
-                f"F1={means['f1']:.6f}\nhash: {scorer.hash}",
-                file=report,
-            )
+            print(f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
+                  f"F1={means['f1']:.6f}", file=report)
+            if intervals is not None:
+                level = f"{args.confidence:.0%}"
+                print(f"{level} bootstrap intervals ({intervals['f1']['n_resamples']} resamples, seed {args.seed}): "
+                      + "  ".join(f"{name[0].upper() if name != 'f1' else 'F1'} [{ci['low']:.6f}, {ci['high']:.6f}]"
+                                  for name, ci in intervals.items()), file=report)
+            print(f"hash: {scorer.hash}", file=report)
     return 0
+
+
+def _check_statistics_options(args: argparse.Namespace) -> None:
+    """Statistics options make sense only in their modes; their values are checked up front."""
+    if not 0 < args.confidence < 1:
+        raise InputError(f"--confidence must lie strictly between 0 and 1, got {args.confidence}")
+    if args.n_resamples is not None and args.n_resamples < 1:
+        raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
+    if args.systems:
+        if args.candidates or args.input:
+            raise InputError("--systems replaces -c/--input: pass the candidates of every system to --systems")
+        if args.ci:
+            raise InputError("--ci is for a single -c run; --systems always prints intervals")
+        if args.resume:
+            raise InputError("--resume is for a single -c run, not --systems")
+        if args.format == "jsonl":
+            raise InputError("--systems writes one table: use --format text, json or tsv")
+    elif args.paired_ar or args.paired_bs:
+        raise InputError("--paired-ar/--paired-bs compare systems: pass --systems base.txt other.txt ...")
 
 
 _PLACE = re.compile(r"(candidates|references)\[(\d+)\](?:\[(\d+)\])?")

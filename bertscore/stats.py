@@ -394,6 +394,11 @@ def _as_pair(scores_a: Any, scores_b: Any) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def check_bootstrap_settings(n_resamples: Any, seed: Any, confidence: Any) -> None:
+    """ValueError naming the setting when `bootstrap_ci` would refuse these (check before costly work)."""
+    _check_settings(n_resamples, seed, confidence)
+
+
 def _check_settings(n_resamples: Any, seed: Any, confidence: Any = None, resamples_name: str = "n_resamples") -> None:
     if not isinstance(n_resamples, numbers.Integral) or isinstance(n_resamples, bool) or n_resamples < 1:
         raise ValueError(f"{resamples_name} must be an integer >= 1; got {n_resamples!r}")

@@ -91,22 +91,22 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     # A bad upload through the batch endpoint: the error markdown says why.
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
-    outputs = server.predict(gradio_client.handle_file(str(bad)), "", MODEL, "", False, False, "", False,
+    outputs = server.predict(gradio_client.handle_file(str(bad)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
     assert "binary" in outputs[0]
     missing_column = tmp_path / "cols.csv"
     missing_column.write_text("text,gold\na,b\n")
-    outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "", False,
+    outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
     assert "missing a candidate column" in outputs[0]
     too_many = tmp_path / "many.csv"
     too_many.write_text("candidate,reference\n" + "a,b\n" * 21)
-    outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "", False,
+    outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
     assert "many.csv: has more than 20 rows; at most 20 are accepted here" in outputs[0]
     null_cell = tmp_path / "null.jsonl"
     null_cell.write_text('{"candidate": "a", "reference": "b"}\n{"candidate": "c", "reference": null}\n')
-    outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "", False,
+    outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
     assert "null.jsonl, row 2 (line 2), column 'reference': is null" in outputs[0]
     # ... and the next request is served normally.
@@ -118,13 +118,13 @@ def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     good = tmp_path / "good.tsv"
     good.write_text("candidate\treference_1\treference_2\nthe cat sat\ta cat sat\tthe dog sat\nhello\thi\t\n")
     error, table, summary, histogram, download = server.predict(
-        gradio_client.handle_file(str(good)), "", MODEL, "", False, False, "", False, api_name="/score_batch"
+        gradio_client.handle_file(str(good)), "", MODEL, "", False, False, "", False, None, api_name="/score_batch"
     )
     assert error == ""
     p, r, f = bertscore.score(["the cat sat", "hello"], [["a cat sat", "the dog sat"], ["hi"]], model_type=MODEL)
     assert [row[-1] for row in table["data"]] == [f"{x:.4f}" for x in f.tolist()]
     assert f"F1 {f.mean().item():.4f}" in summary
-    pasted = server.predict(None, "candidate,reference_1,reference_2\nthe cat sat,a cat sat,the dog sat\n", MODEL, "", False, False, "", False,
+    pasted = server.predict(None, "candidate,reference_1,reference_2\nthe cat sat,a cat sat,the dog sat\n", MODEL, "", False, False, "", False, None,
                             api_name="/score_batch")
     assert pasted[0] == "" and pasted[1]["data"][0][-1] == table["data"][0][-1]
     csv_text = Path(download).read_text()
@@ -207,3 +207,31 @@ def test_concurrent_requests_keep_their_notes_apart() -> None:
     assert all(any("candidates[0]" in note for note in out["notes"]) for out in results["empty"])
     assert all(out["notes"] == [] and "error" not in out for out in results["clean"])
     assert len({tuple(out["f1"]) for out in results["clean"]}) == 1
+
+
+def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> None:
+    from bertscore import stats
+
+    refs = ["a cat sat on the mat", "the weather is nice today", "he plays the guitar", "we met at the station"]
+    cands_a = ["the cat is on a mat", "nice weather", "guitar he plays", "they met near the station"]
+    cands_b = ["a cat sat on the mat", "the weather is nice today", "he plays guitar", "we met at the station"]
+    table_a, table_b = tmp_path / "a.csv", tmp_path / "b.csv"
+    table_a.write_text("candidate,reference\n" + "".join(f"{c},{r}\n" for c, r in zip(cands_a, refs)))
+    table_b.write_text("candidate,reference\n" + "".join(f"{c},{r}\n" for c, r in zip(cands_b, refs)))
+    error, table, summary, _, _ = server.predict(
+        gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
+        gradio_client.handle_file(str(table_b)), api_name="/score_batch",
+    )
+    assert error == "", error
+    f_a = bertscore.score(cands_a, refs, model_type=MODEL)[2].numpy()
+    f_b = bertscore.score(cands_b, refs, model_type=MODEL)[2].numpy()
+    ci = stats.bootstrap_ci(f_a)
+    assert f"F1 {ci.mean:.4f} [{ci.low:.4f}, {ci.high:.4f}]" in summary
+    test = stats.paired_permutation(f_a, f_b)
+    assert f"ΔF1 {test.difference:+.4f}" in summary and f"p = {test.p_value:.4f}" in summary
+    assert [row[-1] for row in table["data"]] == [f"{x:.4f}" for x in f_b.tolist()]
+    other_refs = tmp_path / "other.csv"
+    other_refs.write_text("candidate,reference\n" + "".join(f"{c},x{r}\n" for c, r in zip(cands_b, refs)))
+    error = server.predict(gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
+                           gradio_client.handle_file(str(other_refs)), api_name="/score_batch")[0]
+    assert "row 1: system B (other.csv) has other references" in error

@@ -379,3 +379,73 @@ def test_cache_flags_and_auto_dtype(capsys):
     assert f"_{resolve_dtype('auto', 'cpu')}_cpu_" in out["hashcode"]
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--cache-bytes", "-1"]) == 2
     assert "--cache-bytes must be >= 0" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def systems(tmp_path_factory):
+    """Three systems on 30 real WMT17 segments: the MT output, a near-copy of the reference, and
+    the MT output again under another name (its difference to the first is exactly 0)."""
+    from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv
+
+    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 30)
+    folder = tmp_path_factory.mktemp("systems")
+    files = {"refs.txt": refs, "base.txt": cands, "good.txt": [r.replace(" the ", " a ", 1) for r in refs],
+             "same.txt": cands}
+    for name, lines in files.items():
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder, cands, refs, files["good.txt"]
+
+
+def test_systems_table_equals_scores_and_the_paired_test(systems, minilm_scorer, capsys):
+    from bertscore import stats
+
+    folder, cands, refs, good = systems
+    args = ["-r", str(folder / "refs.txt"), "--systems", *(str(folder / n) for n in ("base.txt", "good.txt")), *MODEL]
+    assert main([*args, "--format", "json", "--n-resamples", "2000", "--seed", "3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    base_f = minilm_scorer.score(cands, refs)[2]
+    good_f = minilm_scorer.score(good, refs)[2]
+    rows = report["systems"]
+    assert [r["name"] for r in rows] == ["base.txt", "good.txt"] and report["segments"] == 30
+    assert rows[0]["f1"]["mean"] == pytest.approx(base_f.mean().item(), abs=1e-6)
+    assert rows[1]["f1_difference"]["difference"] == pytest.approx((good_f - base_f).mean().item(), abs=1e-6)
+    expected = stats.paired_permutation(base_f.numpy(), good_f.numpy(), n_resamples=2000, seed=3)
+    assert rows[1]["f1_difference"]["p_value"] == pytest.approx(expected.p_value)
+    assert rows[1]["f1_difference"]["significant"] and report["test"]["method"] == "permutation"
+    assert rows[0]["f1"]["low"] < rows[0]["f1"]["mean"] < rows[0]["f1"]["high"]
+    assert report["hashcode"] == minilm_scorer.hash
+    assert main([*args, "--paired-bs"]) == 0
+    text = capsys.readouterr().out
+    assert "(baseline)" in text and " *" in text and "paired bootstrap resampling, 1000 resamples" in text
+
+
+def test_systems_errors_exit_2(systems, tmp_path, capsys):
+    folder = systems[0]
+    short = tmp_path / "short.txt"
+    short.write_text("one line\ntwo lines\n", encoding="utf-8")
+    refs = ["-r", str(folder / "refs.txt")]
+    cases = [
+        ([*refs, "--systems", str(folder / "base.txt"), str(short)], "differ in length"),
+        ([*refs, "--systems", str(folder / "base.txt"), "-c", str(folder / "base.txt")], "replaces -c"),
+        ([*refs, "--systems", str(folder / "base.txt"), "--format", "jsonl"], "one table"),
+        (["-c", str(folder / "base.txt"), *refs, "--paired-ar"], "compare systems"),
+        ([*refs, "--systems", str(folder / "base.txt"), "--confidence", "1.5"], "strictly between 0 and 1"),
+        ([*refs, "--systems", str(folder / "base.txt"), "-o", str(folder / "base.txt")], "input"),
+        ([*refs, "--systems", str(folder / "base.txt"), str(folder / "base.txt")], "more than once"),
+    ]
+    for argv, message in cases:
+        assert main([*argv, *MODEL]) == 2, argv
+        assert message in capsys.readouterr().err, argv
+
+
+def test_ci_of_a_single_run(systems, minilm_scorer, capsys):
+    from bertscore import stats
+
+    folder, cands, refs, _ = systems
+    assert main(["-c", str(folder / "base.txt"), "-r", str(folder / "refs.txt"), *MODEL, "--ci", "--format", "json",
+                 "--seed", "5", "--confidence", "0.9"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    f1 = minilm_scorer.score(cands, refs)[2].numpy()
+    expected = stats.bootstrap_ci(f1, n_resamples=1000, confidence=0.9, seed=5)
+    assert out["ci"]["f1"]["low"] == pytest.approx(expected.low, abs=1e-6)
+    assert out["ci"]["f1"]["high"] == pytest.approx(expected.high, abs=1e-6)

@@ -97,3 +97,23 @@ def test_empty_prediction_scores_zero(metric):
         out = metric.compute(predictions=["", "a cat"], references=["a dog", "a cat"], model_type=EMBEDDED_MODEL_NAME,
                              num_layers=4)
     assert out["f1"][0] == 0.0 and out["f1"][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_confidence_level_adds_means_and_intervals(metric):
+    from bertscore import stats
+
+    cands, refs = SENTENCES[:8], SENTENCES[2:]
+    plain = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    assert set(plain) == {"precision", "recall", "f1", "hashcode"}  # default output unchanged
+    out = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, num_layers=4,
+                         confidence_level=0.9, seed=7)
+    assert out["f1"] == plain["f1"]
+    for name in ("precision", "recall", "f1"):
+        expected = stats.bootstrap_ci(plain[name], n_resamples=1000, confidence=0.9, seed=7)
+        assert out[f"{name}_mean"] == pytest.approx(sum(plain[name]) / len(plain[name]))
+        assert out[f"{name}_ci"] == pytest.approx([expected.low, expected.high])
+    layered = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, all_layers=True,
+                             num_layers=6, confidence_level=0.95)
+    assert len(layered["f1_mean"]) == 7 and len(layered["f1_ci"]) == 7
+    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+        metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, confidence_level=95)
