@@ -57,12 +57,14 @@ def packaged_languages(model_type: str) -> list[str]:
 
 def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
     """The packaged baseline file of a model (and language); a clear error when there is none."""
+    own_file = (
+        "pass a LAYER,P,R,F file of your own (baseline_path=... in Python and evaluate, --baseline-path on the "
+        "command line; `bertscore baseline --model ... --corpus ...` computes one) or turn rescaling off"
+    )
     languages = packaged_languages(model_type)
     if not languages:
-        raise ValueError(
-            f"no packaged rescale baseline for model {model_type!r}; pass baseline_path=<your LAYER,P,R,F "
-            "file> or rescale_with_baseline=False"
-        )
+        raise ValueError(f"no packaged rescale baseline for model {model_type!r}: {own_file}")
+    lang = lang.lower() if isinstance(lang, str) else lang
     if lang is None:
         if len(languages) > 1:
             raise ValueError(
@@ -71,8 +73,7 @@ def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
         lang = languages[0]
     if lang not in languages:
         raise ValueError(
-            f"no rescale baseline for model {model_type!r} in language {lang!r} (available: {languages}); "
-            "pass baseline_path=... or rescale_with_baseline=False"
+            f"no rescale baseline for model {model_type!r} in language {lang!r} (available: {languages}); {own_file}"
         )
     return _baseline_dir() / lang / f"{model_type}.tsv"
 

@@ -232,3 +232,15 @@ def test_lang_is_case_insensitive():
     from bertscore.models import default_model_for_lang
 
     assert default_model_for_lang("EN") == "roberta-large" and default_model_for_lang("Zh") == "bert-base-chinese"
+
+
+def test_baseline_errors_name_every_door_and_lang_is_case_insensitive(tiny_models, capsys):
+    from bertscore import baselines
+    from bertscore.cli import main
+
+    assert baselines.packaged_baseline_path("roberta-large", "EN") == baselines.packaged_baseline_path("roberta-large", "en")
+    with pytest.raises(ValueError, match="--baseline-path on the command line"):
+        baselines.packaged_baseline_path(str(tiny_models["electra"]), None)
+    refs = str(REPO_ROOT / "examples" / "references.txt")
+    assert main(["-c", refs, "-r", refs, "-m", str(tiny_models["electra"]), "-l", "1", "--rescale-with-baseline"]) == 2
+    assert "--baseline-path" in capsys.readouterr().err
