@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from .cli import InputError, _lines, _open_text, build_scorer
 from .output_files import atomic_output, check_not_an_input, check_output_folder
-from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems
+from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, few_segments_note
 
 SIGNIFICANCE = 0.05
 CI_RESAMPLES = 1000
@@ -69,6 +69,9 @@ def run_systems(args: argparse.Namespace) -> int:
             print(f"bertscore: note ({name}): {note}", file=sys.stderr)
         scores[name] = {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
+    caution = few_segments_note(lengths[args.systems[0]])
+    if caution:
+        print(f"bertscore: note: {caution}", file=sys.stderr)
     report = _compare(scores, args)
     report.update(hashcode=scorer.hash, segments=lengths[args.systems[0]], references=list(args.references))
     rendered = {"json": _as_json, "tsv": _as_tsv}.get(args.format, _as_text)(report)

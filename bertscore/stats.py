@@ -258,6 +258,23 @@ def compare_systems(
     return rows
 
 
+FEW_SEGMENTS = 12  # below this, 2^n sign flips are too few for approximate randomization to mean much
+
+
+def few_segments_note(n: int) -> str | None:
+    """A caution for paired tests on very few segments, or None.
+
+    With n segments there are only 2^n distinct swaps, and sacrebleu's rule counts strictly
+    larger statistics only, so a consistent difference on 3 segments gets p = 1/(R+1) although
+    the exact two-sided p is 2/8. Read such p-values as "too few segments to tell".
+    """
+    if n >= FEW_SEGMENTS:
+        return None
+    return (f"only {n} segments: a paired test has at most 2^{n} = {2 ** n} distinct outcomes here, so its p-value "
+            "is not meaningful (the exact two-sided p of a consistent difference is at least "
+            f"{2 / 2 ** n:.3g}); compare systems on more segments")
+
+
 # ----- random draws, in blocks of one stream -------------------------------------------------------
 def _index_blocks(n: int, n_resamples: int, seed: int | None) -> Iterator[np.ndarray]:
     """The rows of `default_rng(seed).choice(n, size=(n_resamples, n))`, a block at a time.

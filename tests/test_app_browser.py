@@ -98,9 +98,12 @@ def test_one_pair_scores_and_heatmap(page, url, shots) -> None:
     page.locator("#pair-button").click()
     scores = page.locator("#pair-scores")
     playwright_sync.expect(scores).to_contain_text("Winning reference", timeout=TIMEOUT_MS)
-    (p, r, f), hashcode = bertscore.score([candidate], [references], model_type=MODEL, idf=True, return_hash=True)
+    # Rescaled by default (the embedded model's packaged baseline), next to the raw scores.
+    (p, r, f), hashcode = bertscore.score([candidate], [references], model_type=MODEL, idf=True,
+                                          rescale_with_baseline=True, return_hash=True)
+    raw = bertscore.score([candidate], [references], model_type=MODEL, idf=True)
     text = scores.inner_text()
-    for value in (p, r, f):
+    for value in (p, r, f, *raw):
         assert f"{value.item():.4f}" in text
     assert "#1" in text and hashcode in text
     plot = page.locator("#heatmap")
@@ -118,13 +121,20 @@ def test_batch_upload_table_and_bad_file(page, url, shots, tmp_path: Path) -> No
             ("hello world", "goodbye moon")]
     good = tmp_path / "pairs.csv"
     good.write_text("candidate,reference\n" + "".join(f'"{c}","{r}"\n' for c, r in rows))
+    system_b = tmp_path / "system_b.csv"
+    system_b.write_text("candidate,reference\n" + "".join(f'"{r}","{r}"\n' for _, r in rows))
     _open(page, url, "Batch")
     page.locator("#upload input[type=file]").set_input_files(str(good))
+    page.locator("#upload-b input[type=file]").set_input_files(str(system_b))
     page.locator("#batch-button").click()
     summary = page.locator("#batch-summary")
     playwright_sync.expect(summary).to_contain_text("corpus mean", timeout=TIMEOUT_MS)
-    p, r, f = bertscore.score([c for c, _ in rows], [r for _, r in rows], model_type=MODEL)
-    assert f"F1 {f.mean().item():.4f}" in summary.inner_text()
+    cands, refs = [c for c, _ in rows], [r for _, r in rows]
+    p, r, f = bertscore.score(cands, refs, model_type=MODEL, rescale_with_baseline=True)
+    f_b = bertscore.score(refs, refs, model_type=MODEL, rescale_with_baseline=True)[2]
+    text = summary.inner_text()
+    assert f"F1 {f.mean().item():.4f} [" in text and "bootstrap intervals" in text
+    assert f"ΔF1 {(f_b - f).mean().item():+.4f}" in text
     table = page.locator("#batch-table")
     for value in f.tolist():
         playwright_sync.expect(table).to_contain_text(f"{value:.4f}")

@@ -396,3 +396,11 @@ def test_compare_systems_bad_inputs_raise() -> None:
         stats.compare_systems({"a": KIT, "b": np.r_[UEDIN[:2], np.nan, UEDIN[3:]]})
     with pytest.raises(ValueError, match="ci_resamples"):
         stats.compare_systems({"a": KIT, "b": UEDIN}, ci_resamples=0)
+
+
+def test_few_segments_are_flagged_where_sacrebleus_rule_overstates_significance() -> None:
+    # A consistent difference on 3 segments: the exact two-sided p is 2/8, the AR rule says 1/(R+1).
+    result = stats.paired_permutation([0.1, 0.2, 0.3], [0.5, 0.6, 0.7], n_resamples=1000, seed=0)
+    assert result.p_value == pytest.approx(1 / 1001)
+    assert "2^3 = 8 distinct outcomes" in stats.few_segments_note(3) and "0.25" in stats.few_segments_note(3)
+    assert stats.few_segments_note(stats.FEW_SEGMENTS) is None
