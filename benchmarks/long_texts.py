@@ -24,7 +24,6 @@ Writes benchmarks/results/long_texts.md and long_texts.json.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import os
@@ -46,7 +45,6 @@ DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "d
 RESULTS = ROOT / "benchmarks" / "results"
 SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
-READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
@@ -88,17 +86,11 @@ print(json.dumps({{"mode": mode, "content_tokens": lengths, "seconds": seconds, 
 
 # ----- data ----------------------------------------------------------------------------------------
 def load_data(data: Path):
-    import pandas as pd
+    """Every pair's system outputs, references and human scores (benchmarks/system_level.py reads them)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from system_level import load_data as load_all
 
-    folder = data / "wmt17" / "syslevel"
-    names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz", "DA-syslevel.csv"]
-    missing = [name for name in names if not (folder / name).is_file()]
-    if missing:
-        sys.exit(f"error: {', '.join(missing)} not found under {folder}; pass --data /path/to/shared/data")
-    outputs = pd.read_csv(folder / names[0], **READ)
-    references = pd.read_csv(folder / names[1], **READ)
-    human = pd.read_csv(folder / names[2], sep=" ")
-    return outputs, references, human
+    return load_all(data)
 
 
 def system_rows(outputs, lp: str, system: str):

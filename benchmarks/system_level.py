@@ -57,7 +57,8 @@ READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid
 
 
 # ----- data --------------------------------------------------------------------------------------
-def load_data(data: Path, lps: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """System outputs, references and human system scores of the language pairs `lps` (None: all)."""
     folder = data / "wmt17" / "syslevel"
     names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz", "DA-syslevel.csv"]
     missing = [name for name in names if not (folder / name).is_file()]
@@ -66,6 +67,8 @@ def load_data(data: Path, lps: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
     outputs = pd.read_csv(folder / names[0], **READ)
     references = pd.read_csv(folder / names[1], **READ)
     human = pd.read_csv(folder / names[2], sep=" ")
+    if lps is None:
+        return outputs, references, human
     keep = lambda frame, column: frame[frame[column].isin(lps)]  # noqa: E731
     return keep(outputs, "lp"), keep(references, "lp"), keep(human, "LP")
 

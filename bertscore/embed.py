@@ -18,7 +18,7 @@ from typing import Callable, Hashable, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from .devices import DTYPES, full_fp32_precision, resolve_dtype  # noqa: F401 (re-exported)
+from .devices import full_fp32_precision
 from .matching import normalize
 from .models import LoadedModel
 from .windows import WindowAssembly, plan_windows

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import threading

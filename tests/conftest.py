@@ -92,3 +92,20 @@ SENTENCES = [
     "grapes and figs, before it finally comes to an end.",
     "  leading and trailing spaces  ",
 ]
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(minilm_dir, tmp_path_factory) -> Path:
+    """A tiny random T5 encoder with the MiniLM WordPiece tokenizer ("t5" in the path, as the
+    official package needs to load it as a T5EncoderModel)."""
+    import torch
+    from transformers import AutoTokenizer, T5Config, T5EncoderModel
+
+    folder = tmp_path_factory.mktemp("models") / "tiny-t5"
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=len(tokenizer), d_model=16, d_kv=4, d_ff=32, num_layers=3, num_heads=4,
+                      pad_token_id=tokenizer.pad_token_id, decoder_start_token_id=tokenizer.pad_token_id)
+    T5EncoderModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -209,7 +209,7 @@ def test_cli_writes_what_the_api_writes(tiny_models, tmp_path, capsys):
     assert baselines.sidecar_path(out).read_bytes() == baselines.sidecar_path(api).read_bytes()
     assert "20 pairs of 60 distinct sentences" in stdout
     f3, se3 = expected.mean[3, 2].item(), expected.standard_error[3, 2].item()
-    assert f"\n3\t" in stdout and f"{f3:.6f} ± {se3:.6f}" in stdout
+    assert "\n3\t" in stdout and f"{f3:.6f} ± {se3:.6f}" in stdout
 
 
 @pytest.mark.parametrize("case", ["missing", "folder", "too_few", "too_many_pairs", "not_utf8", "overwrite", "bad_gz"])

@@ -86,22 +86,6 @@ def test_roberta_prefix_space_is_set_at_construction(tiny_models):
     assert "prefix-space" in scorer.hash and "no-prefix-space" not in scorer.hash
 
 
-@pytest.fixture(scope="module")
-def tiny_t5(minilm_dir, tmp_path_factory):
-    """A tiny random T5 encoder with the MiniLM WordPiece tokenizer ("t5" in the path, as the
-    official package needs to load it as a T5EncoderModel)."""
-    from transformers import AutoTokenizer, T5Config, T5EncoderModel
-
-    folder = tmp_path_factory.mktemp("models") / "tiny-t5"
-    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
-    torch.manual_seed(0)
-    config = T5Config(vocab_size=len(tokenizer), d_model=16, d_kv=4, d_ff=32, num_layers=3, num_heads=4,
-                      pad_token_id=tokenizer.pad_token_id, decoder_start_token_id=tokenizer.pad_token_id)
-    T5EncoderModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_t5_encoder_truncation_keeps_the_final_norm(tiny_t5, wmt17_de_en):
     """Layer k of a T5 encoder = its first k blocks followed by the final layer norm, as official."""
     cands, refs = wmt17_de_en[0][:30], wmt17_de_en[1][:30]

@@ -6,7 +6,6 @@ Each test here failed on the code before these guarantees existed (see issue 13)
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 import torch
@@ -132,20 +131,6 @@ def test_float16_scores_stay_close_to_float32(minilm_scorer, recwarn):
     scores = _scores(fp16)
     assert torch.isfinite(scores).all()
     assert 0 < (scores - reference).abs().max().item() <= 5e-3
-
-
-@pytest.fixture(scope="module")
-def tiny_t5(minilm_dir, tmp_path_factory) -> Path:
-    from transformers import AutoTokenizer, T5Config, T5EncoderModel
-
-    folder = tmp_path_factory.mktemp("t5") / "tiny-t5"
-    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
-    torch.manual_seed(0)
-    config = T5Config(vocab_size=len(tokenizer), d_model=16, d_kv=4, d_ff=32, num_layers=2, num_heads=4,
-                      pad_token_id=tokenizer.pad_token_id, decoder_start_token_id=tokenizer.pad_token_id)
-    T5EncoderModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def test_reduced_precision_keeps_transformers_fp32_modules(tiny_t5):
