@@ -5,7 +5,7 @@ Direct Assessment `human_score`, per language pair and averaged over the 7 pairs
 sentence-BLEU and chrF (sacrebleu) on the same rows and the official WMT17 sentBLEU column
 where it covers the rows (a sanity check of the protocol).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py [--data /work/shared/data]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py [--data ../shared/data]
 
 Writes benchmarks/results/correlation.md and correlation.json.
 """
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# WMT17 segment-level correlation (to-English, Pearson r vs DA human_score)",
         "",
-        f"Reproduce: `{command}` (data: /work/shared/data/wmt17, read-only; {result['seconds']} s on CPU).",
+        f"Reproduce: `{command}` (data: ../shared/data/wmt17, read-only; {result['seconds']} s on CPU).",
         "",
         machine_line(result["machine"]),
         "",

@@ -16,7 +16,7 @@
 MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
-        [--sentence-cache ../stats/benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
+        [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
 
 Writes benchmarks/results/long_texts.md and long_texts.json.
 """

@@ -275,7 +275,7 @@ def render(r: dict) -> str:
     lines = [
         "# WMT17 to-English, system level: BERTScore with intervals and paired tests",
         "",
-        f"Reproduce: `{r['command']}` (data: /work/shared/data/wmt17/syslevel, read-only)."
+        f"Reproduce: `{r['command']}` (data: ../shared/data/wmt17/syslevel, read-only)."
         + (" **Quick run (a subset): not the full table.**" if r["quick_run"] else ""),
         "",
         f"Model `{r['model']}` (embedded), default layer, F1, no idf, no rescaling, {r['dtype']}; scorer hash "
