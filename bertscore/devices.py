@@ -12,6 +12,7 @@ import contextlib
 import functools
 import logging
 import platform
+import threading
 import time
 import warnings
 
@@ -143,6 +144,10 @@ def check_reduced_precision(dtype: str, device: torch.device) -> float | None:
     return ratio
 
 
+_PIN_LOCK = threading.Lock()
+_pins = {"depth": 0, "saved": None}  # blocks inside full_fp32_precision now, and the user's setting
+
+
 @contextlib.contextmanager
 def full_fp32_precision():
     """Pin float32 matrix products to full IEEE precision inside the block, then restore.
@@ -150,13 +155,23 @@ def full_fp32_precision():
     transformers' `TrainingArguments(tf32=True)` (and bf16/torch_compile set-ups) turn TF32 on
     process-wide, which moves fp32 scores by ~1e-3 on Ampere+ GPUs; our numbers must not
     depend on it, so the encoder forward and the matching run at "highest" precision.
+    The setting is process-wide, so blocks in concurrent threads share one pin: the first to
+    enter saves the user's setting and the last to leave restores it (a thread leaving early
+    would otherwise turn TF32 back on under another's forward, and the last one would restore
+    "highest" for good).
     """
-    previous = torch.get_float32_matmul_precision()
-    cudnn_tf32 = torch.backends.cudnn.allow_tf32
-    torch.set_float32_matmul_precision("highest")
-    torch.backends.cudnn.allow_tf32 = False
+    with _PIN_LOCK:
+        if _pins["depth"] == 0:
+            _pins["saved"] = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cudnn.allow_tf32 = False
+        _pins["depth"] += 1
     try:
         yield
     finally:
-        torch.set_float32_matmul_precision(previous)
-        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+        with _PIN_LOCK:
+            _pins["depth"] -= 1
+            if _pins["depth"] == 0:
+                precision, cudnn_tf32 = _pins["saved"]
+                torch.set_float32_matmul_precision(precision)
+                torch.backends.cudnn.allow_tf32 = cudnn_tf32

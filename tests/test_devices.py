@@ -130,3 +130,27 @@ def test_evaluate_module_raises_the_same_value_error():
         with pytest.raises(ValueError) as error:
             metric.compute(predictions=["a cat"], references=["a cat"], model_type=EMBEDDED_MODEL_NAME, device="cuda")
         assert str(error.value) == NO_CUDA
+
+
+def test_overlapping_precision_pins_keep_full_fp32_until_the_last_one_leaves():
+    """Two threads scoring at once overlap their pins out of order (A enters, B enters, A
+    leaves, B leaves): B must keep full fp32 until it leaves, and the user's setting must come
+    back afterwards, not the "highest" that B saw on entering."""
+    from bertscore.devices import full_fp32_precision
+
+    previous = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("high")  # the user's TF32-on setting
+    torch.backends.cudnn.allow_tf32 = True
+    first, second = full_fp32_precision(), full_fp32_precision()
+    try:
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert torch.get_float32_matmul_precision() == "highest"  # the second is still scoring
+        assert torch.backends.cudnn.allow_tf32 is False
+        second.__exit__(None, None, None)
+        assert torch.get_float32_matmul_precision() == "high"
+        assert torch.backends.cudnn.allow_tf32 is True
+    finally:
+        torch.set_float32_matmul_precision(previous[0])
+        torch.backends.cudnn.allow_tf32 = previous[1]
