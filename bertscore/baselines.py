@@ -84,7 +84,9 @@ def packaged_language(path: str | Path) -> str:
 
 
 @lru_cache(maxsize=64)
-def _read_table(path: str, mtime: float) -> torch.Tensor:
+def _read_table(path: str, content: str) -> torch.Tensor:
+    """The parsed file; cached by its content fingerprint (an mtime can stay the same across a
+    rewrite, e.g. files unpacked from a zip, and the hash names the content)."""
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     if not rows:
@@ -108,7 +110,7 @@ def load_baseline(path: str | Path) -> torch.Tensor:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"baseline file not found: {path}")
-    return _read_table(str(path), path.stat().st_mtime)
+    return _read_table(str(path), file_fingerprint(path))
 
 
 def baseline_rows(table: torch.Tensor, num_layers: int | None, path: str | Path) -> torch.Tensor:

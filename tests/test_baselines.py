@@ -91,3 +91,20 @@ def test_written_files_use_the_official_layout_and_refuse_non_finite_values(tmp_
         baselines.format_baseline([[0.5, 0.25, 0.3], [0.1, float("nan"), 0.3]])
     with pytest.raises(FileNotFoundError, match="no provenance file"):
         baselines.read_sidecar(tmp_path / "x.tsv")
+
+
+def test_a_file_rewritten_with_the_same_mtime_is_read_again(tmp_path):
+    """Files unpacked from archives (wheels, zips, reproducible tarballs) share one fixed mtime:
+    a rewrite that keeps it must not return the old rows while the hash names the new content."""
+    import os
+
+    path = tmp_path / "b.tsv"
+    path.write_text("LAYER,P,R,F\n0,0.5,0.5,0.5\n1,0.5,0.5,0.5\n")
+    os.utime(path, ns=(0, 315532800 * 10**9))  # 1980-01-01, as in a zip
+    first = baselines.load_baseline(path)
+    first_fingerprint = baselines.file_fingerprint(path)
+    path.write_text("LAYER,P,R,F\n0,0.6,0.7,0.8\n1,0.6,0.7,0.8\n")
+    os.utime(path, ns=(0, 315532800 * 10**9))
+    assert torch.equal(first, torch.full((2, 3), 0.5))
+    assert baselines.file_fingerprint(path) != first_fingerprint
+    assert torch.equal(baselines.load_baseline(path), torch.tensor([[0.6, 0.7, 0.8]] * 2))
