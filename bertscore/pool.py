@@ -32,6 +32,8 @@ def _freeze(value: Any) -> Hashable:
         digest = hashlib.sha256(repr(sorted((int(k), float(v)) for k, v in value.items())).encode())
         default = getattr(value, "default_factory", None)
         return ("mapping", digest.hexdigest(), default() if default else None)
+    if getattr(value, "ndim", 0) == 1 and hasattr(value, "tolist"):  # an array or Series of idf texts
+        value = value.tolist()
     if isinstance(value, (list, tuple)):
         digest = hashlib.sha256()
         for item in value:
@@ -39,6 +41,10 @@ def _freeze(value: Any) -> Hashable:
         return ("texts", digest.hexdigest())
     if hasattr(value, "fingerprint"):  # TokenWeights
         return ("weights", value.fingerprint())
+    try:
+        hash(value)
+    except TypeError:  # not a setting BERTScorer takes (e.g. a set): let it say so, with its own error
+        return ("unhashable", id(value))
     return value
 
 

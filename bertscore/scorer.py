@@ -19,7 +19,7 @@ from .devices import check_reduced_precision, full_fp32_precision, resolve_dtype
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
-from .inputs import normalize_inputs
+from .inputs import as_list, check_text, normalize_inputs
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model
 from .notes import name_some, report
@@ -228,15 +228,24 @@ class BERTScorer:
         if isinstance(idf, Mapping):
             weights = TokenWeights.from_mapping(idf, vocab)
             return str(weights.label), weights
-        if not isinstance(idf, (bool, int)) and isinstance(idf, Sequence):
-            idf_sents, idf = list(idf), True
+        forms = "idf must be True/False, a list of texts, a token-id -> weight mapping or TokenWeights"
+        if isinstance(idf, str):
+            raise TypeError(f"{forms}, got one str (wrap a single text in a list: [text])")
+        texts_name = "idf_sents"
+        if getattr(idf, "ndim", 1) == 1 and (texts := as_list(idf, "idf")) is not None:
+            idf_sents, idf, texts_name = texts, True, "idf"  # a list, tuple, array or Series of texts
+        if idf is not None and not isinstance(idf, (bool, int)) and getattr(idf, "ndim", None) != 0:  # bool_ is fine
+            raise TypeError(f"{forms}, got a {type(idf).__name__}")
         if not idf:
             return "no-idf", TokenWeights.uniform(vocab, special)
         if idf_sents is not None:
-            texts = list(idf_sents)
-            for index, text in enumerate(texts):
-                if not isinstance(text, str):
-                    raise TypeError(f"idf_sents[{index}] is a {type(text).__name__}, not a string")
+            texts = as_list(idf_sents, texts_name)
+            if texts is None:
+                hint = " (wrap a single text in a list: [text])" if isinstance(idf_sents, str) else ""
+                raise TypeError(f"{texts_name} must be a list of strings, got {type(idf_sents).__name__}{hint}")
+            texts = [check_text(text, f"{texts_name}[{index}]") for index, text in enumerate(texts)]
+            if not texts:
+                raise ValueError(f"{texts_name} is empty: pass the texts to compute idf from, or idf=False")
             label = f"idf-sents:{_text_fingerprint(texts)}"
             return label, TokenWeights.from_documents(self.document_ids(texts), vocab, special, label)
         return "idf", None  # computed from each call's references
@@ -289,7 +298,7 @@ class BERTScorer:
 
     def compute_idf(self, sents: Sequence[str]) -> None:
         """Fix idf weights from `sents` for every later call (the official method); the hash follows."""
-        self._idf_mode, self._idf_weights = self._resolve_idf(list(sents), None)
+        self._idf_mode, self._idf_weights = self._resolve_idf(True, sents)
 
     def official_hash(self) -> str:
         """The official package's hash format for these settings, for tools that parse it:

@@ -101,6 +101,40 @@ def test_arrays_series_and_tuples_are_collections_of_texts(minilm_scorer, metric
         minilm_scorer.score(pd.Series(["a", None], dtype=object).fillna(np.nan), ["a", "b"])
 
 
+def test_idf_texts_follow_the_same_contract(minilm_scorer, metric):
+    """idf texts are texts too: an array or Series of them is the list, a bare string is not a
+    list of one-character documents, and a bad text is an error naming its index."""
+    texts, cands, refs = SENTENCES[:4], SENTENCES[4:7], SENTENCES[7:10]
+
+    def make(idf):
+        return BERTScorer(loaded_model=minilm_scorer.model, idf=idf)
+
+    from_list = make(list(texts))
+    expected = torch.stack(from_list.score(cands, refs))
+    for idf in (np.array(texts), pd.Series(texts), tuple(texts)):
+        scorer = make(idf)
+        assert scorer.hash == from_list.hash
+        assert torch.equal(torch.stack(scorer.score(cands, refs)), expected)
+    out = metric.compute(predictions=cands, references=refs, idf=pd.Series(texts), **MODEL)
+    assert out["hashcode"] == from_list.hash
+    assert torch.allclose(torch.tensor(out["f1"]), expected[2], atol=1e-6)
+    for door in (make, lambda idf: metric.compute(predictions=cands, references=refs, idf=idf, **MODEL)):
+        with pytest.raises(TypeError, match="wrap a single text in a list"):
+            door("the cat sat")
+        with pytest.raises(ValueError, match=r"idf\[1\] contains a lone surrogate"):
+            door(["fine", "abc\ud800def"])
+        with pytest.raises(TypeError, match=r"idf\[1\] is a float"):
+            door(np.array(["fine", np.nan], dtype=object))
+        with pytest.raises(ValueError, match="idf is empty"):
+            door([])  # not idf weights that are all 0
+        with pytest.raises(TypeError, match="got a set"):
+            door(set(texts))  # not per-call idf, ignoring the texts
+    for off in (None, False, np.False_):
+        assert make(off).hash == minilm_scorer.hash
+    with pytest.raises(TypeError, match="wrap a single text in a list"):
+        make(False).compute_idf("the cat sat")
+
+
 def test_a_lone_surrogate_in_a_cli_file_is_an_error_naming_the_line(tmp_path, capsys):
     from bertscore.cli import main
 
