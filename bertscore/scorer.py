@@ -223,8 +223,9 @@ class BERTScorer:
     ) -> tuple[str, TokenWeights | None]:
         vocab, special = self.model.vocab_size, self.model.zero_weight_ids
         if isinstance(idf, TokenWeights):
-            # By content, whatever its label says: two tables never share a hash.
-            return f"idf-weights:{idf.fingerprint()}", idf
+            # By content, whatever its label says: two tables never share a hash. A copy: the
+            # caller editing its tensor later must not change the numbers under this hash.
+            return f"idf-weights:{idf.fingerprint()}", TokenWeights(idf.table.clone(), idf.label)
         if isinstance(idf, Mapping):
             weights = TokenWeights.from_mapping(idf, vocab)
             return str(weights.label), weights

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 import torch
 
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, TokenWeights, score
 from bertscore.models import default_model_for_lang
 from conftest import SENTENCES
 
@@ -175,3 +175,16 @@ def test_all_layers_with_rescaling_rescales_each_layer_by_its_row(minilm_dir, al
     with pytest.raises(ValueError, match="has 2 rows but all_layers needs 7"):
         BERTScorer(model_type=str(minilm_dir), all_layers=True, num_layers=6, loaded_model=all_layer_scorer.model,
                    rescale_with_baseline=True, baseline_path=str(short))
+
+
+def test_a_token_weights_table_changed_after_construction_changes_nothing(minilm_scorer):
+    """The scorer's hash names the table it was given: editing that tensor in place afterwards
+    must not move its scores under the old hash."""
+    texts, cands, refs = SENTENCES[:4], SENTENCES[4:7], SENTENCES[7:10]
+    from_texts = BERTScorer(loaded_model=minilm_scorer.model, idf=list(texts))
+    table = TokenWeights(from_texts.idf_weights_for(refs).table.clone())
+    scorer = BERTScorer(loaded_model=minilm_scorer.model, idf=table)
+    label = scorer.hash
+    table.table.fill_(1.0)
+    assert scorer.hash == label
+    assert torch.equal(torch.stack(scorer.score(cands, refs)), torch.stack(from_texts.score(cands, refs)))
