@@ -97,22 +97,24 @@ def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]
 
     On any exception (Ctrl-C included) the temporary file is removed and the old output stays
     as it was. A `.meta.json` beside the old output no longer describes the new one: it is
-    removed just before the replacement.
+    removed just before the replacement. A symlink is written through: its target is replaced
+    (as open() would write it), not the link.
     """
+    target = Path(os.path.realpath(output))
     try:
-        fd, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
     except OSError as error:
-        raise UnsafeOutput(f"cannot create a file in the output folder {output.parent}: {error.strerror}") from None
+        raise UnsafeOutput(f"cannot create a file in the output folder {target.parent}: {error.strerror}") from None
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp, _mode_for(output))
+        os.chmod(temp, _mode_for(target))
         if replaces_meta:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(meta_path(output))
-        os.replace(temp, output)
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)

@@ -122,6 +122,24 @@ def test_output_that_is_an_input_is_refused(pair_files, capsys, target):
     assert _folder_snapshot(pair_files) == before
 
 
+@pytest.mark.parametrize("dangling", [False, True], ids=["existing-target", "dangling"])
+def test_an_output_symlink_is_written_through(pair_files, capsys, dangling):
+    """`-o link` writes the file the link points to, as any open() would: replacing the link
+    by a new file would leave the target stale (or, for a dangling link, never created)."""
+    args = ["-c", str(pair_files / "c.txt"), "-r", str(pair_files / "r.txt"), *MODEL, "-f", "jsonl"]
+    assert main([*args, "-o", str(pair_files / "plain.jsonl")]) == 0
+    (pair_files / "runs").mkdir()
+    target = pair_files / "runs" / "scores.jsonl"
+    if not dangling:
+        target.write_text("old rows\n")
+    link = pair_files / "latest.jsonl"
+    link.symlink_to(target)
+    assert main([*args, "-o", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == (pair_files / "plain.jsonl").read_text()
+    assert sorted(p.name for p in (pair_files / "runs").iterdir()) == ["scores.jsonl"]  # no temporary left
+
+
 @pytest.mark.parametrize("resume", [False, True], ids=["fresh", "resume"])
 @pytest.mark.parametrize(
     "bad, message",
