@@ -91,6 +91,14 @@ def _mode_for(output: Path) -> int:
         return 0o666 & ~umask
 
 
+def _temporary_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file in `target`'s folder; UnsafeOutput naming the folder when it refuses one."""
+    try:
+        return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    except OSError as error:
+        raise UnsafeOutput(f"cannot create a file in the output folder {target.parent}: {error.strerror}") from None
+
+
 @contextlib.contextmanager
 def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]:
     """A text file in the output's folder that replaces `output` only when the block succeeds.
@@ -101,10 +109,7 @@ def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]
     (as open() would write it), not the link.
     """
     target = Path(os.path.realpath(output))
-    try:
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    except OSError as error:
-        raise UnsafeOutput(f"cannot create a file in the output folder {target.parent}: {error.strerror}") from None
+    fd, temp = _temporary_beside(target)
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
@@ -124,7 +129,7 @@ def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]
 def write_meta(output: Path, meta: dict[str, Any]) -> None:
     """Write `output`'s meta file atomically (a torn meta file would block --resume)."""
     target = meta_path(output)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    fd, temp = _temporary_beside(target)
     try:
         with open(fd, "w", encoding="utf-8") as handle:
             json.dump({"written_by": WRITTEN_BY, "meta_version": META_VERSION, **meta}, handle, indent=1)

@@ -237,3 +237,20 @@ def test_resume_refusals_leave_the_file_as_it_was(small, capsys, case) -> None:
     assert main(args) == 2
     assert message in capsys.readouterr().err
     assert small["output"].read_bytes() == kept
+
+
+def test_a_folder_refusing_new_files_is_named_not_the_meta_file(small, capsys, monkeypatch) -> None:
+    """Where the permission check passes but no file can be created (root on a read-only mount,
+    /proc, a full disk), a resumable run names the output folder, as a fresh run does."""
+    import bertscore.output_files as output_files
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(output_files.tempfile, "mkstemp", refuse)
+    small["output"].unlink()
+    small["output"].with_name("scores.jsonl.meta.json").unlink()
+    assert main(_small_args(small)) == 2
+    err = capsys.readouterr().err
+    assert f"output folder {small['output'].parent}" in err and "meta.json" not in err
+    assert not small["output"].exists()
