@@ -182,7 +182,7 @@ def parse_layer(value: Any, what: str = "layer") -> int | None:
         number = float(text)
     except ValueError as error:
         raise UserError(f"{what} must be a whole number or blank, got {text!r}") from error
-    if number != int(number) or number < 0:
+    if not math.isfinite(number) or number != int(number) or number < 0:
         raise UserError(f"{what} must be a non-negative whole number or blank, got {text!r}")
     return int(number)
 

@@ -38,6 +38,14 @@ def test_config_from_env() -> None:
 
 
 # ----- the real server ---------------------------------------------------------------------------
+def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
+    """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
+    for text in ("inf", "-inf", "nan", "1e400"):
+        with pytest.raises(app.UserError, match=f"window stride must be a non-negative whole number or blank, got '{text}'"):
+            app.parse_layer(text, "window stride")
+    assert app.parse_layer(" 3 ") == 3 and app.parse_layer("") is None
+
+
 @pytest.fixture(scope="module")
 def server():
     config = app.AppConfig.from_env({
