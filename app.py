@@ -333,6 +333,13 @@ class Handlers:
             })
             kind = "rescaled" if scorer.rescale_with_baseline else "raw"
             summary = f"**{len(frame)} rows** — corpus mean ({kind})" + _means_md(frame)
+            if scorer.rescale_with_baseline:  # raw scores next to rescaled ones (same encoder and cache)
+                raw_scorer, _ = self.service.scorer(model, num_layers, idf, False, lang, _mode(whole_texts))
+                raw = raw_scorer.score(candidates, groups, notes=[])
+                for name, values in zip(("precision", "recall", "f1"), raw):
+                    frame[f"{name} (raw)"] = values.tolist()
+                summary += (f"\n\ncorpus mean (raw): P {fmt(raw[0].mean().item())}, R {fmt(raw[1].mean().item())}, "
+                            f"F1 {fmt(raw[2].mean().item())}")
             if candidates_b is not None:
                 b_notes: list[str] = []
                 f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
@@ -346,7 +353,7 @@ class Handlers:
             path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
             frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
             shown = frame.copy()
-            for column in ("precision", "recall", "f1", "f1 (B)"):
+            for column in ("precision", "recall", "f1", "precision (raw)", "recall (raw)", "f1 (raw)", "f1 (B)"):
                 if column in shown:
                     shown[column] = shown[column].map(fmt)
             return "", shown, summary, figure, path

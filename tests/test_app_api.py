@@ -139,6 +139,26 @@ def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     assert csv_text.splitlines()[0] == "row,candidate,references,precision,recall,f1,hashcode"
 
 
+def test_batch_handler_shows_raw_scores_next_to_rescaled_ones(tmp_path: Path) -> None:
+    """The rescale checkbox promises "raw scores are shown too": in the batch tab as well."""
+    handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({})))
+    table = tmp_path / "t.csv"
+    table.write_text("candidate,reference\nthe cat sat,a cat sat\nhello world,goodbye moon\n")
+    cands, refs = ["the cat sat", "hello world"], ["a cat sat", "goodbye moon"]
+    error, shown, summary, _, download = handlers.batch(str(table), "", MODEL, "", False, True, "", False, None,
+                                                          progress=lambda *a, **k: None)
+    assert error == ""
+    rescaled = bertscore.score(cands, refs, model_type=MODEL, rescale_with_baseline=True)
+    raw = bertscore.score(cands, refs, model_type=MODEL)
+    for name, values in zip(("precision", "recall", "f1"), rescaled):
+        assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
+    for name, values in zip(("precision (raw)", "recall (raw)", "f1 (raw)"), raw):
+        assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
+    assert f"F1 {raw[2].mean().item():.4f}" in summary and "corpus mean (raw)" in summary
+    header = Path(download).read_text().splitlines()[0]
+    assert header == "row,candidate,references,precision,recall,f1,precision (raw),recall (raw),f1 (raw),hashcode"
+
+
 def test_pair_handler_direct() -> None:
     handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_MAX_CHARS": "100"})))
     error, scores, figure, table = handlers.pair("the cat sat", "a cat sat\nthe dog sat", MODEL, "", True, True, "")
