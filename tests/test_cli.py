@@ -461,3 +461,14 @@ def test_systems_notes_name_input_lines(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"line 2 of {base}" in err and f"line 3 of {refs}" in err
     assert "candidates[" not in err and "references[" not in err
+
+
+def test_ci_of_a_single_pair_is_refused_naming_the_file(tmp_path, capsys):
+    """An interval needs 2 pairs: the message names --ci and the file (not "scores has 1 segment(s)")."""
+    cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
+    cands.write_text("a cat sat\n", encoding="utf-8")
+    refs.write_text("the cat sat\n", encoding="utf-8")
+    out = tmp_path / "out.tsv"
+    assert main(["-c", str(cands), "-r", str(refs), *MODEL, "--ci", "-o", str(out), "--format", "tsv"]) == 2
+    assert f"--ci needs at least 2 pairs for a bootstrap interval; {cands} has 1" in capsys.readouterr().err
+    assert not out.exists()
