@@ -182,7 +182,7 @@ def parse_layer(value: Any, what: str = "layer") -> int | None:
         number = float(text)
     except ValueError as error:
         raise UserError(f"{what} must be a whole number or blank, got {text!r}") from error
-    if number != int(number) or number < 0:
+    if not math.isfinite(number) or number != int(number) or number < 0:
         raise UserError(f"{what} must be a non-negative whole number or blank, got {text!r}")
     return int(number)
 
@@ -333,6 +333,13 @@ class Handlers:
             })
             kind = "rescaled" if scorer.rescale_with_baseline else "raw"
             summary = f"**{len(frame)} rows** — corpus mean ({kind})" + _means_md(frame)
+            if scorer.rescale_with_baseline:  # raw scores next to rescaled ones (same encoder and cache)
+                raw_scorer, _ = self.service.scorer(model, num_layers, idf, False, lang, _mode(whole_texts))
+                raw = raw_scorer.score(candidates, groups, notes=[])
+                for name, values in zip(("precision", "recall", "f1"), raw):
+                    frame[f"{name} (raw)"] = values.tolist()
+                summary += (f"\n\ncorpus mean (raw): P {fmt(raw[0].mean().item())}, R {fmt(raw[1].mean().item())}, "
+                            f"F1 {fmt(raw[2].mean().item())}")
             if candidates_b is not None:
                 b_notes: list[str] = []
                 f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
@@ -346,7 +353,7 @@ class Handlers:
             path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
             frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
             shown = frame.copy()
-            for column in ("precision", "recall", "f1", "f1 (B)"):
+            for column in ("precision", "recall", "f1", "precision (raw)", "recall (raw)", "f1 (raw)", "f1 (B)"):
                 if column in shown:
                     shown[column] = shown[column].map(fmt)
             return "", shown, summary, figure, path

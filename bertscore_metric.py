@@ -159,6 +159,8 @@ class BERTScoreMetric(evaluate.Metric):
     ) -> dict[str, Any]:
         if confidence_level is not None:  # checked before any model loads
             check_bootstrap_settings(n_resamples, seed, confidence_level)
+            if len(predictions) == 1:
+                raise ValueError("confidence_level needs at least 2 predictions for a bootstrap interval; got 1")
         scorer = _SCORER_POOL.get(
             model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
             device=device, dtype=dtype, idf=idf, batch_size=batch_size,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import numbers
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -85,6 +86,10 @@ def random_pairs(num_sentences: int, num_pairs: int | None, seed: int) -> tuple[
     candidates, the next `num_pairs` the references, so every index appears at most once.
     """
     limit = max_pairs(num_sentences)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0 (it fixes the random pairing), got {seed!r}")
+    if num_pairs is not None and (isinstance(num_pairs, bool) or not isinstance(num_pairs, numbers.Integral)):
+        raise ValueError(f"num_pairs must be an integer (or None: as many as fit), got {num_pairs!r}")
     if num_sentences < 2:
         raise ValueError(f"a baseline needs at least 2 distinct non-empty sentences, got {num_sentences}")
     if num_pairs is None:

@@ -282,6 +282,8 @@ class Summary:
         from .stats import bootstrap_ci
 
         assert self.values is not None
+        if self.count < 2:  # stdin: its length is known only now
+            raise InputError(_ci_needs_two(args, self.count))
         return {
             name: bootstrap_ci(values, n_resamples=args.n_resamples or 1000, confidence=args.confidence,
                                seed=args.seed).to_dict()
@@ -408,6 +410,8 @@ def run(args: argparse.Namespace) -> int:
         logger.warning("--use_fast_tokenizer is accepted but changes nothing: the fast tokenizer is always used "
                        "(with this flag the official command uses the slow one)")
     _check_inputs(args)
+    if args.ci and args.total_pairs is not None and args.total_pairs < 2:
+        raise InputError(_ci_needs_two(args, args.total_pairs))
     args.output_plan = _plan_output(args)
 
     from . import distributed
@@ -544,6 +548,12 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
                                   for name, ci in intervals.items()), file=report)
             print(f"hash: {scorer.hash}", file=report)
     return 0
+
+
+def _ci_needs_two(args: argparse.Namespace, pairs: int) -> str:
+    source = _input_paths(args)[0]
+    return (f"--ci needs at least 2 pairs for a bootstrap interval; {'stdin' if source == '-' else source} has {pairs}: "
+            "drop --ci or score more pairs")
 
 
 def _check_statistics_options(args: argparse.Namespace) -> None:

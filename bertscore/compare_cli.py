@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .cli import InputError, _lines, _open_text, build_scorer
+from .cli import InputError, _lines, _name_lines, _open_text, build_scorer
 from .output_files import atomic_output, check_not_an_input, check_output_folder
 from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, few_segments_note
 
@@ -65,8 +65,9 @@ def run_systems(args: argparse.Namespace) -> int:
     for name, path in zip(names, args.systems):
         notes: list[str] = []
         precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.verbose, notes=notes, weights=weights)
+        places = argparse.Namespace(input=None, candidates=path, references=args.references)
         for note in notes:
-            print(f"bertscore: note ({name}): {note}", file=sys.stderr)
+            print(f"bertscore: note ({name}): {_name_lines(note, 0, places)}", file=sys.stderr)
         scores[name] = {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
     caution = few_segments_note(lengths[args.systems[0]])

@@ -38,6 +38,14 @@ def test_config_from_env() -> None:
 
 
 # ----- the real server ---------------------------------------------------------------------------
+def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
+    """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
+    for text in ("inf", "-inf", "nan", "1e400"):
+        with pytest.raises(app.UserError, match=f"window stride must be a non-negative whole number or blank, got '{text}'"):
+            app.parse_layer(text, "window stride")
+    assert app.parse_layer(" 3 ") == 3 and app.parse_layer("") is None
+
+
 @pytest.fixture(scope="module")
 def server():
     config = app.AppConfig.from_env({
@@ -129,6 +137,26 @@ def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     assert pasted[0] == "" and pasted[1]["data"][0][-1] == table["data"][0][-1]
     csv_text = Path(download).read_text()
     assert csv_text.splitlines()[0] == "row,candidate,references,precision,recall,f1,hashcode"
+
+
+def test_batch_handler_shows_raw_scores_next_to_rescaled_ones(tmp_path: Path) -> None:
+    """The rescale checkbox promises "raw scores are shown too": in the batch tab as well."""
+    handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({})))
+    table = tmp_path / "t.csv"
+    table.write_text("candidate,reference\nthe cat sat,a cat sat\nhello world,goodbye moon\n")
+    cands, refs = ["the cat sat", "hello world"], ["a cat sat", "goodbye moon"]
+    error, shown, summary, _, download = handlers.batch(str(table), "", MODEL, "", False, True, "", False, None,
+                                                          progress=lambda *a, **k: None)
+    assert error == ""
+    rescaled = bertscore.score(cands, refs, model_type=MODEL, rescale_with_baseline=True)
+    raw = bertscore.score(cands, refs, model_type=MODEL)
+    for name, values in zip(("precision", "recall", "f1"), rescaled):
+        assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
+    for name, values in zip(("precision (raw)", "recall (raw)", "f1 (raw)"), raw):
+        assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
+    assert f"F1 {raw[2].mean().item():.4f}" in summary and "corpus mean (raw)" in summary
+    header = Path(download).read_text().splitlines()[0]
+    assert header == "row,candidate,references,precision,recall,f1,precision (raw),recall (raw),f1 (raw),hashcode"
 
 
 def test_pair_handler_direct() -> None:

@@ -172,6 +172,13 @@ def test_random_pairs_errors():
         random_pairs(11, 6, 0)
     with pytest.raises(ValueError, match="allow 1..5 pairs"):
         random_pairs(11, 0, 0)
+    for seed in (-1, 1.5, True, "0"):  # numpy's own errors ("expected non-negative integer") name nothing
+        with pytest.raises(ValueError, match=r"seed must be an integer >= 0 \(it fixes the random pairing\)"):
+            random_pairs(11, 2, seed)
+    for num_pairs in (2.0, True, "2"):
+        with pytest.raises(ValueError, match="num_pairs must be an integer"):
+            random_pairs(11, num_pairs, 0)
+    assert len(random_pairs(11, np.int64(2), np.uint8(3))[0]) == 2  # numpy integers are integers
 
 
 def test_mean_and_standard_error_match_statistics():

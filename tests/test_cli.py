@@ -467,3 +467,26 @@ def test_ci_of_a_single_run(systems, minilm_scorer, capsys):
     expected = stats.bootstrap_ci(f1, n_resamples=1000, confidence=0.9, seed=5)
     assert out["ci"]["f1"]["low"] == pytest.approx(expected.low, abs=1e-6)
     assert out["ci"]["f1"]["high"] == pytest.approx(expected.high, abs=1e-6)
+
+
+def test_systems_notes_name_input_lines(tmp_path, capsys):
+    """--systems notes name a system's lines as the single-run notes do, not Python indices."""
+    base, other, refs = tmp_path / "base.txt", tmp_path / "other.txt", tmp_path / "refs.txt"
+    base.write_text("a cat sat\n\u200b\nmore text\n", encoding="utf-8")  # line 2: no content tokens
+    other.write_text("a cat sat\nfine text\nmore text\n", encoding="utf-8")
+    refs.write_text("a cat sat\nthe end\n\n", encoding="utf-8")  # line 3: empty
+    assert main(["-r", str(refs), "--systems", str(base), str(other), *MODEL]) == 0
+    err = capsys.readouterr().err
+    assert f"line 2 of {base}" in err and f"line 3 of {refs}" in err
+    assert "candidates[" not in err and "references[" not in err
+
+
+def test_ci_of_a_single_pair_is_refused_naming_the_file(tmp_path, capsys):
+    """An interval needs 2 pairs: the message names --ci and the file (not "scores has 1 segment(s)")."""
+    cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
+    cands.write_text("a cat sat\n", encoding="utf-8")
+    refs.write_text("the cat sat\n", encoding="utf-8")
+    out = tmp_path / "out.tsv"
+    assert main(["-c", str(cands), "-r", str(refs), *MODEL, "--ci", "-o", str(out), "--format", "tsv"]) == 2
+    assert f"--ci needs at least 2 pairs for a bootstrap interval; {cands} has 1" in capsys.readouterr().err
+    assert not out.exists()

@@ -117,3 +117,5 @@ def test_confidence_level_adds_means_and_intervals(metric):
     assert len(layered["f1_mean"]) == 7 and len(layered["f1_ci"]) == 7
     with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
         metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, confidence_level=95)
+    with pytest.raises(ValueError, match="confidence_level needs at least 2 predictions for a bootstrap interval; got 1"):
+        metric.compute(predictions=cands[:1], references=refs[:1], model_type=EMBEDDED_MODEL_NAME, confidence_level=0.9)
