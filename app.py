@@ -229,7 +229,8 @@ def _comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
         return "**System B − A:** a paired test needs at least 2 rows"
     row = compare_systems({"A": f1_a, "B": f1_b}, baseline="A")[1]
     caution = few_segments_note(len(f1_a))
-    verdict = "significant at p < 0.05" if row.p_value < 0.05 else "not significant at p < 0.05"
+    verdict = ("no difference: every row scores the same in both systems" if row.identical
+               else "significant at p < 0.05" if row.significant(0.05) else "not significant at p < 0.05")
     return (f"**System B − A:** ΔF1 {row.difference:+.4f} [95% CI {row.difference_low:+.4f}, "
             f"{row.difference_high:+.4f}], p = {row.p_value:.4f} ({'see below' if caution else verdict}; paired "
             "approximate randomization, 10,000 resamples, seed 0)" + (f"\n\n⚠ {caution}" if caution else ""))

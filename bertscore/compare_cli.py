@@ -100,7 +100,7 @@ def _compare(scores: dict[str, dict[str, list[float]]], args: argparse.Namespace
         entry["baseline"] = row.is_baseline
         entry["f1_difference"] = None if row.is_baseline else {
             "difference": row.difference, "low": row.difference_low, "high": row.difference_high,
-            "p_value": row.p_value, "significant": row.p_value is not None and row.p_value < SIGNIFICANCE,
+            "p_value": row.p_value, "significant": row.significant(SIGNIFICANCE), "identical": row.identical,
         }
         systems.append(entry)
     test = {"permutation": "paired approximate randomization", "bootstrap": "paired bootstrap resampling"}[method]
@@ -125,7 +125,8 @@ def _as_text(report: dict[str, Any]) -> str:
         lines.append([
             system["name"], _interval(system["precision"]), _interval(system["recall"]), _interval(system["f1"]),
             "(baseline)" if diff is None else f"{diff['difference']:+.4f} [{diff['low']:+.4f}, {diff['high']:+.4f}]",
-            "" if diff is None else f"{diff['p_value']:.4f}" + (" *" if diff["significant"] else ""),
+            "" if diff is None else f"{diff['p_value']:.4f}" + (" *" if diff["significant"] else "")
+            + (" (identical scores)" if diff["identical"] else ""),
         ])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for line in lines:

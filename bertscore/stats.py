@@ -99,6 +99,13 @@ class SystemComparison(_Result):
     difference_low: float | None
     difference_high: float | None
     p_value: float | None
+    # True when every segment scores the same in both systems: nothing to test, whatever p says
+    # (sacrebleu's strict rule gives such a pair p = 1/(n_resamples + 1)).
+    identical: bool | None = None
+
+    def significant(self, level: float = 0.05) -> bool:
+        """p < level against the baseline, and a difference to speak of (never for identical scores)."""
+        return self.p_value is not None and self.p_value < level and not self.identical
 
 
 # ----- public functions ---------------------------------------------------------------------------
@@ -238,7 +245,7 @@ def compare_systems(
     rows = []
     for i, name in enumerate(names):
         low, high = _percentile_interval(resampled[i], confidence)
-        compared: dict[str, float | None] = dict.fromkeys(("difference", "difference_low", "difference_high", "p_value"))
+        compared: dict[str, Any] = dict.fromkeys(("difference", "difference_low", "difference_high", "p_value"))
         if i != base:
             _warn_if_identical(matrix[i] - matrix[base], f"compare_systems: {name!r} vs the baseline {baseline!r}")
             deltas = resampled[i] - resampled[base]
@@ -250,6 +257,7 @@ def compare_systems(
                 "difference_high": d_high,
                 "p_value": permutation_p[i] if method == "permutation"
                 else _bootstrap_p_value(deltas, observed_gap, _scale(matrix[i] - matrix[base])),
+                "identical": not (matrix[i] - matrix[base]).any(),
             }
         rows.append(SystemComparison(
             name=name, is_baseline=i == base, mean=float(means[i]), stderr=_stderr(resampled[i]),

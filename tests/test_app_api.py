@@ -263,3 +263,12 @@ def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> No
     error = server.predict(gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
                            gradio_client.handle_file(str(other_refs)), api_name="/score_batch")[0]
     assert "row 1: system B (other.csv) has other references" in error
+
+
+def test_comparison_of_identical_systems_says_no_difference() -> None:
+    f1 = [0.91, 0.85, 0.78, 0.88, 0.93, 0.81, 0.9, 0.87, 0.86, 0.92, 0.84, 0.89, 0.8]
+    text = app._comparison_md(f1, list(f1))
+    assert "p = 0.0001" in text and "no difference: every row scores the same" in text
+    assert "significant at" not in text
+    better = [x + 0.05 for x in f1]
+    assert "(significant at p < 0.05;" in app._comparison_md(f1, better)

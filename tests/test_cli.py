@@ -437,6 +437,21 @@ def test_systems_table_equals_scores_and_the_paired_test(systems, minilm_scorer,
     assert "(baseline)" in text and " *" in text and "paired bootstrap resampling, 1000 resamples" in text
 
 
+def test_identical_systems_are_never_marked_significant(systems, capsys):
+    """sacrebleu's rule gives an exact copy p = 1/(R+1); the table shows that p but no marker."""
+    folder = systems[0]
+    args = ["-r", str(folder / "refs.txt"), "--systems", *(str(folder / n) for n in ("base.txt", "same.txt", "good.txt")),
+            *MODEL, "--n-resamples", "999"]
+    assert main([*args, "--format", "json"]) == 0
+    same, good = json.loads(capsys.readouterr().out)["systems"][1:]
+    assert same["f1_difference"]["difference"] == 0.0 and same["f1_difference"]["p_value"] == pytest.approx(1 / 1000)
+    assert same["f1_difference"]["identical"] is True and same["f1_difference"]["significant"] is False
+    assert good["f1_difference"]["identical"] is False and good["f1_difference"]["significant"] is True
+    assert main(args) == 0
+    same_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("same.txt"))
+    assert same_line.endswith("0.0010 (identical scores)") and " *" not in same_line
+
+
 def test_systems_errors_exit_2(systems, tmp_path, capsys):
     folder = systems[0]
     short = tmp_path / "short.txt"

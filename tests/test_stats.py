@@ -293,6 +293,19 @@ def test_identical_systems_follow_sacrebleu_and_warn(caplog) -> None:
     assert caplog.text.count("identical scores") == 2
 
 
+def test_compare_systems_flags_identical_rows_and_never_calls_them_significant() -> None:
+    copy = KIT.copy()
+    nudged = KIT.copy()
+    nudged[0] += 1e-6  # one segment apart: not identical, whatever the test says
+    for method in stats.METHODS:
+        rows = stats.compare_systems({"base": KIT, "copy": copy, "nudged": nudged, "other": ONLINE_B}, method=method)
+        assert [r.identical for r in rows] == [None, True, False, False]
+        assert rows[1].p_value < 0.05 and not rows[1].significant()
+        assert not rows[0].significant()
+        assert rows[3].significant() == (rows[3].p_value < 0.05)
+        assert rows[3].significant(0.0) is False
+
+
 # ----- determinism, inputs, multi-system ----------------------------------------------------------------
 def test_fixed_seed_is_deterministic_and_seeds_differ() -> None:
     a, b = ONLINE_B, KIT
