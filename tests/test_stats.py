@@ -334,7 +334,7 @@ def test_results_are_json_ready() -> None:
     row = stats.compare_systems({"a": ONLINE_B, "b": KIT}, n_resamples=100)[1].to_dict()
     assert json.loads(json.dumps(row)) == row
     assert set(row) == {"name", "is_baseline", "mean", "stderr", "low", "high", "difference",
-                        "difference_low", "difference_high", "p_value"}
+                        "difference_low", "difference_high", "p_value", "identical"}
     assert stats.paired_bootstrap(ONLINE_B, KIT, 100, seed=np.int64(3)).to_dict()["seed"] == 3
 
 
