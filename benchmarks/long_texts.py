@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import machine_info, machine_line  # noqa: E402
+from machine import machine_info, machine_line, write_results  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
@@ -360,10 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_correlation:
         result["correlation"] = correlation(args)
     result["seconds"] = round(time.perf_counter() - started, 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "long_texts.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "long_texts.md").write_text(render(result))
-    print(render(result))
+    write_results(args.out, "long_texts", result, render(result))
     return 0
 
 

@@ -8,6 +8,7 @@ without these flags. Used by every script in benchmarks/.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -60,3 +61,12 @@ def machine_line(info: dict[str, Any]) -> str:
         f"torch CPU capability {info['cpu_capability']}; flags: {flags}; {precision}; "
         f"torch {info['torch']}, transformers {info['transformers']}, Python {info['python']}."
     )
+
+
+def write_results(folder: Path, stem: str, result: dict[str, Any], markdown: str) -> None:
+    """Save a benchmark's figures as `<stem>.json` (every number) and `<stem>.md` (the report), and
+    print the report."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (folder / f"{stem}.md").write_text(markdown)
+    print(markdown)

@@ -27,7 +27,6 @@ import argparse
 import importlib.metadata
 import csv
 import gc
-import json
 import os
 import sys
 import threading
@@ -48,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME, embedded_model_dir, load_model  # noqa: E402
-from machine import machine_info, machine_line  # noqa: E402
+from machine import machine_info, machine_line, write_results  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
@@ -323,10 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets,
         "machine": machine,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speed_cpu.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "speed_cpu.md").write_text(render(result))
-    print(render(result))
+    write_results(args.out, "speed_cpu", result, render(result))
     return 0
 
 

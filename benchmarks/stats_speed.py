@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import stats  # noqa: E402
-from machine import machine_info, machine_line  # noqa: E402
+from machine import machine_info, machine_line, write_results  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**machine_info(), "numpy": np.__version__,
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "stats_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "stats_speed.md").write_text(render(result))
-    print(render(result))
+    write_results(args.out, "stats_speed", result, render(result))
     return 0
 
 

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
-from machine import machine_info, machine_line  # noqa: E402
+from machine import machine_info, machine_line, write_results  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
@@ -262,10 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": per_pair,
         "machine": {**machine_info(), "numpy": np.__version__},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "system_level.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "system_level.md").write_text(render(result))
-    print(render(result))
+    write_results(args.out, "system_level", result, render(result))
     return 0
 
 

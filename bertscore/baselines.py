@@ -22,13 +22,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import torch
-
-if TYPE_CHECKING:
-    from .scorer import BERTScorer
 
 _BASELINE_ROOT = "data/rescale_baseline"
 
@@ -248,23 +245,11 @@ def read_sidecar(path: str | Path) -> dict[str, Any]:
     return json.loads(meta.read_text(encoding="utf-8"))
 
 
-def compute_baseline(
-    sentences: Iterable[str],
-    model_type: str | None = None,
-    num_pairs: int | None = None,
-    seed: int = 0,
-    lang: str | None = None,
-    scorer: "BERTScorer | None" = None,
-    verbose: bool = False,
-    **scorer_settings: Any,
-) -> BaselineTable:
-    """The rescale baseline of a model from a monolingual corpus (see `bertscore.calibrate`).
+def __getattr__(name: str) -> Any:
+    """`bertscore.baselines.compute_baseline` is `bertscore.calibrate.compute_baseline`, the same
+    function (signature and docs), imported on first use: it needs a scorer, one floor up."""
+    if name == "compute_baseline":
+        from .calibrate import compute_baseline
 
-    Thin entry point: the work needs a scorer, so it lives one floor up in `bertscore.calibrate`.
-    """
-    from .calibrate import compute_baseline as compute
-
-    return compute(
-        sentences, model_type=model_type, num_pairs=num_pairs, seed=seed, lang=lang, scorer=scorer,
-        verbose=verbose, **scorer_settings,
-    )
+        return compute_baseline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -265,3 +265,12 @@ def test_cli_needs_a_model_or_a_language(tmp_path, capsys):
     good = _corpus_file(tmp_path, CORPUS[:10])
     assert baseline_main(["--corpus", str(good), "-o", str(tmp_path / "x.tsv")]) == 2
     assert "pass --model" in capsys.readouterr().err
+
+
+def test_the_baselines_module_offers_the_same_compute_baseline() -> None:
+    import bertscore.calibrate
+    from bertscore.baselines import compute_baseline as from_baselines
+
+    assert from_baselines is bertscore.calibrate.compute_baseline
+    with pytest.raises(AttributeError, match="no attribute 'compute_baselines'"):
+        baselines.compute_baselines  # noqa: B018
