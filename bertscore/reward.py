@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .pool import ScorerPool
+
+if TYPE_CHECKING:
+    from .scorer import BERTScorer
 
 OUTPUTS = ("f1", "precision", "recall")
 _TRL_KEYWORDS = frozenset({"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"})
@@ -63,18 +66,21 @@ class BERTScoreReward:
             raise ValueError(f"output={output!r} is not a BERTScore column: use one of {', '.join(OUTPUTS)}")
         if not isinstance(reference_column, str) or not reference_column:
             raise ValueError(f"reference_column must be a column name (a non-empty string), got {reference_column!r}")
+        if scorer_settings.get("all_layers"):
+            raise ValueError("all_layers=True gives a score per layer, but a reward is one number per completion: "
+                             "pick the layer with num_layers=")
         self.model_type = model_type
         self.reference_column = reference_column
         self.output = output
         self.settings = dict(scorer_settings)
         self.pool = pool
         self.__name__ = name or f"bertscore_{output}"
-        self._scorer: Any = None
+        self._scorer: BERTScorer | None = None
         self._load_lock = threading.Lock()
         _ = self.scorer  # load now: a bad model name or setting is an error here, not at training step 1
 
     @property
-    def scorer(self) -> Any:
+    def scorer(self) -> BERTScorer:
         """The `BERTScorer` this reward scores with (taken from the pool on first use)."""
         if self._scorer is None:
             with self._load_lock:

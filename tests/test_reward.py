@@ -134,6 +134,8 @@ def test_settings_are_checked_when_the_reward_is_built() -> None:
         BERTScoreReward(EMBEDDED_MODEL_NAME, output="bleu")
     with pytest.raises(ValueError, match="reference_column must be a column name"):
         BERTScoreReward(EMBEDDED_MODEL_NAME, reference_column="")
+    with pytest.raises(ValueError, match="all_layers=True gives a score per layer"):
+        BERTScoreReward(EMBEDDED_MODEL_NAME, all_layers=True)
     with pytest.raises(ValueError, match="num_layers=99"):
         BERTScoreReward(EMBEDDED_MODEL_NAME, num_layers=99, pool=ScorerPool())
 
@@ -213,6 +215,7 @@ def test_a_reward_call_leaves_the_precision_flags_as_found(guest_run) -> None:
 
 # ----- a real GRPO run: examples/grpo_reward.py ----------------------------------------------
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:no content tokens")  # the tiny policy may generate nothing: scored 0
 def test_grpo_example_runs_two_steps_with_the_rewards_score_gives(tmp_path) -> None:
     pytest.importorskip("trl")
     import pandas as pd
@@ -233,6 +236,7 @@ def test_grpo_example_runs_two_steps_with_the_rewards_score_gives(tmp_path) -> N
                     if "rewards/bertscore_f1/mean" in entry}
     assert sorted(logged_means) == [1, 2]
     reference_of = {row["prompt"]: row["reference"] for row in example.ROWS}
+    direct = BERTScoreReward(EMBEDDED_MODEL_NAME, device="cpu", pool=ScorerPool())
     for step in (1, 2):
         table = pd.read_parquet(tmp_path / "completions" / f"completions_{step:05d}.parquet")
         # TRL's own log of this step: every completion and the reward it recorded for it.
@@ -243,5 +247,6 @@ def test_grpo_example_runs_two_steps_with_the_rewards_score_gives(tmp_path) -> N
         references = [reference_of[prompt] for prompt in table["prompt"]]
         expected = score(completions, references, model_type=EMBEDDED_MODEL_NAME, device="cpu")[2]
         assert logged == pytest.approx(expected.tolist(), abs=1e-6)
+        assert logged == pytest.approx(direct(completions=completions, reference=references), abs=1e-6)
         assert logged_means[step] == pytest.approx(sum(logged) / len(logged), abs=1e-6)
     assert torch.tensor(logged).std() > 0  # the policy's samples differ: the rewards carry a signal
