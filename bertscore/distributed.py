@@ -183,19 +183,45 @@ def score_distributed(
         dist.gather_object(payload, gathered, dst=dst)
         if me != dst:
             return None
-    # NaN until filled: a pair that no rank scored can never pass for a score.
-    pair_scores = torch.full((len(flat_refs),) + tuple(local.shape[1:]), float("nan"))
-    filled = torch.zeros(len(flat_refs), dtype=torch.bool)
-    for indices, scores in gathered:
-        if indices:
-            index = torch.tensor(indices, dtype=torch.long)
-            pair_scores[index] = scores
-            filled[index] = True
-    if not bool(filled.all()) or bool(torch.isnan(pair_scores).any()):
-        missing = torch.nonzero(~filled).flatten().tolist()
-        raise RuntimeError(f"distributed scoring left {len(missing)} pair(s) unscored (e.g. pair {missing[:5]}): "
-                           "the ranks disagree on the shards; please report this")
+    pair_scores = assemble_pair_scores(gathered, len(flat_refs), tuple(local.shape[1:]))
     return scorer.finish_scores(pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
+
+
+def assemble_pair_scores(
+    gathered: Sequence[tuple[Sequence[int], torch.Tensor]], num_pairs: int, score_shape: tuple[int, ...]
+) -> torch.Tensor:
+    """The raw pair scores [num_pairs, *score_shape] from every rank's (pair indices, scores).
+
+    `gathered[r]` is rank r's payload. Every pair must be scored by some rank, and every score
+    must be finite: a RuntimeError tells the two failures apart, since their causes differ (pairs
+    no rank returned: the ranks disagree on the shards; NaN/inf scores: a rank computed them, e.g.
+    on a faulty device), naming the pairs and, for NaN, the ranks that returned them.
+    """
+    pair_scores = torch.zeros((num_pairs,) + tuple(score_shape), dtype=torch.float32)  # not the ambient dtype
+    filled = torch.zeros(num_pairs, dtype=torch.bool)
+    nan_pairs: dict[int, list[int]] = {}  # rank -> pairs it returned NaN (or inf) for
+    for source, (indices, scores) in enumerate(gathered):
+        if not len(indices):
+            continue
+        index = torch.as_tensor(list(indices), dtype=torch.long)
+        pair_scores[index] = scores
+        filled[index] = True
+        bad = ~torch.isfinite(scores.reshape(len(index), -1)).all(dim=1)
+        if bool(bad.any()):
+            nan_pairs[source] = index[bad].tolist()
+    problems = []
+    missing = torch.nonzero(~filled).flatten().tolist()
+    if missing:
+        problems.append(f"{len(missing)} pair(s) unscored: no rank returned them (e.g. pair {missing[:5]}); "
+                        "the ranks disagree on the shards")
+    if nan_pairs:
+        count = sum(len(pairs) for pairs in nan_pairs.values())
+        where = "; ".join(f"rank {r}: pair {pairs[:5]}" for r, pairs in nan_pairs.items())
+        problems.append(f"{count} pair(s) scored NaN or inf ({where}): those ranks computed them (check their "
+                        "device and dtype)")
+    if problems:
+        raise RuntimeError("distributed scoring failed: " + " and ".join(problems) + ". Please report this")
+    return pair_scores
 
 
 def _check_same_inputs(candidates: list[str], groups: list[list[str]], settings_hash: str) -> None:

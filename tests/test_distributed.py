@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertscore.distributed import balanced_shards
+from bertscore.distributed import assemble_pair_scores, balanced_shards
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -64,6 +64,49 @@ def test_balanced_shards_balance_and_cover() -> None:
     loads = [sum(costs[i] for i in shard) for shard in shards]
     assert max(loads) - min(loads) <= max(costs)
     assert balanced_shards([], 2) == [[], []]
+
+
+def _payload(indices: list[int], base: float = 0.5, shape: tuple[int, ...] = (3,)) -> tuple[list[int], torch.Tensor]:
+    """What a rank sends: its pair indices and their raw scores (pair i's P, R, F = base + i/100)."""
+    scores = torch.stack([torch.full(shape, base + i / 100) for i in indices]) if indices else torch.zeros((0,) + shape)
+    return indices, scores
+
+
+def test_assemble_pair_scores_puts_every_rank_s_pairs_in_place() -> None:
+    gathered = [_payload([0, 2, 5]), _payload([]), _payload([1, 3, 4])]
+    scores = assemble_pair_scores(gathered, 6, (3,))
+    assert scores.dtype == torch.float32
+    assert scores[:, 0].tolist() == pytest.approx([0.5 + i / 100 for i in range(6)])
+    layered = assemble_pair_scores([_payload([1], shape=(4, 3)), _payload([0], shape=(4, 3))], 2, (4, 3))
+    assert layered.shape == (2, 4, 3) and layered[1, 3, 2].item() == pytest.approx(0.51)
+
+
+def test_coverage_error_names_unscored_pairs() -> None:
+    with pytest.raises(RuntimeError) as caught:
+        assemble_pair_scores([_payload([0, 2]), _payload([4])], 6, (3,))
+    message = str(caught.value)
+    assert "3 pair(s) unscored" in message and "[1, 3, 5]" in message and "disagree on the shards" in message
+    assert "NaN" not in message
+
+
+def test_coverage_error_names_nan_scores_and_their_rank() -> None:
+    indices, scores = _payload([1, 3, 4])
+    scores[1, 2] = float("nan")  # pair 3's F1 from rank 1
+    with pytest.raises(RuntimeError) as caught:
+        assemble_pair_scores([_payload([0, 2, 5]), (indices, scores)], 6, (3,))
+    message = str(caught.value)
+    assert "1 pair(s) scored NaN" in message and "rank 1: pair [3]" in message
+    assert "unscored" not in message
+
+
+def test_coverage_error_names_both_when_both_happen() -> None:
+    indices, scores = _payload([0, 1], shape=(2, 3))
+    scores[0, 1, 0] = float("inf")  # one layer of pair 0 (all_layers payloads are [n, K, 3])
+    with pytest.raises(RuntimeError) as caught:
+        assemble_pair_scores([(indices, scores), _payload([], shape=(2, 3))], 3, (2, 3))
+    message = str(caught.value)
+    assert "1 pair(s) unscored" in message and "[2]" in message
+    assert "1 pair(s) scored NaN or inf (rank 0: pair [0])" in message
 
 
 def test_pairs_with_corpus_weights_finish_as_score(corpus) -> None:

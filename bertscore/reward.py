@@ -1,0 +1,187 @@
+"""BERTScore as a reward function for RL loops (TRL's `GRPOTrainer(reward_funcs=...)`).
+
+TRL calls each reward function as `func(prompts=..., completions=..., completion_ids=...,
+**columns)`, where `columns` holds the dataset's other columns, one entry per completion
+(each prompt's row repeated `num_generations` times), plus TRL's own keywords
+(`trainer_state`, `log_extra`, ...). `BERTScoreReward` reads the completions and the
+reference column and returns one float per completion: the BERTScore F1 (or P, or R) of the
+completion against its reference(s), the numbers `bertscore.score` gives for the same pairs.
+
+The scorer comes from a `ScorerPool` (rewards on the same model share one encoder and one
+embedding cache), so a reference repeated across a prompt's `num_generations` completions is
+embedded once per call, and once for the whole run while the cache holds it. Instances are
+picklable (TRL's async rollout worker sends reward functions to a child process): neither the
+loaded scorer nor the pool is pickled; a copy loads its scorer from its own process's shared
+pool on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .pool import ScorerPool
+
+if TYPE_CHECKING:
+    from .scorer import BERTScorer
+
+OUTPUTS = ("f1", "precision", "recall")
+_TRL_KEYWORDS = frozenset({"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"})
+
+# One pool for every reward in the process: two rewards on one model (F1 and recall, say) share
+# its encoder and cache. Up to two models are held; a reward keeps its own scorer once loaded.
+_SHARED_POOL = ScorerPool(max_models=2)
+
+
+class BERTScoreReward:
+    """A reward function: BERTScore of each completion against the row's reference(s).
+
+    `model_type` / `lang` / `num_layers` / `idf` / `rescale_with_baseline` / `baseline_path`
+    and any other `BERTScorer` keyword (`device`, `dtype`, `batch_size`, `long_texts`, ...)
+    set the scorer, as for `bertscore.score`. `reference_column`: the dataset column holding
+    each row's reference (a string, or a list of strings for several references: the max is
+    taken, as in `score`). `output`: "f1" (default), "precision" or "recall". `name`: the name
+    TRL logs the reward under (`rewards/<name>/mean`), default `bertscore_<output>`. `pool`: a
+    `ScorerPool` to take the scorer from (default: one shared by every reward in the process).
+
+    Completions may be strings or conversations (lists of {"role", "content"} messages: the
+    last assistant message's content is scored). The model loads when the reward is built,
+    so a wrong setting fails before training starts. Note that `idf=True` alone computes idf
+    over each call's references (a prompt's reference counted once per generation); pass
+    `idf=` a list of texts or a mapping for fixed weights.
+    """
+
+    def __init__(
+        self,
+        model_type: str | None = None,
+        *,
+        reference_column: str = "reference",
+        output: str = "f1",
+        name: str | None = None,
+        pool: ScorerPool | None = None,
+        **scorer_settings: Any,
+    ) -> None:
+        if output not in OUTPUTS:
+            raise ValueError(f"output={output!r} is not a BERTScore column: use one of {', '.join(OUTPUTS)}")
+        if not isinstance(reference_column, str) or not reference_column:
+            raise ValueError(f"reference_column must be a column name (a non-empty string), got {reference_column!r}")
+        if scorer_settings.get("all_layers"):
+            raise ValueError("all_layers=True gives a score per layer, but a reward is one number per completion: "
+                             "pick the layer with num_layers=")
+        self.model_type = model_type
+        self.reference_column = reference_column
+        self.output = output
+        self.settings = dict(scorer_settings)
+        self.pool = pool
+        self.__name__ = name or f"bertscore_{output}"
+        self._scorer: BERTScorer | None = None
+        self._load_lock = threading.Lock()
+        _ = self.scorer  # load now: a bad model name or setting is an error here, not at training step 1
+
+    @property
+    def scorer(self) -> BERTScorer:
+        """The `BERTScorer` this reward scores with (taken from the pool on first use)."""
+        if self._scorer is None:
+            with self._load_lock:
+                if self._scorer is None:
+                    pool = self.pool if self.pool is not None else _SHARED_POOL  # thread-safe
+                    self._scorer = pool.get(model_type=self.model_type, **self.settings)
+        return self._scorer
+
+    @property
+    def hash(self) -> str:
+        """The scorer's hash code (model, layers, idf, rescaling, versions), for a run's records."""
+        return self.scorer.hash
+
+    def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float]:
+        """One reward per completion: BERTScore `output` against the row's reference(s)."""
+        candidates = [completion_text(completion, index) for index, completion in enumerate(completions)]
+        references = self._references(columns, len(candidates))
+        precision, recall, f1 = self.scorer.score(candidates, references)
+        values = {"precision": precision, "recall": recall, "f1": f1}[self.output]
+        return [float(value) for value in values.tolist()]
+
+    def _references(self, columns: Mapping[str, Any], count: int) -> list[Any]:
+        if self.reference_column not in columns:
+            received = sorted(key for key in columns if key not in _TRL_KEYWORDS)
+            raise MissingColumnError(
+                f"the reward {self.__name__!r} needs the dataset column {self.reference_column!r}, but it received "
+                f"the columns {received}: add a {self.reference_column!r} column to the training dataset, or pass "
+                "reference_column= naming the column that holds the references"
+            )
+        references = columns[self.reference_column]
+        if isinstance(references, str) or not isinstance(references, Sequence):
+            raise TypeError(
+                f"column {self.reference_column!r} must hold one reference per completion (a list), "
+                f"got {type(references).__name__}"
+            )
+        if len(references) != count:
+            raise ValueError(
+                f"column {self.reference_column!r} has {len(references)} entries for {count} completions: "
+                "each completion needs its row's reference"
+            )
+        for index, reference in enumerate(references):
+            if isinstance(reference, str):
+                continue
+            if isinstance(reference, Sequence) and reference and all(isinstance(r, str) for r in reference):
+                continue
+            raise TypeError(
+                f"column {self.reference_column!r}, entry {index}: a reference is a string or a non-empty list of "
+                f"strings, got {_describe(reference)}"
+            )
+        return [r if isinstance(r, str) else list(r) for r in references]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_scorer"] = None  # the copy loads its own (in its own process) on first use
+        state["_load_lock"] = None
+        state["pool"] = None  # a pool holds this process's encoders: the copy uses its process's shared pool
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        settings = "".join(f", {k}={v!r}" for k, v in self.settings.items())
+        return (f"BERTScoreReward(model_type={self.model_type!r}, reference_column={self.reference_column!r}, "
+                f"output={self.output!r}{settings})")
+
+
+class MissingColumnError(KeyError):
+    """The reference column is not among the columns the trainer passed (a KeyError, shown as text)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def completion_text(completion: Any, index: int) -> str:
+    """The text of one completion: a string as is; a conversation's last assistant message.
+
+    Anything else is a TypeError naming completion `index` and what it was.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and all(isinstance(m, Mapping) for m in completion):
+        for message in reversed(completion):
+            if message.get("role") == "assistant":
+                content = message.get("content")
+                if isinstance(content, str):
+                    return content
+                raise TypeError(
+                    f"completion {index}: the last assistant message's content is {_describe(content)}, not text: "
+                    "BERTScore scores text (pass a reward that handles other content)"
+                )
+        roles = [m.get("role") for m in completion]
+        raise TypeError(f"completion {index} is a conversation with no assistant message (roles: {roles})")
+    raise TypeError(
+        f"completion {index} is {_describe(completion)}: a completion is a string or a conversation "
+        "(a list of {'role': ..., 'content': ...} messages)"
+    )
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
