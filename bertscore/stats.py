@@ -314,9 +314,9 @@ def few_segments_note(n: int, statistic: str = "paired") -> str | None:
     if n >= FEW_SEGMENTS:
         return None
     if statistic == "interval":
-        return (f"only {n} segments: a bootstrap interval from so few is too narrow (resampling {n} scores gives at "
-                f"most {math.comb(2 * n - 1, n)} distinct means, and small samples hide most of the spread), so it "
-                "covers the mean less often than its confidence says; score more segments")
+        return (f"only {n} segments: a bootstrap interval from so few is too narrow, covering the mean less often "
+                f"than its confidence says (resampling {n} scores gives at most {math.comb(2 * n - 1, n)} distinct "
+                "means); score more segments")
     return (f"only {n} segments: a paired test has at most 2^{n} = {2 ** n} distinct outcomes here, so its p-value "
             "is not meaningful (the exact two-sided p of a consistent difference is at least "
             f"{2 / 2 ** n:.3g}); compare systems on more segments")
