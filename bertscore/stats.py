@@ -255,12 +255,13 @@ def compare_systems(
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{name!r}: {length}" for name, length in lengths.items())
         raise ValueError(f"systems must score the same segments; their lengths differ ({listed})")
-    if method == "bootstrap":
-        resample_notes = [few_resamples_note(n_resamples, "both")]
+    # One note per kind per call, whatever the number of systems (a lone system has intervals only).
+    segments_note = few_segments_note(len(arrays[0]), "paired" if len(names) > 1 else "interval")
+    if method == "bootstrap":  # one set of draws for intervals and p-values
+        _report_weak(segments_note, few_resamples_note(n_resamples, "both"), notes=notes)
     else:
-        resample_notes = [few_resamples_note(n_resamples, "p-value"), few_resamples_note(ci_resamples, "interval")]
-    _report_weak(few_segments_note(len(arrays[0])) if len(names) > 1 else few_segments_note(len(arrays[0]), "interval"),
-                 *resample_notes, notes=notes)
+        _report_weak(segments_note, few_resamples_note(n_resamples, "p-value"),
+                     few_resamples_note(ci_resamples, "interval"), notes=notes)
 
     matrix = np.stack(arrays)
     base = names.index(baseline)
@@ -334,7 +335,8 @@ def few_resamples_note(n_resamples: int, statistic: str = "interval") -> str | N
         raise ValueError(f"statistic must be one of {', '.join(map(repr, subjects))}; got {statistic!r}")
     if n_resamples >= MIN_RESAMPLES:
         return None
-    floor = "" if statistic == "interval" else f"; a p-value cannot go below 1/({n_resamples} + 1) = {1 / (n_resamples + 1):.3g}"
+    floor = "" if statistic == "interval" else (
+        f"; a p-value cannot go below 1/({n_resamples} + 1) = {1 / (n_resamples + 1):.3g}")
     width = " (1 resample: an interval of zero width)" if n_resamples == 1 and statistic != "p-value" else ""
     return (f"only {n_resamples} resample{'s' if n_resamples != 1 else ''}: fewer than {MIN_RESAMPLES:,} make "
             f"{subjects[statistic]} rough, moving with the seed{width}{floor}; use {MIN_RESAMPLES:,} or more")
