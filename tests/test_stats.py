@@ -28,7 +28,7 @@ from bertscore import stats
 
 FIXTURE = Path(__file__).with_name("data") / "wmt17_de-en_f1.tsv"
 # Many tests here use few resamples or segments on purpose (speed, exact enumeration); the
-# notes that says so are tested below (pytest.warns records whatever these filters say).
+# notes that say so are tested below (pytest.warns records whatever these filters say).
 pytestmark = [pytest.mark.filterwarnings(r"ignore:only \d+ resamples?\b:UserWarning"),
               pytest.mark.filterwarnings(r"ignore:only \d+ segments\b:UserWarning")]
 
