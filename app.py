@@ -38,7 +38,7 @@ from bertscore.explain import Explanation, explain_pair
 from bertscore.inputs import check_text, normalize_inputs
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
-from bertscore.stats import bootstrap_ci, compare_systems, few_segments_note
+from bertscore.stats import bootstrap_ci, compare_systems
 from bertscore.windows import WindowSettingError
 
 DEFAULT_MODELS = (
@@ -212,14 +212,17 @@ def _error_md(message: str) -> str:
     return f"**Error:** {message}"
 
 
-def _means_md(frame: pd.DataFrame) -> str:
-    """Each column's mean with its 95% percentile bootstrap interval (1,000 resamples, seed 0)."""
+def _means_md(frame: pd.DataFrame, notes: list[str]) -> str:
+    """Each column's mean with its 95% percentile bootstrap interval (1,000 resamples, seed 0);
+    a caution for few rows joins `notes` once."""
     if len(frame) < 2:
         return f": P {fmt(frame.precision.mean())}, R {fmt(frame.recall.mean())}, **F1 {fmt(frame.f1.mean())}**"
     cells = []
+    cautions: list[str] = []
     for label, column in (("P", "precision"), ("R", "recall"), ("**F1", "f1")):
-        ci = bootstrap_ci(frame[column].tolist())
+        ci = bootstrap_ci(frame[column].tolist(), notes=cautions)
         cells.append(f"{label} {fmt(ci.mean)} [{fmt(ci.low)}, {fmt(ci.high)}]" + ("**" if label.startswith("**") else ""))
+    notes.extend(dict.fromkeys(cautions))
     return " with 95% bootstrap intervals: " + ", ".join(cells)
 
 
@@ -227,13 +230,14 @@ def _comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
     """System B against system A: the F1 difference, its interval and a paired test's p-value."""
     if len(f1_a) < 2:
         return "**System B − A:** a paired test needs at least 2 rows"
-    row = compare_systems({"A": f1_a, "B": f1_b}, baseline="A")[1]
-    caution = few_segments_note(len(f1_a))
+    cautions: list[str] = []
+    row = compare_systems({"A": f1_a, "B": f1_b}, baseline="A", notes=cautions)[1]
+    caution = "\n\n".join(f"⚠ {c}" for c in cautions)
     verdict = ("no difference: every row scores the same in both systems" if row.identical
                else "significant at p < 0.05" if row.significant(0.05) else "not significant at p < 0.05")
     return (f"**System B − A:** ΔF1 {row.difference:+.4f} [95% CI {row.difference_low:+.4f}, "
             f"{row.difference_high:+.4f}], p = {row.p_value:.4f} ({'see below' if caution else verdict}; paired "
-            "approximate randomization, 10,000 resamples, seed 0)" + (f"\n\n⚠ {caution}" if caution else ""))
+            "approximate randomization, 10,000 resamples, seed 0)" + (f"\n\n{caution}" if caution else ""))
 
 
 def _notes_md(notes: Sequence[str]) -> str:
@@ -333,7 +337,7 @@ class Handlers:
                 "f1": f1.tolist(),
             })
             kind = "rescaled" if scorer.rescale_with_baseline else "raw"
-            summary = f"**{len(frame)} rows** — corpus mean ({kind})" + _means_md(frame)
+            summary = f"**{len(frame)} rows** — corpus mean ({kind})" + _means_md(frame, notes)
             if scorer.rescale_with_baseline:  # raw scores next to rescaled ones (same encoder and cache)
                 raw_scorer, _ = self.service.scorer(model, num_layers, idf, False, lang, _mode(whole_texts))
                 raw = raw_scorer.score(candidates, groups, notes=[])

@@ -14,6 +14,7 @@ import evaluate
 
 from bertscore import __version__ as bertscore_version
 from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
+from bertscore.notes import report
 from bertscore.pool import ScorerPool
 from bertscore.stats import bootstrap_ci, check_bootstrap_settings
 
@@ -62,7 +63,8 @@ Args:
     verbose (bool): progress bar.
     confidence_level (float): e.g. 0.95 adds the corpus means and their percentile bootstrap
         intervals: precision_mean, precision_ci ([low, high]), recall_mean, recall_ci, f1_mean, f1_ci.
-    n_resamples (int), seed (int): of that bootstrap (default 1000, 0).
+    n_resamples (int), seed (int): of that bootstrap (default 1000, 0). Fewer than 12 predictions
+        or 1,000 resamples give a warning: such an interval means little.
 Returns:
     precision, recall, f1: one float per prediction; hashcode: the reproducibility hash;
     with confidence_level, the means and intervals above (one per layer with all_layers).
@@ -179,12 +181,16 @@ class BERTScoreMetric(evaluate.Metric):
             "hashcode": scorer.hash,
         }
         if confidence_level is not None:
+            cautions: list[str] = []  # few predictions or resamples: the same for every column, warned once
             for name, values in (("precision", precision), ("recall", recall), ("f1", f1)):
                 # [N], or [K, N] with all_layers: one mean and interval per layer
-                cis = [bootstrap_ci(row, n_resamples, confidence_level, seed) for row in values.reshape(-1, values.shape[-1])]
+                cis = [bootstrap_ci(row, n_resamples, confidence_level, seed, notes=cautions)
+                       for row in values.reshape(-1, values.shape[-1])]
                 means, intervals = [ci.mean for ci in cis], [[ci.low, ci.high] for ci in cis]
                 result[f"{name}_mean"] = means if all_layers else means[0]
                 result[f"{name}_ci"] = intervals if all_layers else intervals[0]
+            for caution in dict.fromkeys(cautions):
+                report(caution, None)
         return result
 
 

@@ -278,17 +278,21 @@ class Summary:
                 self.values[i].append(value)
 
     def intervals(self, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-        """The bootstrap interval of each mean (`--ci`)."""
+        """The bootstrap interval of each mean (`--ci`); its cautions (few pairs or resamples) once each."""
         from .stats import bootstrap_ci
 
         assert self.values is not None
         if self.count < 2:  # stdin: its length is known only now
             raise InputError(_ci_needs_two(args, self.count))
-        return {
+        notes: list[str] = []
+        intervals = {
             name: bootstrap_ci(values, n_resamples=args.n_resamples or 1000, confidence=args.confidence,
-                               seed=args.seed).to_dict()
+                               seed=args.seed, notes=notes).to_dict()
             for name, values in zip(("precision", "recall", "f1"), self.values)
         }
+        for note in dict.fromkeys(notes):  # the same for P, R and F1: said once
+            print(f"bertscore: note: {note}", file=sys.stderr)
+        return intervals
 
     def means(self) -> dict[str, float]:
         if self.count == 0:
@@ -542,7 +546,9 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             print(f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
                   f"F1={means['f1']:.6f}", file=report)
             if intervals is not None:
-                level = f"{args.confidence:.0%}"
+                from .stats import confidence_label
+
+                level = confidence_label(args.confidence)
                 print(f"{level} bootstrap intervals ({intervals['f1']['n_resamples']} resamples, seed {args.seed}): "
                       + "  ".join(f"{name[0].upper() if name != 'f1' else 'F1'} [{ci['low']:.6f}, {ci['high']:.6f}]"
                                   for name, ci in intervals.items()), file=report)
@@ -557,11 +563,14 @@ def _ci_needs_two(args: argparse.Namespace, pairs: int) -> str:
 
 
 def _check_statistics_options(args: argparse.Namespace) -> None:
-    """Statistics options make sense only in their modes; their values are checked up front."""
+    """Statistics options make sense only in their modes; their values are checked up front,
+    before any input is read or model loaded (so a bad --seed never waits for scoring)."""
     if not 0 < args.confidence < 1:
         raise InputError(f"--confidence must lie strictly between 0 and 1, got {args.confidence}")
     if args.n_resamples is not None and args.n_resamples < 1:
         raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
+    if args.seed < 0:
+        raise InputError(f"--seed must be >= 0, got {args.seed}")
     if args.systems:
         if args.candidates or args.input:
             raise InputError("--systems replaces -c/--input: pass the candidates of every system to --systems")

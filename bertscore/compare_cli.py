@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from .cli import InputError, _lines, _name_lines, _open_text, build_scorer
 from .output_files import atomic_output, check_not_an_input, check_output_folder
-from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, few_segments_note
+from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, confidence_label
 
 SIGNIFICANCE = 0.05
 CI_RESAMPLES = 1000
@@ -70,10 +70,10 @@ def run_systems(args: argparse.Namespace) -> int:
             print(f"bertscore: note ({name}): {_name_lines(note, 0, places)}", file=sys.stderr)
         scores[name] = {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
-    caution = few_segments_note(lengths[args.systems[0]])
-    if caution:
+    cautions: list[str] = []  # few segments or resamples: said once, before the table
+    report = _compare(scores, args, cautions)
+    for caution in dict.fromkeys(cautions):
         print(f"bertscore: note: {caution}", file=sys.stderr)
-    report = _compare(scores, args)
     report.update(hashcode=scorer.hash, segments=lengths[args.systems[0]], references=list(args.references))
     rendered = {"json": _as_json, "tsv": _as_tsv}.get(args.format, _as_text)(report)
     if output is None:
@@ -85,17 +85,19 @@ def run_systems(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare(scores: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> dict[str, Any]:
+def _compare(scores: dict[str, dict[str, list[float]]], args: argparse.Namespace, notes: list[str]) -> dict[str, Any]:
+    """The comparison report; `compare_systems`'s cautions (few segments, few resamples) go to `notes`."""
     method = "bootstrap" if args.paired_bs else "permutation"
     n_resamples = args.n_resamples or DEFAULT_RESAMPLES[method]
     ci_resamples = n_resamples if method == "bootstrap" else CI_RESAMPLES
     rows = compare_systems({name: s["f1"] for name, s in scores.items()}, method=method, n_resamples=n_resamples,
-                           confidence=args.confidence, seed=args.seed, ci_resamples=CI_RESAMPLES)
+                           confidence=args.confidence, seed=args.seed, ci_resamples=CI_RESAMPLES, notes=notes)
     systems = []
     for row, (name, values) in zip(rows, scores.items()):
         entry: dict[str, Any] = {"name": name}
         for column in ("precision", "recall"):
-            entry[column] = bootstrap_ci(values[column], ci_resamples, args.confidence, args.seed).to_dict()
+            # Same segments and resamples as compare_systems, which has given its cautions already.
+            entry[column] = bootstrap_ci(values[column], ci_resamples, args.confidence, args.seed, notes=[]).to_dict()
         entry["f1"] = {"mean": row.mean, "stderr": row.stderr, "low": row.low, "high": row.high}
         entry["baseline"] = row.is_baseline
         entry["f1_difference"] = None if row.is_baseline else {
@@ -117,7 +119,7 @@ def _as_text(report: dict[str, Any]) -> str:
     test = report["test"]
     out = io.StringIO()
     out.write(f"BERTScore of {len(report['systems'])} systems on {report['segments']} segments; "
-              f"mean [{test['confidence']:.0%} bootstrap interval, {test['interval_resamples']} resamples]\n")
+              f"mean [{confidence_label(test['confidence'])} bootstrap interval, {test['interval_resamples']} resamples]\n")
     header = ["system", "P", "R", "F1", f"F1 - {report['systems'][0]['name']}", "p-value"]
     lines = [header]
     for system in report["systems"]:

@@ -1,7 +1,9 @@
 """Corpus statistics over per-segment scores: bootstrap intervals and paired significance tests.
 
-Pure numpy (no model, nothing of ours): every function takes per-segment scores (numpy arrays,
-lists or torch tensors), a `seed`, and returns a small frozen dataclass with `to_dict()`.
+Pure numpy (no model): every function takes per-segment scores (numpy arrays, lists or torch
+tensors), a `seed`, and returns a small frozen dataclass with `to_dict()`. Statistics that mean
+little say so through `bertscore.notes` (a warning, or a line in the caller's `notes=` list):
+too few segments (`few_segments_note`), fewer than 1,000 resamples (`few_resamples_note`).
 
 - `bootstrap_ci`: the mean with its percentile bootstrap interval (as `scipy.stats.bootstrap`,
   method="percentile": identical interval from the same resampled indices).
@@ -20,11 +22,15 @@ block size (see `_index_blocks` and `_selector_blocks`).
 from __future__ import annotations
 
 import logging
+import math
 import numbers
+from decimal import Decimal
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping
 
 import numpy as np
+
+from .notes import report
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +44,8 @@ DEFAULT_RESAMPLES = {"bootstrap": 1000, "permutation": 10000}
 # Resampled statistics within this fraction of the score scale of the observed one are ties
 # (equal in exact arithmetic, apart by float rounding only); ties never count as exceeding.
 TIE_TOLERANCE = 1e-9
+# Fewer resamples than this give intervals and p-values that move with the seed: a note says so.
+MIN_RESAMPLES = 1000
 
 
 # ----- results -----------------------------------------------------------------------------------
@@ -109,7 +117,10 @@ class SystemComparison(_Result):
 
 
 # ----- public functions ---------------------------------------------------------------------------
-def bootstrap_ci(scores: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = 0) -> BootstrapCI:
+def bootstrap_ci(
+    scores: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = 0, *,
+    notes: list[str] | None = None,
+) -> BootstrapCI:
     """The mean of `scores` with its bootstrap standard error and percentile interval.
 
     Resampled means come from `numpy.random.default_rng(seed).choice(n, size=(n_resamples, n))`
@@ -117,9 +128,12 @@ def bootstrap_ci(scores: Any, n_resamples: int = 1000, confidence: float = 0.95,
     is their (1 - confidence) / 2 and (1 + confidence) / 2 quantiles (linear interpolation) and
     `stderr` their standard deviation (ddof=1), both as `scipy.stats.bootstrap(method="percentile")`.
     `mean` is the plain mean of the scores. `seed=None` draws fresh entropy (not reproducible).
+    Fewer than `FEW_SEGMENTS` scores or `MIN_RESAMPLES` resamples give a note (a warning, or
+    appended to `notes`): such an interval means little.
     """
     values = _as_scores(scores, "scores")
     _check_settings(n_resamples, seed, confidence)
+    _report_weak(few_segments_note(len(values), "interval"), few_resamples_note(n_resamples, "interval"), notes=notes)
     resampled = _resampled_means(values[None, :], n_resamples, seed)[0]
     low, high = _percentile_interval(resampled, confidence)
     return BootstrapCI(
@@ -134,7 +148,8 @@ def bootstrap_ci(scores: Any, n_resamples: int = 1000, confidence: float = 0.95,
 
 
 def paired_bootstrap(
-    scores_a: Any, scores_b: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = 0
+    scores_a: Any, scores_b: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = 0, *,
+    notes: list[str] | None = None,
 ) -> PairedBootstrap:
     """Paired bootstrap resampling: is system b's mean different from system a's?
 
@@ -149,9 +164,11 @@ def paired_bootstrap(
     (tests/test_stats.py measures it). `paired_permutation` is calibrated; prefer it for a
     decision, or halve the threshold here. sacrebleu seeds with SACREBLEU_SEED (12345 unless
     set) and treats seed 0 as "no seed"; here `seed` is taken as given (0 is a fixed seed).
+    Too few segments or resamples give a note (a warning, or appended to `notes`).
     """
     a, b = _as_pair(scores_a, scores_b)
     _check_settings(n_resamples, seed, confidence)
+    _report_weak(few_segments_note(len(a)), few_resamples_note(n_resamples, "both"), notes=notes)
     _warn_if_identical(b - a, "paired_bootstrap")
     resampled = _resampled_means(np.stack([a, b]), n_resamples, seed)
     deltas = resampled[1] - resampled[0]
@@ -168,7 +185,9 @@ def paired_bootstrap(
     )
 
 
-def paired_permutation(scores_a: Any, scores_b: Any, n_resamples: int = 10000, seed: int | None = 0) -> PairedPermutation:
+def paired_permutation(
+    scores_a: Any, scores_b: Any, n_resamples: int = 10000, seed: int | None = 0, *, notes: list[str] | None = None,
+) -> PairedPermutation:
     """Approximate randomization (paired permutation) test: is mean(b) different from mean(a)?
 
     As sacrebleu's `_paired_ar_test` for a mean-of-segments metric: selectors
@@ -178,9 +197,11 @@ def paired_permutation(scores_a: Any, scores_b: Any, n_resamples: int = 10000, s
     sacrebleu (a statistic equal to the observed one up to float rounding is a tie, not counted).
     Two-sided and calibrated. Note the sacrebleu rule gives p = 1 / (n_resamples + 1) to two
     identical systems (nothing exceeds a zero difference); a warning is logged then.
+    Too few segments or resamples give a note (a warning, or appended to `notes`).
     """
     a, b = _as_pair(scores_a, scores_b)
     _check_settings(n_resamples, seed)
+    _report_weak(few_segments_note(len(a)), few_resamples_note(n_resamples, "p-value"), notes=notes)
     _warn_if_identical(b - a, "paired_permutation")
     mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
     diffs = (b - a)[None, :]
@@ -202,6 +223,8 @@ def compare_systems(
     confidence: float = 0.95,
     seed: int | None = 0,
     ci_resamples: int = 1000,
+    *,
+    notes: list[str] | None = None,
 ) -> list[SystemComparison]:
     """Every system against the baseline (default: the first), one row per system in input order.
 
@@ -212,6 +235,7 @@ def compare_systems(
     method="permutation" (default, calibrated): p from `paired_permutation` with `n_resamples`
     (default 10000) selectors, shared by every system as in sacrebleu --paired-ar; the intervals
     (of each mean and of each difference) come from `ci_resamples` bootstrap draws, same seed.
+    Too few segments or resamples give one note each per call (a warning, or appended to `notes`).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
@@ -231,6 +255,13 @@ def compare_systems(
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{name!r}: {length}" for name, length in lengths.items())
         raise ValueError(f"systems must score the same segments; their lengths differ ({listed})")
+    # One note per kind per call, whatever the number of systems (a lone system has intervals only).
+    segments_note = few_segments_note(len(arrays[0]), "paired" if len(names) > 1 else "interval")
+    if method == "bootstrap":  # one set of draws for intervals and p-values
+        _report_weak(segments_note, few_resamples_note(n_resamples, "both"), notes=notes)
+    else:
+        _report_weak(segments_note, few_resamples_note(n_resamples, "p-value"),
+                     few_resamples_note(ci_resamples, "interval"), notes=notes)
 
     matrix = np.stack(arrays)
     base = names.index(baseline)
@@ -269,18 +300,55 @@ def compare_systems(
 FEW_SEGMENTS = 12  # below this, 2^n sign flips are too few for approximate randomization to mean much
 
 
-def few_segments_note(n: int) -> str | None:
-    """A caution for paired tests on very few segments, or None.
+def few_segments_note(n: int, statistic: str = "paired") -> str | None:
+    """A caution for statistics over very few segments, or None.
 
-    With n segments there are only 2^n distinct swaps, and sacrebleu's rule counts strictly
-    larger statistics only, so a consistent difference on 3 segments gets p = 1/(R+1) although
-    the exact two-sided p is 2/8. Read such p-values as "too few segments to tell".
+    statistic="paired" (a paired test): with n segments there are only 2^n distinct swaps, and
+    sacrebleu's rule counts strictly larger statistics only, so a consistent difference on 3
+    segments gets p = 1/(R+1) although the exact two-sided p is 2/8. Read such p-values as "too
+    few segments to tell". statistic="interval" (a bootstrap interval of a mean): resampling n
+    scores gives at most C(2n-1, n) distinct means, and a percentile interval of a small sample
+    is too narrow (it covers the mean less often than its confidence says).
     """
+    if statistic not in ("paired", "interval"):
+        raise ValueError(f"statistic must be 'paired' or 'interval'; got {statistic!r}")
     if n >= FEW_SEGMENTS:
         return None
+    if statistic == "interval":
+        return (f"only {n} segments: a bootstrap interval from so few is too narrow, covering the mean less often "
+                f"than its confidence says (resampling {n} scores gives at most {math.comb(2 * n - 1, n)} distinct "
+                "means); score more segments")
     return (f"only {n} segments: a paired test has at most 2^{n} = {2 ** n} distinct outcomes here, so its p-value "
             "is not meaningful (the exact two-sided p of a consistent difference is at least "
             f"{2 / 2 ** n:.3g}); compare systems on more segments")
+
+
+def few_resamples_note(n_resamples: int, statistic: str = "interval") -> str | None:
+    """A warning for fewer than MIN_RESAMPLES resamples, or None.
+
+    statistic: "interval", "p-value" or "both". Fewer draws leave interval ends and p-values
+    moving with the seed (one resample gives a zero-width interval), and a p-value cannot go
+    below 1/(n_resamples + 1).
+    """
+    subjects = {"interval": "a bootstrap interval", "p-value": "a p-value", "both": "intervals and p-values"}
+    if statistic not in subjects:
+        raise ValueError(f"statistic must be one of {', '.join(map(repr, subjects))}; got {statistic!r}")
+    if n_resamples >= MIN_RESAMPLES:
+        return None
+    floor = "" if statistic == "interval" else (
+        f"; a p-value cannot go below 1/({n_resamples} + 1) = {1 / (n_resamples + 1):.3g}")
+    width = " (1 resample: an interval of zero width)" if n_resamples == 1 and statistic != "p-value" else ""
+    return (f"only {n_resamples} resample{'s' if n_resamples != 1 else ''}: fewer than {MIN_RESAMPLES:,} make "
+            f"{subjects[statistic]} rough, moving with the seed{width}{floor}; use {MIN_RESAMPLES:,} or more")
+
+
+def confidence_label(confidence: float) -> str:
+    """`confidence` as a percentage written as given: 0.95 -> "95%", 0.999 -> "99.9%", 0.975 -> "97.5%".
+
+    From the shortest decimal of the float (its repr), so no rounding turns 0.999 into "100%".
+    """
+    percent = (Decimal(repr(float(confidence))) * 100).normalize()
+    return f"{percent:f}%"
 
 
 # ----- random draws, in blocks of one stream -------------------------------------------------------
@@ -352,6 +420,13 @@ def _permutation_exceedances(diffs: np.ndarray, observed: np.ndarray, n_resample
 
 
 # ----- small helpers ------------------------------------------------------------------------------
+def _report_weak(*messages: str | None, notes: list[str] | None) -> None:
+    """Each caution that applies, once: a warning at the caller of the public function, or into `notes`."""
+    for message in messages:
+        if message is not None:
+            report(message, notes)
+
+
 def _bootstrap_p_value(deltas: np.ndarray, observed: float, scale: float) -> float:
     """sacrebleu's paired bootstrap p from resampled differences `deltas` (see paired_bootstrap)."""
     magnitudes = np.abs(deltas)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import csv
 import itertools
 import logging
+import math
+import warnings
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +27,10 @@ from hypothesis import strategies as st
 from bertscore import stats
 
 FIXTURE = Path(__file__).with_name("data") / "wmt17_de-en_f1.tsv"
+# Many tests here use few resamples or segments on purpose (speed, exact enumeration); the
+# notes that say so are tested below (pytest.warns records whatever these filters say).
+pytestmark = [pytest.mark.filterwarnings(r"ignore:only \d+ resamples?\b:UserWarning"),
+              pytest.mark.filterwarnings(r"ignore:only \d+ segments\b:UserWarning")]
 
 
 def read_fixture() -> dict[str, np.ndarray]:
@@ -417,3 +424,117 @@ def test_few_segments_are_flagged_where_sacrebleus_rule_overstates_significance(
     assert result.p_value == pytest.approx(1 / 1001)
     assert "2^3 = 8 distinct outcomes" in stats.few_segments_note(3) and "0.25" in stats.few_segments_note(3)
     assert stats.few_segments_note(stats.FEW_SEGMENTS) is None
+
+
+# ----- statistics that mean little say so ------------------------------------------------------------
+def _notes_of(call) -> tuple[list[str], list[str]]:
+    """The notes a call reports with notes=[] (no warning may escape then), and the warnings it
+    gives without a list."""
+    notes: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning despite notes= would raise here
+        call(notes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(None)
+    return notes, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+TWO = {"a": KIT[:40], "b": UEDIN[:40]}
+RESAMPLE_CALLS = {  # each public function with R resamples on 40 segments (enough segments: no caution)
+    "bootstrap_ci": lambda r, notes: stats.bootstrap_ci(KIT[:40], r, notes=notes),
+    "paired_bootstrap": lambda r, notes: stats.paired_bootstrap(KIT[:40], UEDIN[:40], r, notes=notes),
+    "paired_permutation": lambda r, notes: stats.paired_permutation(KIT[:40], UEDIN[:40], r, notes=notes),
+    "compare_systems bootstrap": lambda r, notes: stats.compare_systems(TWO, method="bootstrap", n_resamples=r,
+                                                                       notes=notes),
+    "compare_systems permutation": lambda r, notes: stats.compare_systems(TWO, n_resamples=r, notes=notes),
+}
+
+
+@pytest.mark.parametrize("function", list(RESAMPLE_CALLS))
+@pytest.mark.parametrize("n_resamples", [1, 999])
+def test_fewer_than_1000_resamples_give_one_note(function: str, n_resamples: int) -> None:
+    notes, warned = _notes_of(lambda notes: RESAMPLE_CALLS[function](n_resamples, notes))
+    assert len(notes) == 1 and notes == warned
+    assert notes[0].startswith(f"only {n_resamples} resample") and "fewer than 1,000" in notes[0]
+    if function != "bootstrap_ci":  # a p-value: its floor is named
+        assert f"{1 / (n_resamples + 1):.3g}" in notes[0]
+    assert _notes_of(lambda notes: RESAMPLE_CALLS[function](1000, notes)) == ([], [])
+
+
+def test_one_resample_is_a_zero_width_interval_and_says_so() -> None:
+    with pytest.warns(UserWarning, match="only 1 resample: .*zero width") as record:
+        result = stats.bootstrap_ci(KIT[:40], n_resamples=1)
+    assert result.low == result.high
+    assert record[0].filename == __file__  # the warning points at the caller's line, not into stats.py
+
+
+def test_compare_systems_notes_its_interval_resamples_too() -> None:
+    notes, _ = _notes_of(lambda notes: stats.compare_systems(TWO, n_resamples=5000, ci_resamples=200, notes=notes))
+    assert len(notes) == 1 and notes[0].startswith("only 200 resamples") and "bootstrap interval" in notes[0]
+
+
+PAIRED_CALLS = {
+    "paired_bootstrap": lambda n, notes: stats.paired_bootstrap(KIT[:n], UEDIN[:n], notes=notes),
+    "paired_permutation": lambda n, notes: stats.paired_permutation(KIT[:n], UEDIN[:n], notes=notes),
+    "compare_systems": lambda n, notes: stats.compare_systems({"a": KIT[:n], "b": UEDIN[:n], "c": ONLINE_B[:n]},
+                                                              notes=notes),
+}
+
+
+@pytest.mark.parametrize("function", list(PAIRED_CALLS))
+def test_paired_tests_on_few_segments_give_one_caution(function: str) -> None:
+    for n in (2, 3, 11):
+        notes, warned = _notes_of(lambda notes: PAIRED_CALLS[function](n, notes))
+        assert notes == warned == [stats.few_segments_note(n)]
+        assert f"2^{n} = {2 ** n} distinct outcomes" in notes[0]
+    assert _notes_of(lambda notes: PAIRED_CALLS[function](12, notes)) == ([], [])
+
+
+def test_a_lone_interval_on_few_segments_gives_a_caution() -> None:
+    values = [0.1, 0.25, 0.7]
+    with pytest.warns(UserWarning, match="only 3 segments: a bootstrap interval") as record:
+        stats.bootstrap_ci(values)
+    assert len(record) == 1 and record[0].filename == __file__
+    # The count it names: every way to draw 3 of 3 scores with replacement, by enumeration.
+    distinct = {round(sum(draw) / 3, 12) for draw in itertools.product(values, repeat=3)}
+    assert f"at most {len(distinct)} distinct means" in str(record[0].message) and len(distinct) == 10
+    notes, _ = _notes_of(lambda notes: stats.bootstrap_ci(KIT[:11], notes=notes))
+    assert notes == [stats.few_segments_note(11, "interval")]
+    assert _notes_of(lambda notes: stats.bootstrap_ci(KIT[:12], notes=notes)) == ([], [])
+    # compare_systems of a single system has intervals only: the interval caution.
+    notes, _ = _notes_of(lambda notes: stats.compare_systems({"a": KIT[:5]}, notes=notes))
+    assert notes == [stats.few_segments_note(5, "interval")]
+
+
+def test_the_interval_caution_is_true_small_samples_undercover() -> None:
+    """What the caution claims: a 95% percentile interval of a few scores covers the true mean
+    less often than 95% (about 80% for 5 normal scores); on 40 scores it is close to 95%."""
+    rng = np.random.default_rng(7)
+
+    def coverage(n: int, simulations: int = 300) -> float:
+        hits = 0
+        for seed in range(simulations):
+            ci = stats.bootstrap_ci(rng.normal(0.0, 1.0, n), 1000, 0.95, seed=seed, notes=[])
+            hits += ci.low <= 0.0 <= ci.high
+        return hits / simulations
+
+    assert coverage(5) < 0.88
+    assert coverage(40) > 0.9
+
+
+@pytest.mark.parametrize("confidence, label", [
+    (0.95, "95%"), (0.999, "99.9%"), (0.975, "97.5%"), (0.9, "90%"), (0.5, "50%"), (0.99999, "99.999%"),
+    (0.07, "7%"), (np.float64(0.999), "99.9%"),
+])
+def test_confidence_labels_are_printed_as_given(confidence: float, label: str) -> None:
+    assert stats.confidence_label(confidence) == label
+
+
+@given(st.integers(1, 99999))
+def test_confidence_label_round_trips(thousandths_of_a_percent: int) -> None:
+    confidence = thousandths_of_a_percent / 100000
+    label = stats.confidence_label(confidence)
+    assert label.endswith("%") and not label.startswith("100")
+    assert Decimal(label[:-1]) / 100 == Decimal(repr(confidence))
+    assert math.isclose(float(label[:-1]), confidence * 100)
