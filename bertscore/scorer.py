@@ -508,14 +508,14 @@ class BERTScorer:
     def _truncation_note(self, where: list[str]) -> str:
         model = self.model
         if model.position_limit:
-            hint = f"{advice('long_texts', 'window')} to score whole texts through overlapping windows"
+            hint = f"{advice('long_texts', 'window')} to score them whole (overlapping windows)"
         else:
             hint = (f"{self.model_type} has no fixed position limit, so {setting('long_texts', 'window')} does not "
                     "apply to it (texts are truncated as before)")
         return (
             f"{len(where)} text(s) longer than the model's limit of {model.content_limit} content tokens "
             f"(max_length={model.max_length} with its special tokens) were truncated there, as in the official "
-            f"package, and everything after the cut is ignored: {name_some(where)}; {hint}"
+            f"package: {name_some(where)}; {hint}"
         )
 
     def score_pairs(
