@@ -211,8 +211,8 @@ class BERTScorer:
         window = resolve_stride(self.model.content_limit, window_stride)
         if not self.model.position_limit:
             logger.warning(
-                "%s has no fixed position limit: long_texts='window' does not apply to it, and texts longer "
-                "than max_length=%d are truncated as before", self.model_type, self.model.max_length,
+                "%s has no fixed position limit: %s does not apply to it, and texts longer than max_length=%d "
+                "are truncated as before", self.model_type, setting("long_texts", "window"), self.model.max_length,
             )
             return None
         return window
