@@ -444,6 +444,7 @@ class BERTScorer:
     ) -> None:
         """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
         texts that are mostly the unknown token; and reduced precision slower than float32."""
+        weights.check(self.model.vocab_size, "weights")  # before any lookup: a short table is a clear error
         precision_note = reduced_precision_note(self.dtype, self.device)
         if precision_note:
             report(precision_note, notes)
