@@ -52,6 +52,7 @@ def _line_of(lines: list[str], marker: str) -> int:
 
 
 # ----- a note per call, at the user's line, in a fresh interpreter with default filters ----------
+@pytest.mark.slow
 def test_notes_repeat_every_call_at_the_users_line_and_the_process_is_left_as_found(tmp_path):
     done, script, lines = _run_script(tmp_path, f"""
         import logging, random, sys, warnings
@@ -167,6 +168,7 @@ def test_spelling_table():
     assert notes_module.advice("dtype", "float32") == "pass dtype='float32'"  # restored on leaving
 
 
+@pytest.mark.slow
 def test_cli_notes_spell_cli_options_name_lines_and_show_once(tmp_path):
     cands = tmp_path / "c.txt"
     cands.write_text(f"a cat sat\n{LONG_TEXT}\n{CUNEIFORM}\n{LONG_WORD}\nthe cat {CUNEIFORM[0]}\n", encoding="utf-8")
@@ -200,6 +202,7 @@ def test_cli_shows_a_repeated_note_once_per_run(monkeypatch, tmp_path, capsys):
     assert err.count("measured 3.0x") == 1 and "pass --dtype float32" in err and "dtype='" not in err
 
 
+@pytest.mark.slow
 def test_space_notes_name_its_controls_and_compute_its_parameters():
     pytest.importorskip("gradio")
     gradio_client = pytest.importorskip("gradio_client")
