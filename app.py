@@ -36,6 +36,7 @@ import pandas as pd
 from bertscore import EMBEDDED_MODEL_NAME, __version__, baselines, tables
 from bertscore.explain import Explanation, explain_pair
 from bertscore.inputs import check_text, normalize_inputs
+from bertscore.notes import Spelling, spelled
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
 from bertscore.stats import bootstrap_ci, compare_systems
@@ -192,6 +193,14 @@ def _mode(whole_texts: bool) -> str:
     return "window" if whole_texts else "truncate"
 
 
+WHOLE_TEXTS_LABEL = "Whole long texts (windows past the model's limit)"
+# The page's notes name its controls (the /compute API keeps the Python spelling: same names).
+PAGE_SPELLING = Spelling("space", labels={
+    ("long_texts", "window"): (f'"{WHOLE_TEXTS_LABEL}"', f'tick "{WHOLE_TEXTS_LABEL}"'),
+    ("long_texts", "truncate"): (f'"{WHOLE_TEXTS_LABEL}" unticked', f'untick "{WHOLE_TEXTS_LABEL}"'),
+})
+
+
 def split_references(text: str) -> list[str]:
     """One reference per non-blank line."""
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
@@ -265,7 +274,8 @@ class Handlers:
             self.service.check_texts([candidate], "candidate")
             self.service.check_texts(references, "reference")
             scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
-            explanation = explain_pair(scorer, candidate, references)
+            with spelled(PAGE_SPELLING):
+                explanation = explain_pair(scorer, candidate, references)
             figure = heatmap_figure(explanation)
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
         except Exception as error:  # a message in the page, never a crashed worker
@@ -326,7 +336,8 @@ class Handlers:
             scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             score_notes: list[str] = []
             # verbose: the scorer's tqdm bar (advanced per encoder batch) drives gr.Progress.
-            precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
+            with spelled(PAGE_SPELLING):
+                precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
             notes += [_short(note, 300) for note in score_notes]
             frame = pd.DataFrame({
                 "row": range(1, len(candidates) + 1),
@@ -347,7 +358,8 @@ class Handlers:
                             f"F1 {fmt(raw[2].mean().item())}")
             if candidates_b is not None:
                 b_notes: list[str] = []
-                f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
+                with spelled(PAGE_SPELLING):
+                    f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
                 notes += [_short(f"system B: {note}", 300) for note in b_notes]
                 frame["candidate (B)"], frame["f1 (B)"] = candidates_b, f1_b.tolist()
                 summary += "\n\n" + _comparison_md(frame.f1.tolist(), frame["f1 (B)"].tolist())
@@ -486,7 +498,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                                 elem_id="model")
             layer = gr.Textbox(value="", label="Layer (blank = model default)", scale=1, elem_id="layer")
             idf = gr.Checkbox(value=False, label="idf weighting", elem_id="idf")
-            whole_texts = gr.Checkbox(value=False, label="Whole long texts (windows past the model's limit)",
+            whole_texts = gr.Checkbox(value=False, label=WHOLE_TEXTS_LABEL,
                                       elem_id="long-texts")
             rescale = gr.Checkbox(value=True, label="Rescale with baseline (raw scores are shown too)",
                                   elem_id="rescale")

@@ -14,7 +14,7 @@ import evaluate
 
 from bertscore import __version__ as bertscore_version
 from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
-from bertscore.notes import report
+from bertscore.notes import EVALUATE, report, spelled
 from bertscore.pool import ScorerPool
 from bertscore.stats import bootstrap_ci, check_bootstrap_settings
 
@@ -173,7 +173,8 @@ class BERTScoreMetric(evaluate.Metric):
         )
         if len(predictions) == 0:
             return {"precision": [], "recall": [], "f1": [], "hashcode": scorer.hash}
-        precision, recall, f1 = scorer.score(predictions, references, verbose=verbose)
+        with spelled(EVALUATE):  # notes name options as compute() kwargs, at the user's compute() line
+            precision, recall, f1 = scorer.score(predictions, references, verbose=verbose)
         result: dict[str, Any] = {
             "precision": precision.tolist(),
             "recall": recall.tolist(),

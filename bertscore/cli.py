@@ -25,6 +25,7 @@ from typing import IO, Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
+from .notes import CLI, spelled
 from .output_files import (
     UnsafeOutput, atomic_output, changed_inputs, check_not_an_input, check_output_folder, fingerprint,
     meta_path, read_meta, write_meta,
@@ -505,14 +506,18 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         if on_start is not None:
             on_start(len(done))
         index = len(done)
+        shown_notes: set[str] = set()
         progress = tqdm(total=args.total_pairs, initial=index, disable=not args.verbose, desc="BERTScore", unit="pair")
         while chunk := list(islice(pairs, args.chunk_size)):
             cands = [c for c, _ in chunk]
             refs = [r for _, r in chunk]
             notes: list[str] = []
             precision, recall, f1 = score_fn(cands, refs, notes)
-            for note in notes:  # beside the rows, never inside them
-                print(f"bertscore: note: {_name_lines(note, index, args)}", file=sys.stderr)
+            for note in notes:  # beside the rows, never inside them; a run is one call: each note once
+                line = f"bertscore: note: {_name_lines(note, index, args)}"
+                if line not in shown_notes:
+                    shown_notes.add(line)
+                    print(line, file=sys.stderr)
             progress.update(len(chunk))
             rows = [Row(index + i, p, r, f) for i, (p, r, f) in
                     enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]
@@ -613,7 +618,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="bertscore: %(message)s")
     try:
-        return run(args)
+        with spelled(CLI):  # notes name options as this program spells them (--long-texts window)
+            return run(args)
     except (InputError, UnsafeOutput, ValueError, TypeError, OSError) as error:
         print(f"bertscore: error: {error}", file=sys.stderr)
         return 2

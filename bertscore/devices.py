@@ -14,9 +14,10 @@ import logging
 import platform
 import threading
 import time
-import warnings
 
 import torch
+
+from .notes import advice
 
 logger = logging.getLogger(__name__)
 
@@ -116,32 +117,27 @@ def cpu_slowdown(dtype: str) -> float:
     return best[dtype] / max(best["float32"], 1e-9)
 
 
-_WARNED: set[str] = set()
+def reduced_precision_note(dtype: str, device: torch.device) -> str | None:
+    """A note when `dtype` on this CPU is slower than float32 (None otherwise).
 
-
-def check_reduced_precision(dtype: str, device: torch.device) -> float | None:
-    """Warn once per process when `dtype` on this CPU is slower than float32; returns the ratio.
-
-    Only reduced precision on a CPU is measured (GPUs compute bf16/fp16 natively).
+    Only reduced precision on a CPU is measured (GPUs compute bf16/fp16 natively); the ratio is
+    measured once per process, and the scorer reports the note with every call it slows down.
     """
     if dtype == "float32" or device.type != "cpu":
         return None
     ratio = cpu_slowdown(dtype)
-    if ratio > 1.0 and dtype not in _WARNED:
-        _WARNED.add(dtype)
-        flags = "/".join(NATIVE_CPU_FLAGS[dtype])
-        why = (
-            f"it advertises {flags}, but {dtype} measured slower here" if cpu_has_native(dtype)
-            else f"it lacks {flags} instructions, so {dtype} is emulated"
-        )
-        warnings.warn(
-            f"dtype={dtype} measured {ratio:.1f}x the time of float32 on this CPU ({cpu_model()}; {why}): "
-            "use dtype='float32' (exact) or dtype='auto', which picks float32 here",
-            UserWarning,
-            stacklevel=3,
-        )
     logger.info("%s on this CPU: %.2fx the time of float32", dtype, ratio)
-    return ratio
+    if ratio <= 1.0:
+        return None
+    flags = "/".join(NATIVE_CPU_FLAGS[dtype])
+    why = (
+        f"it advertises {flags}, but {dtype} measured slower here" if cpu_has_native(dtype)
+        else f"it lacks {flags} instructions, so {dtype} is emulated"
+    )
+    return (
+        f"dtype={dtype} measured {ratio:.1f}x the time of float32 on this CPU ({cpu_model()}; {why}): "
+        f"{advice('dtype', 'float32')} (exact) or {advice('dtype', 'auto')}, which picks float32 here"
+    )
 
 
 _PIN_LOCK = threading.Lock()

@@ -28,6 +28,8 @@ class ScoreSettings:
     version: str
     transformers_version: str
     torch_version: str
+    tokenizers_version: str = ""  # the tokenizers library: it can change token ids at a fixed transformers
+    sentencepiece_version: str = ""  # only where the tokenizer is a sentencepiece model ("" elsewhere)
 
     def hashcode(self) -> str:
         """The signature string, e.g. `roberta-large_L17_no-idf_..._version=...`."""
@@ -43,7 +45,10 @@ class ScoreSettings:
             self.dtype,
             self.device,
         ]
-        return "_".join(parts) + (
-            f"_version=bertscore-{self.version}"
-            f"(transformers={self.transformers_version},torch={self.torch_version})"
-        )
+        libraries = [f"transformers={self.transformers_version}"]
+        if self.tokenizers_version:
+            libraries.append(f"tokenizers={self.tokenizers_version}")
+        if self.sentencepiece_version:
+            libraries.append(f"sentencepiece={self.sentencepiece_version}")
+        libraries.append(f"torch={self.torch_version}")
+        return "_".join(parts) + f"_version=bertscore-{self.version}({','.join(libraries)})"

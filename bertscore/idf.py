@@ -20,9 +20,33 @@ logger = logging.getLogger(__name__)
 class TokenWeights:
     """A dense token-id -> weight table, looked up per sequence."""
 
-    def __init__(self, table: torch.Tensor, label: str | None = None):
+    def __init__(self, table: torch.Tensor, label: str | None = None, default: float | None = None):
         self.table = table.float()
         self.label = label  # how the hash names this table; None -> "idf-weights:<fingerprint>"
+        # The weight of an id past the table (`idf_dict`'s default): log(M + 1) for idf over M
+        # documents, as the official get_idf_dict; None when unknown (a table given as is).
+        self.default = default
+
+    def check(self, vocab_size: int, what: str = "token weights") -> "TokenWeights":
+        """Itself, after checking it fits a vocabulary of `vocab_size` ids: one weight per id, each
+        finite and >= 0. A ValueError says which (a shorter table would fail mid-run)."""
+        table = self.table
+        if table.dim() != 1 or table.numel() != vocab_size:
+            size = "x".join(str(n) for n in table.shape) or "a scalar"
+            raise ValueError(
+                f"{what} have {size} entries, but the tokenizer's vocabulary has {vocab_size} token ids: "
+                "pass a 1-D table with one weight per token id (e.g. TokenWeights.from_documents(..., vocab_size="
+                f"{vocab_size}, ...)) made for this model's tokenizer"
+            )
+        bad = ~torch.isfinite(table) | (table < 0)
+        if bool(bad.any()):
+            ids = bad.nonzero().flatten()
+            first = int(ids[0])
+            raise ValueError(
+                f"{what} must be finite and >= 0: token id {first} has {float(table[first])}"
+                + (f" ({ids.numel()} ids in all)" if ids.numel() > 1 else "")
+            )
+        return self
 
     @classmethod
     def uniform(cls, vocab_size: int, zero_weight_ids: Iterable[int]) -> "TokenWeights":
@@ -31,7 +55,7 @@ class TokenWeights:
         for token_id in zero_weight_ids:
             if 0 <= token_id < vocab_size:
                 table[token_id] = 0.0
-        return cls(table, "no-idf")
+        return cls(table, "no-idf", default=1.0)
 
     @classmethod
     def from_documents(
@@ -59,7 +83,7 @@ class TokenWeights:
         for token_id in zero_weight_ids:
             if 0 <= token_id < size:
                 table[token_id] = 0.0
-        return cls(table, label)
+        return cls(table, label, default=math.log(total + 1))
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[int, float], vocab_size: int) -> "TokenWeights":
@@ -73,13 +97,18 @@ class TokenWeights:
             default = 0.0
             logger.warning("idf mapping is not a defaultdict: token ids it lacks weigh 0")
         keys = [int(k) for k in mapping.keys()]
-        size = max([vocab_size] + [k + 1 for k in keys])
-        table = torch.full((size,), default)
+        outside = [k for k in keys if not 0 <= k < vocab_size]
+        if outside:
+            raise ValueError(
+                f"idf mapping has token id {outside[0]}, outside the tokenizer's vocabulary of {vocab_size} ids "
+                "(0..{}): a mapping made for another tokenizer?".format(vocab_size - 1)
+            )
+        table = torch.full((vocab_size,), default)
         if keys:
             table[torch.tensor(keys, dtype=torch.long)] = torch.tensor(
                 [float(mapping[k]) for k in mapping.keys()], dtype=torch.float32
             )
-        weights = cls(table)
+        weights = cls(table, default=default)
         weights.label = f"idf-dict:{weights.fingerprint()}"
         return weights
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -357,6 +359,23 @@ class LoadedModel:
         return dataclasses.replace(self, encoder=encoder, device=torch.device(device))
 
 
+def tokenizer_library_versions(tokenizer: Any) -> tuple[str, str]:
+    """(tokenizers version, sentencepiece version or "" where the tokenizer is not a sentencepiece
+    model): both can change token ids, and so the numbers, at a fixed transformers version."""
+    uses_sentencepiece = str(getattr(tokenizer, "vocab_file", "") or "").endswith(".model")
+    return _installed_version("tokenizers"), _installed_version("sentencepiece") if uses_sentencepiece else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return ""
+
+
 def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The special ids that `tokenizer(text)` puts before and after one sequence's content.
 
@@ -372,31 +391,51 @@ def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     raise ValueError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
 
 
-_HUB_REACHABLE: dict[str, bool] = {}
 HUB_PROBE_SECONDS = 3.0
+HUB_FAILURE_TTL = 30.0  # a failed probe is retried after this long: one network blip is not forever
+HUB_SUCCESS_TTL = 600.0
+_HUB_REACHABLE: dict[str, tuple[bool, float]] = {}  # endpoint -> (reachable, when probed)
+_HUB_LOCK = threading.Lock()
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _probe_hub(host: str, port: int) -> bool:
+    """Whether `host:port` accepts a TCP connection within HUB_PROBE_SECONDS."""
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
+        return True
+    except OSError:
+        return False
 
 
 def hub_reachable() -> bool:
-    """Whether the Hugging Face Hub answers a TCP connection within a few seconds (probed once).
+    """Whether the Hugging Face Hub answers a TCP connection within a few seconds.
 
-    Offline mode (HF_HUB_OFFLINE) counts as unreachable without probing.
+    The answer is kept for a while, not for the life of the process: a failure for
+    HUB_FAILURE_TTL seconds (a long-running Space recovers from a network blip), a success for
+    HUB_SUCCESS_TTL. Offline mode (HF_HUB_OFFLINE) counts as unreachable without probing.
     """
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return False
     from urllib.parse import urlparse
 
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    if endpoint not in _HUB_REACHABLE:
-        import socket
-
-        parsed = urlparse(endpoint)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            socket.create_connection((parsed.hostname or "", port), timeout=HUB_PROBE_SECONDS).close()
-            _HUB_REACHABLE[endpoint] = True
-        except OSError:
-            _HUB_REACHABLE[endpoint] = False
-    return _HUB_REACHABLE[endpoint]
+    with _HUB_LOCK:
+        cached = _HUB_REACHABLE.get(endpoint)
+    if cached is not None:
+        reachable, when = cached
+        if _now() - when < (HUB_SUCCESS_TTL if reachable else HUB_FAILURE_TTL):
+            return reachable
+    parsed = urlparse(endpoint)
+    reachable = _probe_hub(parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80))
+    with _HUB_LOCK:
+        _HUB_REACHABLE[endpoint] = (reachable, _now())
+    return reachable
 
 
 def _hub_kwargs(source: str) -> dict[str, Any]:

@@ -2,20 +2,81 @@
 
 Library calls take `notes: list[str] | None`. With a list, each note is appended there and
 nothing global is touched (a server handling concurrent requests keeps them apart; Python's
-`warnings.catch_warnings` is process-wide). Without one, the note is a `UserWarning`.
+`warnings.catch_warnings` is process-wide). Without one, the note is a `BERTScoreNote` (a
+`UserWarning`) shown at every call that has it, pointing at the caller's line: Python's
+default filter shows a warning once per code location, which would leave epoch 2's empty
+predictions silent in a training loop. The user's own filters still apply
+(`warnings.simplefilter("ignore", BERTScoreNote)` silences notes, "error" raises them).
+
+Notes that suggest an option name it in the spelling of the door in use (`long_texts='window'`
+in Python, `--long-texts window` at the CLI, the control's label in the Space): each door sets
+its `Spelling` with `spelled(...)`, and note texts are built with `setting()` / `advice()`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import sys
 import warnings
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Callable, Iterator, Mapping
 
 MAX_NAMED = 20  # indices named in one note before "... (N in all)"
 
 
+class BERTScoreNote(UserWarning):
+    """A note about one call (empty texts, truncated texts, ...): shown at every call that has it."""
+
+
+# Frames that are ours, or the evaluate machinery between the user and us: a note points past them.
+_INTERNAL_TOP_MODULES = frozenset({"bertscore", "evaluate", "contextlib", "functools"})
+_INTERNAL_MODULES = frozenset({"torch.utils._contextlib"})
+
+
+def _is_internal(frame: FrameType) -> bool:
+    name = str(frame.f_globals.get("__name__") or "")
+    if name in _INTERNAL_MODULES or name.split(".")[0] in _INTERNAL_TOP_MODULES:
+        return True
+    return name.rsplit(".", 1)[-1] == "bertscore_metric"  # the evaluate module, as loaded by evaluate.load
+
+
+def caller_frame() -> FrameType | None:
+    """The innermost frame outside this package, the evaluate module and evaluate: the user's line."""
+    frame = sys._getframe(1)
+    outermost = frame
+    while frame is not None:
+        if not _is_internal(frame):
+            return frame
+        outermost = frame
+        frame = frame.f_back
+    return outermost
+
+
+def warn(message: str, category: type[Warning] = BERTScoreNote) -> None:
+    """Show `message` as a warning at the user's line, at every call (no once-per-location registry)."""
+    frame = caller_frame()
+    if frame is None:  # pragma: no cover - there is always a frame
+        warnings.warn(message, category, stacklevel=2)
+        return
+    # registry=None: no per-module "already shown" registry, so the default filter shows it each
+    # call; the filters themselves (ignore, error, once, the user's own) apply as ever.
+    warnings.warn_explicit(
+        message, category, frame.f_code.co_filename, frame.f_lineno,
+        module=str(frame.f_globals.get("__name__") or "<unknown>"), registry=None,
+        module_globals=frame.f_globals,
+    )
+
+
 def report(message: str, notes: list[str] | None, stacklevel: int = 3) -> None:
-    """Append `message` to `notes`, or warn when no list was given."""
+    """Append `message` to `notes`, or warn (at the user's line) when no list was given.
+
+    `stacklevel` is accepted for compatibility and no longer used: the warning points at the
+    first frame outside the package, whatever the depth.
+    """
     if notes is None:
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+        warn(message)
     else:
         notes.append(message)
 
@@ -24,3 +85,63 @@ def name_some(where: list[str]) -> str:
     """The first MAX_NAMED places, and how many there are in all when more."""
     shown = ", ".join(where[:MAX_NAMED])
     return shown + (f", ... ({len(where)} in all)" if len(where) > MAX_NAMED else "")
+
+
+# ----- each door's spelling of an option -------------------------------------------------------
+def _python_setting(option: str, value: Any) -> str:
+    return f"{option}={value!r}"
+
+
+def _cli_setting(option: str, value: Any) -> str:
+    flag = "--" + option.replace("_", "-")
+    return flag if value is True else f"{flag} {value}"
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How one door writes an option in its notes.
+
+    `setting(option, value)` names a setting (`long_texts='window'`, `--long-texts window`);
+    `advice(option, value)` tells the user to choose it ("pass long_texts='window'"). `labels`
+    maps (option, value) to the door's own (setting, advice) words, e.g. a control's label.
+    """
+
+    door: str
+    write: Callable[[str, Any], str] = _python_setting
+    advice_format: str = "pass {setting}"
+    labels: Mapping[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)
+
+    def setting(self, option: str, value: Any) -> str:
+        label = self.labels.get((option, value))
+        return label[0] if label else self.write(option, value)
+
+    def advice(self, option: str, value: Any) -> str:
+        label = self.labels.get((option, value))
+        return label[1] if label else self.advice_format.format(setting=self.write(option, value))
+
+
+PYTHON = Spelling("python")
+EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()")
+CLI = Spelling("cli", write=_cli_setting)
+
+_SPELLING: contextvars.ContextVar[Spelling] = contextvars.ContextVar("bertscore_note_spelling", default=PYTHON)
+
+
+@contextlib.contextmanager
+def spelled(spelling: Spelling) -> Iterator[None]:
+    """Notes built inside the block name options as `spelling` writes them (per thread/task)."""
+    token = _SPELLING.set(spelling)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def setting(option: str, value: Any) -> str:
+    """`option` set to `value`, as the door in use writes it."""
+    return _SPELLING.get().setting(option, value)
+
+
+def advice(option: str, value: Any) -> str:
+    """"pass <option set to value>", as the door in use says it."""
+    return _SPELLING.get().advice(option, value)

@@ -6,23 +6,25 @@ chunk and batch sizes, not on the corpus; embeddings are reused through a bounde
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import baselines
-from .devices import check_reduced_precision, full_fp32_precision, resolve_dtype
+from .devices import full_fp32_precision, reduced_precision_note, resolve_dtype
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import as_list, check_text, normalize_inputs
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
-from .models import LoadedModel, default_model_for_lang, load_model
-from .notes import name_some, report
+from .models import LoadedModel, default_model_for_lang, load_model, tokenizer_library_versions
+from .notes import advice, name_some, report, setting
 from .tokens import TokenStore
 from .version import __version__
 from .windows import WindowSettingError, resolve_stride
@@ -152,7 +154,6 @@ class BERTScorer:
         self.chunk_size = chunk_size
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        check_reduced_precision(self.dtype, self.device)
         if loaded_model is not None:
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
@@ -177,6 +178,7 @@ class BERTScorer:
         """Everything besides the texts that enters a score (the hash is made from it)."""
         import transformers
 
+        tokenizers_version, sentencepiece_version = tokenizer_library_versions(self.model.tokenizer)
         return ScoreSettings(
             model=self.model_type,
             revision=self.model.revision,
@@ -192,6 +194,8 @@ class BERTScorer:
             version=__version__,
             transformers_version=transformers.__version__,
             torch_version=torch.__version__.split("+")[0],
+            tokenizers_version=tokenizers_version,
+            sentencepiece_version=sentencepiece_version,
         )
 
     # ----- settings -------------------------------------------------------------------------
@@ -207,8 +211,8 @@ class BERTScorer:
         window = resolve_stride(self.model.content_limit, window_stride)
         if not self.model.position_limit:
             logger.warning(
-                "%s has no fixed position limit: long_texts='window' does not apply to it, and texts longer "
-                "than max_length=%d are truncated as before", self.model_type, self.model.max_length,
+                "%s has no fixed position limit: %s does not apply to it, and texts longer than max_length=%d "
+                "are truncated as before", self.model_type, setting("long_texts", "window"), self.model.max_length,
             )
             return None
         return window
@@ -225,9 +229,10 @@ class BERTScorer:
         if isinstance(idf, TokenWeights):
             # By content, whatever its label says: two tables never share a hash. A copy: the
             # caller editing its tensor later must not change the numbers under this hash.
-            return f"idf-weights:{idf.fingerprint()}", TokenWeights(idf.table.clone(), idf.label)
+            idf.check(vocab, "idf token weights")
+            return f"idf-weights:{idf.fingerprint()}", TokenWeights(idf.table.clone(), idf.label, idf.default)
         if isinstance(idf, Mapping):
-            weights = TokenWeights.from_mapping(idf, vocab)
+            weights = TokenWeights.from_mapping(idf, vocab).check(vocab, "idf mapping weights")
             return str(weights.label), weights
         forms = "idf must be True/False, a list of texts, a token-id -> weight mapping or TokenWeights"
         if isinstance(idf, str):
@@ -293,9 +298,10 @@ class BERTScorer:
         """Token id -> weight, as the official attribute (a defaultdict); None when idf is per call."""
         if self._idf_weights is None:
             return None
-        table = self._idf_weights.table
-        default = float(table[-1]) if table.numel() else 0.0
-        return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(table.tolist())})
+        weights = self._idf_weights
+        # Ids past the table weigh what the official get_idf_dict gives them: log((M + 1) / 1).
+        default = 0.0 if weights.default is None else float(weights.default)
+        return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(weights.table.tolist())})
 
     def compute_idf(self, sents: Sequence[str]) -> None:
         """Fix idf weights from `sents` for every later call (the official method); the hash follows."""
@@ -343,10 +349,11 @@ class BERTScorer:
         Multi-reference: the max over a candidate's references, per column. A text with no
         content tokens scores 0 (raw), as in the official package, with one note naming it.
         `batch_size` applies to this call only. Notes (empty texts, idf weights that are all 0)
-        go to `notes` when a list is given, else they are UserWarnings. `weights` overrides the
-        token weights for this call: idf over a whole corpus that this call scores a chunk of
-        (the CLI streams files this way; the hash still says "idf").
+        go to `notes` when a list is given, else they are warnings (`BERTScoreNote`). `weights`
+        overrides the token weights for this call: idf over a whole corpus that this call scores
+        a chunk of (the CLI streams files this way). The returned hash names them (`hash_for`).
         """
+        weights = self._checked(weights)
         candidates, groups = normalize_inputs(cands, refs)
         flat_refs = [ref for group in groups for ref in group]
         owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
@@ -359,7 +366,24 @@ class BERTScorer:
             token_ids, weights, verbose, batch_size,
         )
         out = self.finish_scores(pair_scores, owners, len(candidates))
-        return (out, self.hash) if return_hash else out
+        return (out, self.hash_for(weights)) if return_hash else out
+
+    def _checked(self, weights: TokenWeights | None) -> TokenWeights | None:
+        """A call's `weights=` table, checked against the vocabulary (None: the scorer's own)."""
+        return None if weights is None else weights.check(self.model.vocab_size, "weights")
+
+    def hash_for(self, weights: TokenWeights | None = None) -> str:
+        """The hash of a call given `weights=`: the scorer's hash when they are its own table, or,
+        on an idf=True scorer, idf counted over references (labelled "idf", e.g. the CLI's idf over
+        its whole input); otherwise the hash names the table (`idf-weights:<fingerprint>`)."""
+        if weights is None:
+            return self.hash
+        own = self._idf_weights
+        if own is None and weights.label == "idf":
+            return self.hash
+        if own is not None and (weights is own or weights.fingerprint() == own.fingerprint()):
+            return self.hash
+        return dataclasses.replace(self.settings, idf=f"idf-weights:{weights.fingerprint()}").hashcode()
 
     def finish_scores(self, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
         """P, R, F from raw pair scores [n, 3] ([n, K, 3]), owners[i] = the candidate of pair i.
@@ -418,7 +442,12 @@ class BERTScorer:
         weights: TokenWeights,
         notes: list[str] | None = None,
     ) -> None:
-        """Notes naming every empty text, texts whose token weights are all 0, and truncated texts."""
+        """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
+        texts that are mostly the unknown token; and reduced precision slower than float32."""
+        weights.check(self.model.vocab_size, "weights")  # before any lookup: a short table is a clear error
+        precision_note = reduced_precision_note(self.dtype, self.device)
+        if precision_note:
+            report(precision_note, notes)
 
         def places(selected: set[str]) -> list[str]:
             found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
@@ -441,6 +470,15 @@ class BERTScorer:
             cut = {k for k in keys if token_ids.content_length(k) > limit}
             if cut:
                 report(self._truncation_note(places(cut)), notes)
+        unknown = self._mostly_unknown(token_ids, keys, empty)
+        if unknown:
+            report(
+                f"mostly unknown tokens (more than half of the content tokens are the tokenizer's unknown token "
+                f"{self.model.tokenizer.unk_token!r}: a script it cannot read, or a word too long for it) in "
+                f"{name_some(places(unknown))}: each unknown token is the same token whatever it stood for, so "
+                "these texts score as if their content were mostly one token",
+                notes,
+            )
         totals = token_ids.weight_totals(weights.table.numpy())
         unweighted = {k for k, total in zip(keys, totals) if total == 0 and k not in empty}
         if unweighted:
@@ -456,17 +494,29 @@ class BERTScorer:
                 notes,
             )
 
+    def _mostly_unknown(self, token_ids: TokenStore, keys: list[str], empty: set[str]) -> set[str]:
+        """Texts more than half of whose (scored) content tokens are the unknown token."""
+        unk = self.model.tokenizer.unk_token_id
+        if unk is None or not 0 <= int(unk) < self.model.vocab_size:
+            return set()
+        indicator = np.zeros(self.model.vocab_size)
+        indicator[int(unk)] = 1.0
+        counts = token_ids.weight_totals(indicator)
+        special = self.model.num_special_tokens
+        return {k for k, count in zip(keys, counts)
+                if k not in empty and 2 * count > token_ids.length(k) - special}
+
     def _truncation_note(self, where: list[str]) -> str:
         model = self.model
         if model.position_limit:
-            advice = "pass long_texts='window' to score whole texts through overlapping windows"
+            hint = f"{advice('long_texts', 'window')} to score them whole (overlapping windows)"
         else:
-            advice = (f"{self.model_type} has no fixed position limit, so long_texts='window' does not apply to it "
-                      "(texts are truncated as before)")
+            hint = (f"{self.model_type} has no fixed position limit, so {setting('long_texts', 'window')} does not "
+                    "apply to it (texts are truncated as before)")
         return (
             f"{len(where)} text(s) longer than the model's limit of {model.content_limit} content tokens "
             f"(max_length={model.max_length} with its special tokens) were truncated there, as in the official "
-            f"package, and everything after the cut is ignored: {name_some(where)}; {advice}"
+            f"package: {name_some(where)}; {hint}"
         )
 
     def score_pairs(
@@ -485,6 +535,7 @@ class BERTScorer:
         `weights` overrides the scorer's token weights (e.g. idf over a corpus this call sees a
         shard of).
         """
+        weights = self._checked(weights)
         token_ids = self.tokenize(list(cands) + list(refs))
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]

@@ -21,7 +21,8 @@ def test_every_setting_changes_the_hash():
     changes = dict(
         model="roberta-base", revision="abc", num_layers=16, all_layers=True, idf="idf", rescale="rescaled-en",
         max_length=256, long_texts="window=510/255", prefix_space=False, dtype="bfloat16", device="cuda", version="0.2.0",
-        transformers_version="5.1.0", torch_version="2.14.0",
+        transformers_version="5.1.0", torch_version="2.14.0", tokenizers_version="0.23.0",
+        sentencepiece_version="0.2.1",
     )
     # A field added to ScoreSettings without a change here fails: every field must reach the hash.
     assert set(changes) == {f.name for f in dataclasses.fields(ScoreSettings)}
@@ -37,3 +38,10 @@ def test_window_settings_are_named_and_told_apart():
     assert "_maxlen=512_window=510/255_" in window
     assert "window" not in BASE.hashcode()  # the default (truncate) keeps the hash it always had
     assert window != dataclasses.replace(BASE, long_texts="window=510/100").hashcode()
+
+
+def test_tokenizer_libraries_are_named_between_transformers_and_torch():
+    text = dataclasses.replace(BASE, tokenizers_version="0.23.3").hashcode()
+    assert text.endswith("_version=bertscore-0.1.0(transformers=5.0.0,tokenizers=0.23.3,torch=2.13.0)")
+    spm = dataclasses.replace(BASE, tokenizers_version="0.23.3", sentencepiece_version="0.2.1").hashcode()
+    assert spm.endswith("(transformers=5.0.0,tokenizers=0.23.3,sentencepiece=0.2.1,torch=2.13.0)")
