@@ -18,6 +18,8 @@ import warnings
 
 import torch
 
+from .inputs import InputError
+
 logger = logging.getLogger(__name__)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -38,13 +40,13 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | str | 
     if isinstance(dtype, torch.dtype):
         names = {v: k for k, v in DTYPES.items()}
         if dtype not in names:
-            raise ValueError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)} or 'auto'")
+            raise InputError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)} or 'auto'")
         return names[dtype]
     name = _ALIASES.get(str(dtype).lower(), str(dtype).lower())
     if name == "auto":
         return auto_dtype(torch.device(device) if device is not None else torch.device("cpu"))
     if name not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)} or 'auto'")
+        raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)} or 'auto'")
     return name
 
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import torch
 
 from .devices import DTYPES
+from .inputs import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -532,7 +533,7 @@ def _load_model(
     from transformers import AutoModel
 
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
+        raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
     source, revision = resolve_source(model_type)
     config = _load_config(source)
     if revision is None:
@@ -560,7 +561,7 @@ def _load_model(
                     num_layers,
                 )
     if not 0 <= num_layers <= total_layers:
-        raise ValueError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
+        raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:
         model = _truncate(model, num_layers)
     model.eval()
