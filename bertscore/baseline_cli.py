@@ -68,13 +68,17 @@ def read_lines(path: str) -> Iterator[str]:
 
 
 def check_output(output: str, corpus: Sequence[str], sidecar: str | None = None) -> Path:
-    """The output path, checked before any work: it and its sidecar are not corpus files, the
-    folder is usable, and no sidecar lands beside an output that is not a regular file."""
+    """The output path, checked before any work: it and its sidecar are not corpus files, their
+    folders exist (created) and are usable, and no sidecar lands beside an output that is not a
+    regular file."""
     from .baselines import sidecar_path
-    from .output_files import check_output as check_target
+    from .output_files import check_output as check_target, written_in_place
 
     path = Path(output)
     meta = sidecar_path(path) if sidecar is None else Path(sidecar)
+    for target in (path, meta):  # as write_baseline does: a missing output folder is created
+        if not written_in_place(target) and not target.parent.exists():
+            target.parent.mkdir(parents=True)
     check_target(path, corpus, sidecars=[meta] if sidecar is None else ())
     check_target(meta, [*corpus, path])
     return path

@@ -131,11 +131,6 @@ def written_in_place(output: str | Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def is_regular_target(output: Path) -> bool:
-    """False for an output written in place (a device, pipe, socket, /dev/stdout): no meta beside it."""
-    return not written_in_place(output)
-
-
 def check_output(output: str | Path, inputs: Sequence[str | Path] = (), sidecars: Sequence[str | Path] = ()) -> bool:
     """Check an output before any work is done; True when it will be written in place.
 
@@ -176,7 +171,13 @@ def _temporary_beside(target: Path, mode: int) -> tuple[int, Path]:
 
 
 @contextlib.contextmanager
-def _atomic(output: Path, replaces_meta: bool) -> Iterator[IO[str]]:
+def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator[IO[Any]]:
+    """A text file in the output's folder that replaces `output` only when the block succeeds.
+
+    On any exception (Ctrl-C included) the temporary file is removed and the old output stays
+    as it was. The meta and values files of a resumable run beside the old output no longer
+    describe the new one: with `replaces_meta` they are removed just before the replacement.
+    """
     target = Path(os.path.realpath(output))  # a symlink writes its target; the link stays
     try:
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
@@ -186,7 +187,7 @@ def _atomic(output: Path, replaces_meta: bool) -> Iterator[IO[str]]:
     # private while written, then given the old file's permissions.
     fd, temp = _temporary_beside(target, 0o666 if old_mode is None else 0o600)
     try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="\n")) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -204,28 +205,17 @@ def _atomic(output: Path, replaces_meta: bool) -> Iterator[IO[str]]:
 
 
 @contextlib.contextmanager
-def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]:
-    """A text file in the output's folder that replaces `output` only when the block succeeds.
-
-    On any exception (Ctrl-C included) the temporary file is removed and the old output stays
-    as it was. A `.meta.json` beside the old output no longer describes the new one: it is
-    removed just before the replacement. A symlink is written through: its target is replaced
-    (as open() would write it), not the link.
-    """
-    with _atomic(Path(output), replaces_meta) as handle:
-        yield handle
-
-
-@contextlib.contextmanager
-def open_output(output: str | Path, replaces_meta: bool = True) -> Iterator[IO[str]]:
-    """The one way to write an output's text: atomically for a regular file (see `atomic_output`),
-    in place for a device, FIFO, socket or descriptor link (appended to), never replacing those."""
+def open_output(output: str | Path, replaces_meta: bool = True, binary: bool = False) -> Iterator[IO[Any]]:
+    """The one way to write an output's text: a regular file atomically (see `_atomic`; a
+    symlink's target is replaced, the link stays); a device, FIFO, socket or descriptor link in
+    place (a descriptor link appended to), never replaced. Text (UTF-8, \\n) or, with `binary`, bytes."""
     output = Path(output)
     if written_in_place(output):
-        with open(output, "a" if _descriptor_link(output) else "w", encoding="utf-8", newline="\n") as handle:
+        mode = "a" if _descriptor_link(output) else "w"
+        with (open(output, mode + "b") if binary else open(output, mode, encoding="utf-8", newline="\n")) as handle:
             yield handle
     else:
-        with _atomic(output, replaces_meta) as handle:
+        with _atomic(output, replaces_meta, binary) as handle:
             yield handle
 
 
@@ -234,6 +224,13 @@ def write_text(output: str | Path, text: str, inputs: Sequence[str | Path] = ())
     check_not_an_input(Path(output), inputs)
     with open_output(output, replaces_meta=False) as handle:
         handle.write(text)
+
+
+def write_bytes(output: str | Path, data: bytes, inputs: Sequence[str | Path] = ()) -> None:
+    """Write `data` to `output` (see `open_output`), e.g. a figure; never over one of `inputs`."""
+    check_not_an_input(Path(output), inputs)
+    with open_output(output, replaces_meta=False, binary=True) as handle:
+        handle.write(data)
 
 
 def write_meta(output: Path, meta: dict[str, Any]) -> None:

@@ -286,6 +286,18 @@ def test_benchmark_results_to_a_device_and_through_a_symlink(devices, tmp_path) 
     assert stat.S_IMODE(os.stat(plain / "r.json").st_mode) == 0o666 & ~_umask()
 
 
+def test_figures_go_through_the_writer(devices, tmp_path) -> None:
+    from bertscore.plot import histogram_figure, save_figure
+
+    figure = histogram_figure([0.2, 0.4, 0.5], "F1")
+    save_figure(figure, devices["null"])
+    assert _is_device(devices["null"]) and _names(devices["null"].parent) == {"null", "full"}
+    target, link = tmp_path / "real.png", tmp_path / "link.png"
+    link.symlink_to(target)
+    save_figure(figure, link)
+    assert link.is_symlink() and target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
 # ----- the Space's download ----------------------------------------------------------------------
 def test_space_download_is_a_whole_regular_file_with_open_modes(tmp_path) -> None:
     handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_DEVICE": "cpu"})))
