@@ -142,7 +142,7 @@ def test_every_packaged_file_passes_the_check() -> None:
         assert [int(line.split(",")[0]) for line in body] == list(range(len(body))), path
         expected = [[float(x) for x in line.split(",")[1:]] for line in body]
         assert all(math.isfinite(v) and v < 1 for row in expected for v in row), path
-        assert table.tolist() == pytest.approx(expected, rel=1e-6), path
+        assert [v for row in table.tolist() for v in row] == pytest.approx([v for row in expected for v in row], rel=1e-6), path
 
 
 def test_a_valid_custom_file_rescales_with_its_own_row(tmp_path) -> None:
