@@ -350,6 +350,7 @@ from bertscore import baselines
 from bertscore.output_files import write_text
 folder = Path(sys.argv[1])
 write_text(folder / "new.txt", "x\n")
+open(folder / "plain.txt", "w").close()  # the independent route: what open() gives here
 (folder / "kept.txt").write_text("old\n"); os.chmod(folder / "kept.txt", 0o604)
 write_text(folder / "kept.txt", "new\n")
 mean = torch.tensor([[0.5, 0.5, 0.5]], dtype=torch.float64)
@@ -368,7 +369,8 @@ def test_the_umask_is_never_touched_and_files_get_open_modes(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["calls"] == [] and report["umask"] == "0027"
-    assert report["modes"] == {"new.txt": "0o640", "kept.txt": "0o604", "b.tsv": "0o640", "b.tsv.json": "0o640"}
+    assert report["modes"] == {"new.txt": "0o640", "kept.txt": "0o604", "b.tsv": "0o640", "b.tsv.json": "0o640",
+                               "plain.txt": "0o640"}
 
 
 def test_no_module_sets_the_umask() -> None:
