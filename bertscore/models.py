@@ -265,7 +265,7 @@ def count_layers(config: Any) -> int:
         value = getattr(config, attr, None)
         if isinstance(value, int):
             return value
-    raise ValueError(f"cannot tell how many layers a {type(config).__name__} model has")
+    raise InputError(f"cannot tell how many layers a {type(config).__name__} model has")
 
 
 @dataclass
@@ -370,7 +370,7 @@ def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     for lead in range(len(with_special) - len(content) + 1):
         if with_special[lead : lead + len(content)] == content:
             return tuple(with_special[:lead]), tuple(with_special[lead + len(content) :])
-    raise ValueError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
+    raise InputError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
 
 
 _HUB_REACHABLE: dict[str, bool] = {}
@@ -481,7 +481,7 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
         elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
             encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
         else:
-            raise ValueError(f"do not know how to truncate {type(model).__name__}")
+            raise InputError(f"do not know how to truncate {type(model).__name__}")
     elif hasattr(model, "block"):  # T5 encoder stack
         model.block = torch.nn.ModuleList(model.block[:num_layers])
     elif hasattr(model, "transformer"):  # DistilBERT
@@ -489,7 +489,7 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
     elif hasattr(model, "layers"):  # BART / mBART encoder
         model.layers = torch.nn.ModuleList(model.layers[:num_layers])
     else:
-        raise ValueError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
+        raise InputError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
     return model
 
 
