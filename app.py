@@ -35,12 +35,12 @@ import pandas as pd
 
 from bertscore import EMBEDDED_MODEL_NAME, __version__, baselines, tables
 from bertscore.explain import Explanation, explain_pair
-from bertscore.inputs import check_text, normalize_inputs
+from bertscore.inputs import InputError, check_text, normalize_inputs
 from bertscore.notes import Spelling, spelled
+from bertscore.output_files import write_text
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
 from bertscore.stats import bootstrap_ci, compare_systems
-from bertscore.windows import WindowSettingError
 
 DEFAULT_MODELS = (
     EMBEDDED_MODEL_NAME,
@@ -143,7 +143,7 @@ class ScoringService:
                 rescale_with_baseline=bool(rescale), lang=lang if rescale else None,
                 long_texts=(long_texts or "").strip() or "truncate", window_stride=stride,
             )
-        except WindowSettingError as error:
+        except InputError as error:  # a setting or a baseline file (WindowSettingError is one): as it says
             raise UserError(str(error)) from None
         except Exception as error:  # loading: hub unreachable, bad layer, unknown architecture...
             raise UserError(
@@ -368,7 +368,7 @@ class Handlers:
                 summary += "\n\n" + _notes_md(notes)
             figure = histogram_figure(frame.f1.tolist(), f"F1 ({kind})")
             path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
-            frame.assign(hashcode=scorer.hash).to_csv(path, index=False)
+            write_text(path, frame.assign(hashcode=scorer.hash).to_csv(index=False))
             shown = frame.copy()
             for column in ("precision", "recall", "f1", "precision (raw)", "recall (raw)", "f1 (raw)", "f1 (B)"):
                 if column in shown:

@@ -20,6 +20,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bertscore.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
 # Vector/matrix features that set CPU matmul speed per precision (x86, then Arm names).
 SPEED_FLAGS = (
@@ -67,6 +68,6 @@ def write_results(folder: Path, stem: str, result: dict[str, Any], markdown: str
     """Save a benchmark's figures as `<stem>.json` (every number) and `<stem>.md` (the report), and
     print the report."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (folder / f"{stem}.md").write_text(markdown)
+    write_text(folder / f"{stem}.json", json.dumps(result, indent=2) + "\n")
+    write_text(folder / f"{stem}.md", markdown)
     print(markdown)

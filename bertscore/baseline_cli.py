@@ -4,8 +4,10 @@
 
 Corpus files hold one sentence per line (UTF-8; `.gz` is read compressed). Empty lines and
 duplicates are dropped, the rest paired at random (see `bertscore.calibrate`). Writes the official
-`LAYER,P,R,F` file and its JSON sidecar (`out.tsv.json`), and prints the per-layer means with
-their standard errors. Bad input exits with code 2 and names the file.
+`LAYER,P,R,F` file and its JSON sidecar (`out.tsv.json`, or `--sidecar PATH`), and prints the
+per-layer means with their standard errors. An output that is not a regular file (a device, a
+pipe, /dev/stdout) is written in place and needs `--sidecar` elsewhere: no file is created beside
+it. Bad input exits with code 2 and names the file; anything else is a bug (traceback, exit 1).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator, Sequence
 
-from .cli import InputError, _lines
+from .cli import _lines, internal_error
+from .inputs import InputError
 
 logger = logging.getLogger("bertscore")
 
@@ -37,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pairs", type=int, help="random pairs to score (default: half the distinct sentences)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random pairing (default: 0)")
     parser.add_argument("-o", "--output", required=True, help="baseline file to write (its sidecar: OUTPUT.json)")
+    parser.add_argument("--sidecar", help="where the JSON provenance goes (default: OUTPUT.json beside the output; "
+                        "required when OUTPUT is a device, pipe or /dev/stdout)")
     parser.add_argument("-b", "--batch-size", type=int, default=64, help="max sentences per encoder batch")
     parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
@@ -62,24 +67,20 @@ def read_lines(path: str) -> Iterator[str]:
             raise InputError(f"{path}: cannot be read ({error})") from error
 
 
-def _same_file(a: Path, b: str) -> bool:
-    try:
-        return a.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def check_output(output: str, corpus: Sequence[str]) -> Path:
-    """The output path, refusing one that would overwrite an input file (the TSV or its sidecar)."""
+def check_output(output: str, corpus: Sequence[str], sidecar: str | None = None) -> Path:
+    """The output path, checked before any work: it and its sidecar are not corpus files, their
+    folders exist (created) and are usable, and no sidecar lands beside an output that is not a
+    regular file."""
     from .baselines import sidecar_path
+    from .output_files import check_output as check_target, written_in_place
 
     path = Path(output)
-    for target in (path, sidecar_path(path)):
-        for source in corpus:
-            if _same_file(target, source) or target.resolve() == Path(source).resolve():
-                raise InputError(f"-o {output} would overwrite the corpus file {source}: choose another output")
-    if path.is_dir():
-        raise InputError(f"-o {output} is a folder: give a file name, e.g. {path / 'baseline.tsv'}")
+    meta = sidecar_path(path) if sidecar is None else Path(sidecar)
+    for target in (path, meta):  # as write_baseline does: a missing output folder is created
+        if not written_in_place(target) and not target.parent.exists():
+            target.parent.mkdir(parents=True)
+    check_target(path, corpus, sidecars=[meta] if sidecar is None else ())
+    check_target(meta, [*corpus, path])
     return path
 
 
@@ -99,11 +100,12 @@ def _summary(table, corpus: Sequence[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .baselines import write_baseline
+    from .output_files import written_in_place
     from .calibrate import compute_baseline, max_pairs, prepare_corpus
 
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model (offline: --model sentence-transformers/all-MiniLM-L6-v2) or --lang")
-    output = check_output(args.output, args.corpus)
+    output = check_output(args.output, args.corpus, args.sidecar)
     for path in args.corpus:
         _open_lines(path).close()  # every file exists before any is read
     lines = [line for path in args.corpus for line in read_lines(path)]
@@ -125,9 +127,10 @@ def run(args: argparse.Namespace) -> int:
         verbose=not args.quiet, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
         device=args.device, dtype=args.dtype,
     )
-    sidecar = write_baseline(table, output)
-    print(_summary(table, args.corpus))
-    print(f"wrote {output} and {sidecar}")
+    sidecar = write_baseline(table, output, sidecar=args.sidecar, inputs=args.corpus)
+    report = sys.stderr if written_in_place(output) else sys.stdout  # e.g. -o /dev/stdout: the file alone there
+    print(_summary(table, args.corpus), file=report)
+    print(f"wrote {output} and {sidecar}", file=report)
     return 0
 
 
@@ -137,9 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("bertscore").setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
         return run(args)
-    except (InputError, ValueError, TypeError, OSError) as error:
+    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore baseline: error: {error}", file=sys.stderr)
         return 2
+    except Exception:  # not the input: a bug, shown with its traceback
+        return internal_error("bertscore baseline")
 
 
 if __name__ == "__main__":

@@ -13,19 +13,19 @@ hands over to `bertscore.calibrate`, one floor up.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import torch
+
+from .inputs import InputError
+from .output_files import check_output, file_sha256, open_output, written_in_place
 
 _BASELINE_ROOT = "data/rescale_baseline"
 
@@ -60,16 +60,16 @@ def packaged_baseline_path(model_type: str, lang: str | None) -> Path:
     )
     languages = packaged_languages(model_type)
     if not languages:
-        raise ValueError(f"no packaged rescale baseline for model {model_type!r}: {own_file}")
+        raise InputError(f"no packaged rescale baseline for model {model_type!r}: {own_file}")
     lang = lang.lower() if isinstance(lang, str) else lang
     if lang is None:
         if len(languages) > 1:
-            raise ValueError(
+            raise InputError(
                 f"model {model_type!r} has baselines for several languages {languages}: pass lang=..."
             )
         lang = languages[0]
     if lang not in languages:
-        raise ValueError(
+        raise InputError(
             f"no rescale baseline for model {model_type!r} in language {lang!r} (available: {languages}); {own_file}"
         )
     return _baseline_dir() / lang / f"{model_type}.tsv"
@@ -82,40 +82,75 @@ def packaged_language(path: str | Path) -> str:
 
 @lru_cache(maxsize=64)
 def _read_table(path: str, content: str) -> torch.Tensor:
-    """The parsed file; cached by its content fingerprint (an mtime can stay the same across a
-    rewrite, e.g. files unpacked from a zip, and the hash names the content)."""
+    """The parsed and checked file; cached by its content fingerprint (an mtime can stay the same
+    across a rewrite, e.g. files unpacked from a zip, and the hash names the content)."""
     with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+        try:
+            rows = list(csv.reader(handle))
+        except UnicodeDecodeError as error:
+            raise InputError(f"baseline file {path} is not UTF-8 text ({error.reason}): give a LAYER,P,R,F file") from None
+    return check_table(rows, path)
+
+
+def check_table(rows: list[list[str]], path: str | Path) -> torch.Tensor:
+    """The baseline table [layers + 1, 3] of a LAYER,P,R,F file's rows, checked: the header, one row
+    per layer labelled 0, 1, 2, ... in order (rows are looked up by position), and every value a
+    finite number below 1 (rescaling divides by 1 - b). InputError naming the file, line and value."""
+    fix = "each line is LAYER,P,R,F with LAYER = 0, 1, 2, ... and values below 1 (recompute it with `bertscore baseline`)"
     if not rows:
-        raise ValueError(f"baseline file {path} is empty")
+        raise InputError(f"baseline file {path} is empty: {fix}")
     header, body = rows[0], rows[1:]
     if [h.strip().upper() for h in header[:4]] != ["LAYER", "P", "R", "F"]:
-        raise ValueError(f"baseline file {path}: expected the header LAYER,P,R,F, got {','.join(header)}")
+        raise InputError(f"baseline file {path}, line 1: expected the header LAYER,P,R,F, got {','.join(header)!r}")
+    if not body:
+        raise InputError(f"baseline file {path} has a header but no rows: {fix}")
     values = []
-    for line_number, row in enumerate(body, start=2):
+    for position, row in enumerate(body):
+        where = f"baseline file {path}, line {position + 2}"
+        if len(row) != 4:
+            raise InputError(f"{where}: {','.join(row)!r} is not LAYER,P,R,F (4 fields, got {len(row)}); {fix}")
         try:
-            values.append([float(x) for x in row[1:4]])
-        except (ValueError, IndexError) as error:
-            raise ValueError(f"baseline file {path}, line {line_number}: {row} is not LAYER,P,R,F") from error
-        if len(row) < 4:
-            raise ValueError(f"baseline file {path}, line {line_number}: {row} is not LAYER,P,R,F")
+            label = int(row[0].strip())
+        except ValueError:
+            raise InputError(f"{where}: the LAYER {row[0]!r} is not a whole number; {fix}") from None
+        if label != position:
+            raise InputError(f"{where}: the row of layer {position} is labelled {row[0].strip()!r}; rows are "
+                             f"looked up by position, so {fix}")
+        numbers = []
+        for name, text in zip(COLUMNS, row[1:]):
+            try:
+                value = float(text)
+            except ValueError:
+                raise InputError(f"{where}: {name} = {text!r} is not a number; {fix}") from None
+            if not math.isfinite(value) or value >= 1:
+                reason = "not finite" if not math.isfinite(value) else "not below 1 (rescaling divides by 1 - baseline)"
+                raise InputError(f"{where}: {name} = {text.strip()!r} is {reason}; {fix}")
+            numbers.append(value)
+        values.append(numbers)
     return torch.tensor(values, dtype=torch.float32)
 
 
 def load_baseline(path: str | Path) -> torch.Tensor:
-    """The baseline table [layers + 1, 3] (columns P, R, F) of a LAYER,P,R,F file."""
+    """The checked baseline table [layers + 1, 3] (columns P, R, F) of a LAYER,P,R,F file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"baseline file not found: {path}")
     return _read_table(str(path), file_fingerprint(path))
 
 
-def baseline_rows(table: torch.Tensor, num_layers: int | None, path: str | Path) -> torch.Tensor:
-    """The row of layer `num_layers` [3], or every row [layers + 1, 3] when `num_layers` is None."""
+def baseline_rows(table: torch.Tensor, num_layers: int | None, path: str | Path,
+                  total_layers: int | None = None) -> torch.Tensor:
+    """The row of layer `num_layers` [3], or every row [layers + 1, 3] when `num_layers` is None
+    (then, given `total_layers`, exactly one row per layer 0..total_layers)."""
+    rows = table.shape[0]
     if num_layers is None:
+        if total_layers is not None and rows != total_layers + 1:
+            raise InputError(f"baseline file {path} has {rows} rows (layers 0..{rows - 1}) but the model has layers "
+                             f"0..{total_layers}: use the baseline of this model")
         return table
-    if not 0 <= num_layers < table.shape[0]:
-        raise ValueError(f"baseline {path} has layers 0..{table.shape[0] - 1}, not layer {num_layers}")
+    if not 0 <= num_layers < rows:
+        raise InputError(f"baseline file {path} has {rows} rows (layers 0..{rows - 1}), not layer {num_layers}: "
+                         "use the baseline of this model, or a layer it covers")
     return table[num_layers]
 
 
@@ -126,7 +161,7 @@ def rescale(scores: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
 
 def file_fingerprint(path: str | Path) -> str:
     """A short content hash of a (custom) baseline file."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:10]
+    return file_sha256(path)[:10]
 
 
 # ----- computed baselines: the table, the official file format and its sidecar ----------------
@@ -205,35 +240,30 @@ def sidecar_path(path: str | Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: never a half-written file.
+def write_baseline(table: BaselineTable, path: str | Path, sidecar: str | Path | None = None,
+                   inputs: Sequence[str | Path] = ()) -> Path:
+    """Write `table` as an official `LAYER,P,R,F` file at `path` and its JSON sidecar.
 
-    The file gets the permissions a plain `open(path, "w")` would give (mkstemp's are 0600).
-    """
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_baseline(table: BaselineTable, path: str | Path) -> Path:
-    """Write `table` as an official `LAYER,P,R,F` file at `path` and its JSON sidecar beside it.
-
+    The sidecar goes to `sidecar`, by default beside the file (`<name>.json`); an output that is
+    not a regular file (a device, pipe, /dev/stdout) is written in place and needs `sidecar`
+    elsewhere (UnsafeOutput otherwise: it would land in /dev). Neither may be one of `inputs`.
     Loadable by `baseline_path=` here and by the official package. Same table -> same bytes.
     Returns the sidecar's path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(path, format_baseline(table.mean.tolist()))
-    meta = sidecar_path(path)
-    _write_atomically(meta, json.dumps(table.sidecar(), indent=2, sort_keys=True) + "\n")
+    meta = sidecar_path(path) if sidecar is None else Path(sidecar)
+    if not written_in_place(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if not written_in_place(meta):
+        meta.parent.mkdir(parents=True, exist_ok=True)
+    check_output(path, inputs, sidecars=[meta] if sidecar is None else ())
+    check_output(meta, [*inputs, path])
+    text = format_baseline(table.mean.tolist())
+    record = json.dumps(table.sidecar(), indent=2, sort_keys=True) + "\n"
+    with open_output(path, replaces_meta=False) as handle:
+        handle.write(text)
+    with open_output(meta, replaces_meta=False) as handle:
+        handle.write(record)
     return meta
 
 

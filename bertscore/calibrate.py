@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from .baselines import BaselineTable
+from .inputs import InputError, InputTypeError
 from .scorer import BERTScorer
 from .version import __version__
 
@@ -54,7 +55,7 @@ def prepare_corpus(sentences: Iterable[str]) -> Corpus:
     empty = duplicates = 0
     for index, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
-            raise TypeError(f"sentence {index} is a {type(sentence).__name__}, not a string")
+            raise InputTypeError(f"sentence {index} is a {type(sentence).__name__}, not a string")
         text = sentence.strip()
         if not text:
             empty += 1
@@ -87,15 +88,15 @@ def random_pairs(num_sentences: int, num_pairs: int | None, seed: int) -> tuple[
     """
     limit = max_pairs(num_sentences)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0 (it fixes the random pairing), got {seed!r}")
+        raise InputError(f"seed must be an integer >= 0 (it fixes the random pairing), got {seed!r}")
     if num_pairs is not None and (isinstance(num_pairs, bool) or not isinstance(num_pairs, numbers.Integral)):
-        raise ValueError(f"num_pairs must be an integer (or None: as many as fit), got {num_pairs!r}")
+        raise InputError(f"num_pairs must be an integer (or None: as many as fit), got {num_pairs!r}")
     if num_sentences < 2:
-        raise ValueError(f"a baseline needs at least 2 distinct non-empty sentences, got {num_sentences}")
+        raise InputError(f"a baseline needs at least 2 distinct non-empty sentences, got {num_sentences}")
     if num_pairs is None:
         num_pairs = limit
     if not 1 <= num_pairs <= limit:
-        raise ValueError(
+        raise InputError(
             f"num_pairs={num_pairs} is out of range: {num_sentences} distinct sentences allow 1..{limit} pairs "
             "(each sentence is used at most once)"
         )
@@ -126,17 +127,17 @@ def all_layers_scorer(scorer: BERTScorer | None = None, model_type: str | None =
     """
     for name in _FIXED_SETTINGS:
         if name in settings:
-            raise ValueError(
+            raise InputError(
                 f"{name}= is fixed by the baseline procedure (every layer, no idf, raw scores); leave it out"
             )
     if scorer is None:
         return BERTScorer(model_type=model_type, lang=lang, all_layers=True, cache_bytes=0, **settings)
     if model_type is not None and model_type != scorer.model_type:
-        raise ValueError(f"model_type={model_type!r} differs from the scorer's {scorer.model_type!r}: pass one of them")
+        raise InputError(f"model_type={model_type!r} differs from the scorer's {scorer.model_type!r}: pass one of them")
     loaded = scorer.model
     if not loaded.all_layers:
         if loaded.num_layers != loaded.total_layers:
-            raise ValueError(
+            raise InputError(
                 f"this scorer's encoder is cut at layer {loaded.num_layers} of {loaded.total_layers}, and a "
                 "baseline needs every layer: pass BERTScorer(model_type=..., all_layers=True), a scorer on the "
                 f"last layer (num_layers={loaded.total_layers}), or model_type={scorer.model_type!r} instead"

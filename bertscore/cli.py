@@ -4,8 +4,11 @@ Input files are streamed (one text per line) and scored chunk by chunk. Every in
 (exists, UTF-8, equal lengths) before any output is touched; `-o` is written to a temporary file
 that replaces the target only when the run succeeds. `--resume` (JSONL/TSV) writes and flushes
 per chunk and continues an interrupted run after its last complete row, if its settings and
-input files are unchanged. Bad input exits with code 2 and says what and where. The official
-`bert-score` command's flags are accepted as aliases (see the README).
+input files are unchanged (a TSV keeps every score's full precision in `OUTPUT.meta.values`,
+so means and intervals equal an uninterrupted run's). Bad input (an `InputError`, or a file that
+cannot be read or written) exits with code 2 and says what and where; anything else is a bug:
+its traceback is shown and the exit code is 1. The official `bert-score` command's flags are
+accepted as aliases (see the README).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 import os
 import re
 import sys
+import traceback
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -25,20 +29,17 @@ from typing import IO, Any, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
+from .inputs import InputError
 from .notes import CLI, spelled
 from .output_files import (
-    UnsafeOutput, atomic_output, changed_inputs, check_not_an_input, check_output_folder, fingerprint,
-    meta_path, read_meta, write_meta,
+    changed_inputs, check_not_an_input, check_output, fingerprint, meta_path, open_output, read_meta, values_path,
+    write_meta,
 )
 
 logger = logging.getLogger("bertscore")
 
 FORMATS = ("text", "json", "jsonl", "tsv")
 TSV_HEADER = "index\tprecision\trecall\tf1\n"
-
-
-class InputError(Exception):
-    """Bad command-line input: reported with exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,10 +183,11 @@ def parse_row(line: str, fmt: str) -> Row | None:
         return None
 
 
-def _recover(path: Path, fmt: str) -> list[Row]:
-    """Rows of an interrupted output file; cut the file after its last complete row."""
+def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row], list[int]]:
+    """The complete rows 0, 1, 2, ... at the start of `path`, and the byte offset after the header
+    (or 0) followed by the offset after each row; a damaged or out-of-order line ends them."""
     rows: list[Row] = []
-    keep = 0
+    offsets = [0]
     with open(path, "r", encoding="utf-8", newline="") as handle:
         offset = 0
         for line in handle:
@@ -193,13 +195,30 @@ def _recover(path: Path, fmt: str) -> list[Row]:
             row = parse_row(line, fmt)
             if row is not None and row.index == len(rows):
                 rows.append(row)
-                keep = offset
-            elif line == TSV_HEADER and not rows:
-                keep = offset
+                offsets.append(offset)
+            elif line == header and not rows:
+                offsets[0] = offset
             else:
                 break
+    return rows, offsets
+
+
+def _recover(path: Path, fmt: str) -> list[Row]:
+    """Rows of an interrupted output file, at full precision; cut the file after its last complete
+    row. A TSV shows 6 decimals: its exact values come from the values file beside it (written
+    before each chunk's rows), and only rows present, and equal, in both are kept."""
+    rows, offsets = _complete_rows(path, fmt, TSV_HEADER)
+    if fmt == "tsv":
+        values_file = values_path(path)
+        exact, value_offsets = _complete_rows(values_file, "tsv", None) if values_file.exists() else ([], [0])
+        kept = 0
+        while kept < min(len(rows), len(exact)) and format_row(exact[kept], fmt) == format_row(rows[kept], fmt):
+            kept += 1
+        rows = exact[:kept]
+        with open(values_file, "ab") as handle:
+            handle.truncate(value_offsets[kept])
     with open(path, "r+b") as handle:
-        handle.truncate(keep if rows else 0)  # no row: start afresh (the header is written again)
+        handle.truncate(offsets[len(rows)] if rows else 0)  # no row: start afresh (the header is written again)
     return rows
 
 
@@ -249,12 +268,13 @@ def _plan_output(args: argparse.Namespace) -> OutputPlan:
     if args.output is None:
         return OutputPlan()
     output = Path(args.output)
-    check_not_an_input(output, _input_paths(args))
-    if output.exists() and not output.is_file() and not output.is_dir():
+    inputs = _input_paths(args)
+    check_not_an_input(output, inputs, [meta_path(output), values_path(output)])  # both are removed or written
+    if check_output(output, inputs):
         if args.resume:
-            raise InputError(f"--resume needs a regular file as --output, not {output}")
+            raise InputError(f"--resume needs a regular file as --output, not {output}: its meta file would go "
+                             f"beside it in {output.parent}")
         return OutputPlan(output, in_place=True)
-    check_output_folder(output)
     if not args.resume:
         return OutputPlan(output)
     fingerprints = _input_fingerprints(args)
@@ -401,6 +421,10 @@ def run(args: argparse.Namespace) -> int:
     if args.chunk_size < 1:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     _check_statistics_options(args)
+    if args.rescale_with_baseline and args.baseline_path is not None:
+        from .baselines import load_baseline
+
+        load_baseline(args.baseline_path)  # a malformed file is named before any model loads
     if args.systems:
         from .compare_cli import run_systems
 
@@ -469,23 +493,24 @@ def _resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
 
 
 @contextlib.contextmanager
-def _open_output(args: argparse.Namespace, scorer, appending: bool) -> Iterator[IO[str]]:
-    """stdout; a device as it is; a resumable file appended to (its meta first); otherwise a
-    temporary file that replaces the output only if the run succeeds."""
+def _open_output(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tuple[IO[str], IO[str] | None]]:
+    """The rows' file and, for a resumable TSV, its full-precision values file: stdout; a
+    resumable file appended to (its meta first); otherwise the one writer (a device in place, a
+    regular file through a temporary file that replaces it only if the run succeeds)."""
     plan: OutputPlan = args.output_plan
     if plan.path is None:
-        yield sys.stdout
-    elif plan.in_place:
-        with open(plan.path, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
+        yield sys.stdout, None
     elif plan.resume:
         if not appending:
             write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
-        with open(plan.path, "a" if appending else "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
+        mode = "a" if appending else "w"
+        with contextlib.ExitStack() as stack:
+            values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))
+                      if args.format == "tsv" else None)
+            yield stack.enter_context(open(plan.path, mode, encoding="utf-8", newline="\n")), values
     else:
-        with atomic_output(plan.path) as handle:
-            yield handle
+        with open_output(plan.path) as handle:
+            yield handle, None
 
 
 def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) -> int:
@@ -496,7 +521,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         summary.add(row)
     collected: list[Row] = list(done) if args.format == "json" else []
     durable = args.output_plan.resume  # rows must survive a kill: fsync per chunk
-    with _open_output(args, scorer, appending=bool(done)) as out:
+    with _open_output(args, scorer, appending=bool(done)) as (out, exact_values):
         if args.format == "tsv" and not done:
             out.write(TSV_HEADER)
         pairs = _pairs(args)
@@ -527,6 +552,10 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             if args.format == "json":
                 collected.extend(rows)
                 continue
+            if exact_values is not None:  # first: a TSV row is kept on resume only with its exact values
+                exact_values.write("".join(f"{r.index}\t{r.precision!r}\t{r.recall!r}\t{r.f1!r}\n" for r in rows))
+                exact_values.flush()
+                os.fsync(exact_values.fileno())
             out.write("".join(format_row(row, args.format) for row in rows))
             out.flush()
             if durable:
@@ -620,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with spelled(CLI):  # notes name options as this program spells them (--long-texts window)
             return run(args)
-    except (InputError, UnsafeOutput, ValueError, TypeError, OSError) as error:
+    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -630,6 +659,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             kept = f": {args.output} is left as it was" if args.output else ""
         print(f"bertscore: interrupted{kept}", file=sys.stderr)
         return 130
+    except Exception:  # not the input: a bug, shown with its traceback
+        return internal_error("bertscore")
+
+
+def internal_error(program: str) -> int:
+    """Print the traceback of the exception being handled and say it is a bug: exit code 1."""
+    traceback.print_exc()
+    print(f"{program}: internal error (not a problem with your input): please report it with the traceback above",
+          file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from .inputs import InputError
 from .notes import advice
 
 logger = logging.getLogger(__name__)
@@ -39,13 +40,13 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | str | 
     if isinstance(dtype, torch.dtype):
         names = {v: k for k, v in DTYPES.items()}
         if dtype not in names:
-            raise ValueError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)} or 'auto'")
+            raise InputError(f"dtype {dtype} is not supported; use one of {sorted(DTYPES)} or 'auto'")
         return names[dtype]
     name = _ALIASES.get(str(dtype).lower(), str(dtype).lower())
     if name == "auto":
         return auto_dtype(torch.device(device) if device is not None else torch.device("cpu"))
     if name not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)} or 'auto'")
+        raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)} or 'auto'")
     return name
 
 

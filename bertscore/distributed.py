@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .inputs import normalize_inputs
+from .inputs import InputError, normalize_inputs
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -104,7 +104,7 @@ def local_device(device: str | None = None) -> str | None:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if device is not None and torch.device(device).index is not None:
         if env_world_size() > 1 and torch.cuda.device_count() > 1:
-            raise ValueError(
+            raise InputError(
                 f"device={device!r} under a launch of {env_world_size()} ranks would put every rank on the "
                 "same GPU: pass device='cuda' (each rank then takes cuda:LOCAL_RANK)"
             )

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .devices import full_fp32_precision
+from .inputs import InputError
 from .matching import normalize
 from .models import LoadedModel
 from .windows import WindowAssembly, plan_windows
@@ -52,12 +53,12 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     try:
         resolved = torch.device(device.strip().lower() if isinstance(device, str) else device)
     except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"unknown device {device!r}; available: {available()}") from None
+        raise InputError(f"unknown device {device!r}; available: {available()}") from None
     kind = resolved.type
     if kind == "cpu":
         return resolved
     if kind not in accelerators:
-        raise ValueError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
+        raise InputError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
     is_available, count = accelerators[kind]
     if not is_available():
         built_with_cuda = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None
@@ -67,9 +68,9 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
             lacks = "no CUDA device is visible (torch is built with CUDA; check the driver and CUDA_VISIBLE_DEVICES)"
         else:
             lacks = "this torch has no CUDA"
-        raise ValueError(f"{kind.upper()} requested but {lacks}; available: {available()}")
+        raise InputError(f"{kind.upper()} requested but {lacks}; available: {available()}")
     if resolved.index is not None and resolved.index >= count():
-        raise ValueError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
+        raise InputError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
                          f"available: {available()}")
     return resolved
 
@@ -93,7 +94,7 @@ class EmbeddingCache:
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, device: str | torch.device | None = None):
         if int(max_bytes) < 0:
-            raise ValueError(f"cache_bytes must be >= 0, got {max_bytes}")
+            raise InputError(f"cache_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self.device = torch.device(device) if device is not None else None
         self._items: OrderedDict[Hashable, torch.Tensor] = OrderedDict()

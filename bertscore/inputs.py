@@ -11,22 +11,33 @@ from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
 
+class InputError(ValueError):
+    """What a user passed is invalid (a value, a file, an option): the message says what, where,
+    and how to fix it. The CLI reports these (and only these, with file errors) as exit code 2;
+    any other exception is a bug and shows its traceback. A ValueError, so callers catching
+    ValueError keep working."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An input of the wrong type (e.g. a number where a text goes): an InputError and a TypeError."""
+
+
 def check_text(value: Any, where: str) -> str:
     """`value` if it is a valid text; TypeError/ValueError naming `where` otherwise."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise ValueError(
+            raise InputError(
                 f"{where} contains a lone surrogate ({value[error.start]!r} at character {error.start}): "
                 "it is not valid Unicode text; decode your input with errors='replace' or fix it"
             ) from None
         return str(value)
     if value is None:
-        raise TypeError(f"{where} is None; pass a string (an empty string scores 0)")
+        raise InputTypeError(f"{where} is None; pass a string (an empty string scores 0)")
     if isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{where} is {type(value).__name__}, not a string: decode it first (e.g. .decode('utf-8'))")
-    raise TypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
+        raise InputTypeError(f"{where} is {type(value).__name__}, not a string: decode it first (e.g. .decode('utf-8'))")
+    raise InputTypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
 
 
 def as_list(value: Any, what: str) -> list[Any] | None:
@@ -42,7 +53,7 @@ def as_list(value: Any, what: str) -> list[Any] | None:
     module = type(value).__module__.split(".")[0]
     if module in ("numpy", "pandas", "polars", "pyarrow") and hasattr(value, "tolist"):
         if getattr(value, "ndim", 1) != 1:
-            raise TypeError(f"{what} must be one-dimensional, got an array of shape {getattr(value, 'shape', '?')}")
+            raise InputTypeError(f"{what} must be one-dimensional, got an array of shape {getattr(value, 'shape', '?')}")
         return list(value.tolist())
     if isinstance(value, Sequence):
         return list(value)
@@ -60,17 +71,17 @@ def normalize_inputs(
     candidate_list = as_list(cands, cand_name)
     if candidate_list is None:
         hint = " (wrap a single text in a list: [text])" if isinstance(cands, str) else ""
-        raise TypeError(f"{cand_name} must be a list of strings, got {type(cands).__name__}{hint}")
+        raise InputTypeError(f"{cand_name} must be a list of strings, got {type(cands).__name__}{hint}")
     reference_list = as_list(refs, ref_name)
     if reference_list is None:
         hint = " (wrap a single text in a list: [text])" if isinstance(refs, str) else ""
-        raise TypeError(
+        raise InputTypeError(
             f"{ref_name} must be a list of strings or of lists of strings, got {type(refs).__name__}{hint}"
         )
     if len(candidate_list) == 0:
-        raise ValueError(f"{cand_name} is empty: pass at least one candidate")
+        raise InputError(f"{cand_name} is empty: pass at least one candidate")
     if len(candidate_list) != len(reference_list):
-        raise ValueError(
+        raise InputError(
             f"got {len(candidate_list)} {cand_name} but {len(reference_list)} {ref_name}: pass one reference "
             "(or one list of references) per candidate"
         )
@@ -83,10 +94,10 @@ def normalize_group(group: Any, where: str) -> list[str]:
     if isinstance(group, str):
         return [check_text(group, where)]
     if group is None:
-        raise TypeError(f"{where} is None; pass a string or a list of strings")
+        raise InputTypeError(f"{where} is None; pass a string or a list of strings")
     items = as_list(group, where)
     if items is None:
-        raise TypeError(f"{where} is a {type(group).__name__}, not a string or a list of strings: {group!r:.80}")
+        raise InputTypeError(f"{where} is a {type(group).__name__}, not a string or a list of strings: {group!r:.80}")
     if len(items) == 0:
-        raise ValueError(f"{where} is an empty list: give each candidate at least one reference")
+        raise InputError(f"{where} is an empty list: give each candidate at least one reference")
     return [check_text(r, f"{where}[{j}]") for j, r in enumerate(items)]

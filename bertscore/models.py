@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from .devices import DTYPES
+from .inputs import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -266,7 +267,7 @@ def count_layers(config: Any) -> int:
         value = getattr(config, attr, None)
         if isinstance(value, int):
             return value
-    raise ValueError(f"cannot tell how many layers a {type(config).__name__} model has")
+    raise InputError(f"cannot tell how many layers a {type(config).__name__} model has")
 
 
 @dataclass
@@ -388,7 +389,7 @@ def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     for lead in range(len(with_special) - len(content) + 1):
         if with_special[lead : lead + len(content)] == content:
             return tuple(with_special[:lead]), tuple(with_special[lead + len(content) :])
-    raise ValueError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
+    raise InputError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
 
 
 HUB_PROBE_SECONDS = 3.0
@@ -519,7 +520,7 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
         elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
             encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
         else:
-            raise ValueError(f"do not know how to truncate {type(model).__name__}")
+            raise InputError(f"do not know how to truncate {type(model).__name__}")
     elif hasattr(model, "block"):  # T5 encoder stack
         model.block = torch.nn.ModuleList(model.block[:num_layers])
     elif hasattr(model, "transformer"):  # DistilBERT
@@ -527,7 +528,7 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
     elif hasattr(model, "layers"):  # BART / mBART encoder
         model.layers = torch.nn.ModuleList(model.layers[:num_layers])
     else:
-        raise ValueError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
+        raise InputError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
     return model
 
 
@@ -571,7 +572,7 @@ def _load_model(
     from transformers import AutoModel
 
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
+        raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
     source, revision = resolve_source(model_type)
     config = _load_config(source)
     if revision is None:
@@ -599,7 +600,7 @@ def _load_model(
                     num_layers,
                 )
     if not 0 <= num_layers <= total_layers:
-        raise ValueError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
+        raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:
         model = _truncate(model, num_layers)
     model.eval()

@@ -1,10 +1,16 @@
-"""Writing result files without ever destroying one: atomic replacement, input fingerprints,
-and the `.meta.json` beside a resumable output.
+"""The one writer of every output (scores, `--systems` tables, baselines and their sidecars, the
+Space's downloads, benchmark results), the one file digest, and the `.meta.json` beside a
+resumable output.
 
-Pure file handling (no model, no scores): the command line decides what to write, this module
-makes sure that a failed or interrupted run leaves the old file as it was, that an output never
-overwrites an input, and that `--resume` only continues a file our own CLI started, with the
-same inputs.
+Pure file handling (no model, no scores). What each output gets:
+- a regular file (or a new one) is written to a temporary file beside it and renamed over it only
+  when the whole text is written: a failed or interrupted run leaves the old file as it was;
+- a device, FIFO or socket, and `/dev/stdout` / `/dev/fd/N` (descriptor links), are written in
+  place, never replaced (a descriptor link is appended to: the shell's `>>` file keeps its lines);
+- a symlink writes its target (as `open()` would), the link stays;
+- an output is never one of the inputs, and no sidecar is created beside a non-regular output;
+- a new file gets the permissions a plain `open(path, "w")` gives (the process umask applies
+  through `os.open`'s mode, never read by setting it); a replaced file keeps its permissions.
 """
 
 from __future__ import annotations
@@ -13,16 +19,21 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
+from .inputs import InputError
+
 META_SUFFIX = ".meta.json"
-META_VERSION = 2  # 1: {"hashcode"} only (no input fingerprints): not resumable any more
+VALUES_SUFFIX = ".meta.values"  # a resumable TSV's scores at full precision (its rows show 6 decimals)
+# 1: {"hashcode"} only (no input fingerprints); 2: no values file beside a TSV: not resumable any more
+META_VERSION = 3
 WRITTEN_BY = "bertscore"
 
 
-class UnsafeOutput(Exception):
+class UnsafeOutput(InputError):
     """The output cannot be written safely (the CLI reports it with exit code 2)."""
 
 
@@ -30,15 +41,26 @@ def meta_path(output: Path) -> Path:
     return output.with_name(output.name + META_SUFFIX)
 
 
-def fingerprint(path: str | Path, block_size: int = 1 << 20) -> dict[str, Any]:
-    """Size, modification time and sha256 of a file's contents (streamed, any size)."""
+def values_path(output: Path) -> Path:
+    """Where a resumable TSV keeps its exact scores (index, P, R, F as Python float reprs)."""
+    return output.with_name(output.name + VALUES_SUFFIX)
+
+
+def file_sha256(path: str | Path, block_size: int = 1 << 20) -> str:
+    """The sha256 of a file's contents, streamed (any size): the one file digest of the package."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(block_size):
             digest.update(block)
-    stat = os.stat(path)
-    return {"path": str(Path(path).resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-            "sha256": digest.hexdigest()}
+    return digest.hexdigest()
+
+
+def fingerprint(path: str | Path) -> dict[str, Any]:
+    """Size, modification time and sha256 of a file's contents (streamed, any size)."""
+    digest = file_sha256(path)
+    stat_result = os.stat(path)
+    return {"path": str(Path(path).resolve()), "size": stat_result.st_size, "mtime_ns": stat_result.st_mtime_ns,
+            "sha256": digest}
 
 
 def changed_inputs(recorded: Sequence[dict[str, Any]], current: Sequence[dict[str, Any]],
@@ -51,18 +73,25 @@ def changed_inputs(recorded: Sequence[dict[str, Any]], current: Sequence[dict[st
             if (old.get("size"), old.get("sha256")) != (new["size"], new["sha256"])]
 
 
-def check_not_an_input(output: Path, inputs: Sequence[str]) -> None:
-    """Refuse an output (or its meta file) that is one of the input files."""
-    for target in (output, meta_path(output)):
+def _same_file(target: Path, path: str) -> bool:
+    if target.resolve() == Path(path).resolve():
+        return True
+    try:
+        return target.exists() and os.path.samefile(target, path)
+    except OSError:
+        return False
+
+
+def check_not_an_input(output: str | Path, inputs: Sequence[str | Path], sidecars: Sequence[str | Path] = ()) -> None:
+    """Refuse an output (or a file written beside it: meta, sidecar) that is one of the input files."""
+    for target in (Path(output), *map(Path, sidecars)):
         for path in inputs:
+            path = str(path)
             if path == "-" or not os.path.exists(path):
                 continue
-            same = target.resolve() == Path(path).resolve()
-            if not same and target.exists():
-                same = os.path.samefile(target, path)
-            if same:
+            if _same_file(target, path):
                 raise UnsafeOutput(f"the output {target} is the input file {path}: writing it would destroy "
-                                   "the input; choose another -o")
+                                   "the input; choose another output")
 
 
 def check_output_folder(output: Path) -> None:
@@ -73,71 +102,142 @@ def check_output_folder(output: Path) -> None:
     if not folder.is_dir():
         raise UnsafeOutput(f"the output folder {folder} does not exist: create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UnsafeOutput(f"the output folder {folder} is not writable: choose another -o")
+        raise UnsafeOutput(f"the output folder {folder} is not writable: choose another output")
 
 
-def is_regular_target(output: Path) -> bool:
-    """False for an existing device, pipe or socket (e.g. /dev/null): written in place, no meta."""
-    return not output.exists() or output.is_file()
+def _descriptor_link(path: Path) -> bool:
+    """True for /dev/stdout, /dev/fd/N, /proc/self/fd/N and links to them: the file behind is
+    whatever the process has open (a terminal, a pipe, the shell's `>` file), never replaced."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a symlink chain
+        if current.startswith(("/proc/", "/dev/fd/")):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False
 
 
-def _mode_for(output: Path) -> int:
-    """The old file's permissions, or those a plain open() would give (mkstemp's are 0600)."""
+def written_in_place(output: str | Path) -> bool:
+    """True for an output written directly, never replaced: an existing device, FIFO or socket
+    (e.g. /dev/null), or a descriptor link such as /dev/stdout."""
+    output = Path(output)
+    if _descriptor_link(output):
+        return True
     try:
-        return os.stat(output).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o666 & ~umask
+        mode = os.stat(output).st_mode  # follows symlinks: a link to a device is a device
+    except OSError:  # none yet, or an unusable folder (named by check_output_folder)
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def _temporary_beside(target: Path) -> tuple[int, str]:
+def check_output(output: str | Path, inputs: Sequence[str | Path] = (), sidecars: Sequence[str | Path] = ()) -> bool:
+    """Check an output before any work is done; True when it will be written in place.
+
+    Never an input; a regular output needs an existing, writable folder; `sidecars` (files our
+    writer puts beside the output, e.g. a baseline's `.json`) are refused beside an output
+    written in place: they would land in its folder (e.g. /dev), so the caller must ask where.
+    """
+    output = Path(output)
+    check_not_an_input(output, inputs, sidecars)
+    if written_in_place(output):
+        beside = [Path(s) for s in sidecars if Path(s).parent == output.parent]
+        if beside:
+            raise UnsafeOutput(f"{output} is not a regular file (a device, pipe or descriptor): it is written in "
+                               f"place, and {beside[0]} would be created beside it in {output.parent}; "
+                               "write to a regular file, or say where the sidecar goes")
+        return True
+    check_output_folder(output)
+    return False
+
+
+def _new_file(path: Path, mode: int) -> int:
+    """A new file opened for writing, created with `mode` (the process umask applies, as open())."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+
+
+def _temporary_beside(target: Path, mode: int) -> tuple[int, Path]:
     """A new temporary file in `target`'s folder; UnsafeOutput naming the folder when it refuses one."""
-    try:
-        return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    except OSError as error:
-        raise UnsafeOutput(f"cannot create a file in the output folder {target.parent}: {error.strerror}") from None
+    for _ in range(100):
+        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+        try:
+            return _new_file(temp, mode), temp
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise UnsafeOutput(f"cannot create a file in the output folder {target.parent}: "
+                               f"{error.strerror}") from None
+    raise UnsafeOutput(f"cannot create a temporary file in the output folder {target.parent}")
 
 
 @contextlib.contextmanager
-def atomic_output(output: Path, replaces_meta: bool = True) -> Iterator[IO[str]]:
+def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator[IO[Any]]:
     """A text file in the output's folder that replaces `output` only when the block succeeds.
 
     On any exception (Ctrl-C included) the temporary file is removed and the old output stays
-    as it was. A `.meta.json` beside the old output no longer describes the new one: it is
-    removed just before the replacement. A symlink is written through: its target is replaced
-    (as open() would write it), not the link.
+    as it was. The meta and values files of a resumable run beside the old output no longer
+    describe the new one: with `replaces_meta` they are removed just before the replacement.
     """
-    target = Path(os.path.realpath(output))
-    fd, temp = _temporary_beside(target)
+    target = Path(os.path.realpath(output))  # a symlink writes its target; the link stays
     try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
+        old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        old_mode = None
+    # A new output: created 0666 less the umask, exactly as open() would. A replaced one: kept
+    # private while written, then given the old file's permissions.
+    fd, temp = _temporary_beside(target, 0o666 if old_mode is None else 0o600)
+    try:
+        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="\n")) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp, _mode_for(target))
-        if replaces_meta:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(meta_path(output))
+        if old_mode is not None:
+            os.chmod(temp, old_mode)
+        if replaces_meta:  # the files of a resumable run no longer describe the new output
+            for stale in (meta_path(output), values_path(output)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(stale)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+
+
+@contextlib.contextmanager
+def open_output(output: str | Path, replaces_meta: bool = True, binary: bool = False) -> Iterator[IO[Any]]:
+    """The one way to write an output's text: a regular file atomically (see `_atomic`; a
+    symlink's target is replaced, the link stays); a device, FIFO, socket or descriptor link in
+    place (a descriptor link appended to), never replaced. Text (UTF-8, \\n) or, with `binary`, bytes."""
+    output = Path(output)
+    if written_in_place(output):
+        mode = "a" if _descriptor_link(output) else "w"
+        with (open(output, mode + "b") if binary else open(output, mode, encoding="utf-8", newline="\n")) as handle:
+            yield handle
+    else:
+        with _atomic(output, replaces_meta, binary) as handle:
+            yield handle
+
+
+def write_text(output: str | Path, text: str, inputs: Sequence[str | Path] = ()) -> None:
+    """Write `text` to `output` (see `open_output`), refusing an output that is one of `inputs`."""
+    check_not_an_input(Path(output), inputs)
+    with open_output(output, replaces_meta=False) as handle:
+        handle.write(text)
+
+
+def write_bytes(output: str | Path, data: bytes, inputs: Sequence[str | Path] = ()) -> None:
+    """Write `data` to `output` (see `open_output`), e.g. a figure; never over one of `inputs`."""
+    check_not_an_input(Path(output), inputs)
+    with open_output(output, replaces_meta=False, binary=True) as handle:
+        handle.write(data)
 
 
 def write_meta(output: Path, meta: dict[str, Any]) -> None:
     """Write `output`'s meta file atomically (a torn meta file would block --resume)."""
-    target = meta_path(output)
-    fd, temp = _temporary_beside(target)
-    try:
-        with open(fd, "w", encoding="utf-8") as handle:
-            json.dump({"written_by": WRITTEN_BY, "meta_version": META_VERSION, **meta}, handle, indent=1)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    text = json.dumps({"written_by": WRITTEN_BY, "meta_version": META_VERSION, **meta}, indent=1)
+    with _atomic(meta_path(output), replaces_meta=False) as handle:
+        handle.write(text)
 
 
 def read_meta(output: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ requests) share no state. Nothing here needs a display or a GUI backend.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 from matplotlib.figure import Figure
 
 from .explain import Explanation, explain_pair
+from .output_files import write_bytes
 
 if TYPE_CHECKING:
     from .scorer import BERTScorer
@@ -90,7 +92,9 @@ def histogram_figure(values: Sequence[float], label: str) -> Figure:
 def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = 100) -> Path:
     """Write `fig` to `path` (format from the extension: .png, .pdf, .svg...); returns the path."""
     path = Path(path)
-    fig.savefig(path, dpi=dpi)
+    buffer = io.BytesIO()  # rendered whole first: the one writer then replaces the file atomically
+    fig.savefig(buffer, dpi=dpi, format=path.suffix[1:].lower() or None)
+    write_bytes(path, buffer.getvalue())
     logger.info("saved figure to %s", path)
     return path
 

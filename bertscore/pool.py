@@ -22,6 +22,7 @@ import torch
 from . import baselines
 from .devices import resolve_dtype
 from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache, resolve_device
+from .inputs import InputError
 from .models import default_model_for_lang, load_model, resolve_source
 from .scorer import BERTScorer
 
@@ -82,7 +83,7 @@ class ScorerPool:
         lang = lang.lower() if isinstance(lang, str) else lang
         if model_type is None:
             if lang is None:
-                raise ValueError("pass model_type=... or lang=...")
+                raise InputError("pass model_type=... or lang=...")
             model_type = default_model_for_lang(lang)
         resolved_device = resolve_device(device)
         resolved_dtype = resolve_dtype(dtype, resolved_device)

@@ -21,7 +21,7 @@ from .devices import full_fp32_precision, reduced_precision_note, resolve_dtype
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache, resolve_device
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
-from .inputs import as_list, check_text, normalize_inputs
+from .inputs import InputError, InputTypeError, as_list, check_text, normalize_inputs
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model, tokenizer_library_versions
 from .notes import advice, name_some, report, setting
@@ -46,17 +46,17 @@ def _check_loaded_model(
 ) -> None:
     """A shared `loaded_model` must be the model these settings ask for: never silently another."""
     if model_type != loaded.name:
-        raise ValueError(
+        raise InputError(
             f"model_type={model_type!r} but loaded_model is {loaded.name!r}: pass the loaded model's "
             "name (or model_type=None), or load the model you mean"
         )
     if num_layers is not None and num_layers != loaded.num_layers:
-        raise ValueError(
+        raise InputError(
             f"num_layers={num_layers} but loaded_model is truncated at layer {loaded.num_layers}: "
             "load the model at the layer you mean (or pass num_layers=None)"
         )
     if bool(all_layers) != loaded.all_layers:
-        raise ValueError(
+        raise InputError(
             f"all_layers={bool(all_layers)} but loaded_model was loaded with all_layers={loaded.all_layers}: "
             "load it with the same all_layers"
         )
@@ -135,15 +135,15 @@ class BERTScorer:
             model_type = loaded_model.name
         if model_type is None:
             if lang is None:
-                raise ValueError(
+                raise InputError(
                     "pass model_type=... or lang=... (e.g. lang='en' -> roberta-large; offline, "
                     "model_type='sentence-transformers/all-MiniLM-L6-v2')"
                 )
             model_type = default_model_for_lang(lang)
         if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
         if chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+            raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
         if loaded_model is not None:
             _check_loaded_model(loaded_model, model_type, num_layers, all_layers)
         self.model_type = model_type
@@ -236,22 +236,22 @@ class BERTScorer:
             return str(weights.label), weights
         forms = "idf must be True/False, a list of texts, a token-id -> weight mapping or TokenWeights"
         if isinstance(idf, str):
-            raise TypeError(f"{forms}, got one str (wrap a single text in a list: [text])")
+            raise InputTypeError(f"{forms}, got one str (wrap a single text in a list: [text])")
         texts_name = "idf_sents"
         if getattr(idf, "ndim", 1) == 1 and (texts := as_list(idf, "idf")) is not None:
             idf_sents, idf, texts_name = texts, True, "idf"  # a list, tuple, array or Series of texts
         if idf is not None and not isinstance(idf, (bool, int)) and getattr(idf, "ndim", None) != 0:  # bool_ is fine
-            raise TypeError(f"{forms}, got a {type(idf).__name__}")
+            raise InputTypeError(f"{forms}, got a {type(idf).__name__}")
         if not idf:
             return "no-idf", TokenWeights.uniform(vocab, special)
         if idf_sents is not None:
             texts = as_list(idf_sents, texts_name)
             if texts is None:
                 hint = " (wrap a single text in a list: [text])" if isinstance(idf_sents, str) else ""
-                raise TypeError(f"{texts_name} must be a list of strings, got {type(idf_sents).__name__}{hint}")
+                raise InputTypeError(f"{texts_name} must be a list of strings, got {type(idf_sents).__name__}{hint}")
             texts = [check_text(text, f"{texts_name}[{index}]") for index, text in enumerate(texts)]
             if not texts:
-                raise ValueError(f"{texts_name} is empty: pass the texts to compute idf from, or idf=False")
+                raise InputError(f"{texts_name} is empty: pass the texts to compute idf from, or idf=False")
             label = f"idf-sents:{_text_fingerprint(texts)}"
             return label, TokenWeights.from_documents(self.document_ids(texts), vocab, special, label)
         return "idf", None  # computed from each call's references
@@ -267,12 +267,8 @@ class BERTScorer:
             path = baselines.packaged_baseline_path(self.model_type, lang)
             tag = f"rescaled-{baselines.packaged_language(path)}"
         table = baselines.load_baseline(path)
-        rows = baselines.baseline_rows(table, None if self.all_layers else self.num_layers, path)
-        if self.all_layers and rows.shape[0] != self.model.total_layers + 1:
-            raise ValueError(
-                f"baseline {path} has {rows.shape[0]} rows but all_layers needs {self.model.total_layers + 1}"
-            )
-        return rows, tag
+        total = self.model.total_layers if self.all_layers else None
+        return baselines.baseline_rows(table, None if self.all_layers else self.num_layers, path, total), tag
 
     @property
     def baseline(self) -> torch.Tensor | None:

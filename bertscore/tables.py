@@ -44,6 +44,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .inputs import InputError
+
 FORMATS = ("csv", "tsv", "jsonl", "json")
 CANDIDATE_COLUMNS = ("candidate", "candidates", "prediction", "predictions", "hypothesis", "hypotheses", "cand", "pred", "hyp")
 REFERENCE_COLUMNS = ("reference", "references", "ref", "refs", "target", "targets")
@@ -55,7 +57,7 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-class TableError(ValueError):
+class TableError(InputError):
     """A table that cannot be read as it is: says where (source, row, line, column) and why."""
 
     def __init__(self, source: str, message: str, *, row: int | None = None, line: int | None = None,
@@ -299,7 +301,7 @@ class TableReader:
         self._auto_columns = candidate_column is None and reference_columns is None
         try:
             if format is not None and format not in FORMATS:
-                raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+                raise InputError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
             first, lines = _first_content_line(lines)
             if first is None:
                 raise TableError(source, "is empty")

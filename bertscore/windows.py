@@ -37,19 +37,21 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .inputs import InputError, InputTypeError
 
-class WindowSettingError(ValueError):
+
+class WindowSettingError(InputError):
     """A long-text setting that cannot be used (a ValueError that names the value)."""
 
 
 def _integer(value: object, name: str) -> int:
     """`value` as an int; a TypeError (not a silent coercion) for floats, bools, strings."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
+        raise InputTypeError(f"{name} must be an integer, got {value!r}")
     try:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})") from None
+        raise InputTypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})") from None
 
 
 def resolve_stride(window_size: int, stride: int | None = None) -> tuple[int, int]:

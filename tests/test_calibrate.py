@@ -238,7 +238,7 @@ def test_cli_bad_input_exits_2_naming_the_file(tiny_models, tmp_path, capsys, ca
         bad.write_bytes("fine\nalso fine\ncaf\u00e9\n".encode("latin-1"))
         corpus, needle = [str(bad)], f"{bad}, line 3: not valid UTF-8"
     elif case == "overwrite":
-        out, needle = good, f"would overwrite the corpus file {good}"
+        out, needle = good, f"is the input file {good}"
     elif case == "bad_gz":
         broken = tmp_path / "broken.txt.gz"
         broken.write_bytes(gzip.compress(b"one\ntwo\nthree\n")[:-12])

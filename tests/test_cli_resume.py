@@ -247,10 +247,65 @@ def test_a_folder_refusing_new_files_is_named_not_the_meta_file(small, capsys, m
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(output_files.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(output_files, "_new_file", refuse)
     small["output"].unlink()
     small["output"].with_name("scores.jsonl.meta.json").unlink()
     assert main(_small_args(small)) == 2
     err = capsys.readouterr().err
     assert f"output folder {small['output'].parent}" in err and "meta.json" not in err
     assert not small["output"].exists()
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_resumed_means_and_intervals_equal_an_uninterrupted_run(inputs, tmp_path, monkeypatch, capsys, fmt) -> None:
+    """A TSV shows 6 decimals; the means and --ci intervals of a resumed run still come from the
+    exact scores (kept in OUTPUT.meta.values), so they equal an uninterrupted run's exactly."""
+    from bertscore import cli
+
+    seen: list[tuple[str, object]] = []
+    real_means, real_intervals = cli.Summary.means, cli.Summary.intervals
+
+    def means(self):
+        seen.append(("means", real_means(self)))
+        return seen[-1][1]
+
+    def intervals(self, args):
+        seen.append(("intervals", real_intervals(self, args)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(cli.Summary, "means", means)
+    monkeypatch.setattr(cli.Summary, "intervals", intervals)
+
+    lines_used = 6 * CHUNK  # a few chunks are enough (and keep the test fast)
+    small = []
+    for source in inputs:
+        path = tmp_path / source.name
+        path.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:lines_used]),
+                        encoding="utf-8")
+        small.append(path)
+
+    def run(output: Path) -> list[tuple[str, object]]:
+        seen.clear()
+        assert main(["-c", str(small[0]), "-r", str(small[1]), "-m", MODEL, "-f", fmt, "-o", str(output),
+                     "--chunk-size", str(CHUNK), "--resume", "--ci"]) == 0, capsys.readouterr().err
+        return list(seen)
+
+    full = tmp_path / f"full.{fmt}"
+    uninterrupted = run(full)
+    # What a kill in the middle of chunk 3 leaves: 2 complete chunks and a torn row in each file.
+    part = tmp_path / f"part.{fmt}"
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    head = 1 if fmt == "tsv" else 0
+    part.write_text("".join(lines[:head + 2 * CHUNK]) + lines[head + 2 * CHUNK][:7], encoding="utf-8")
+    Path(f"{part}.meta.json").write_text(Path(f"{full}.meta.json").read_text(encoding="utf-8"), encoding="utf-8")
+    if fmt == "tsv":
+        values = Path(f"{full}.meta.values").read_text(encoding="utf-8").splitlines(keepends=True)
+        assert len(values) == lines_used and float(values[0].split("\t")[3]) == pytest.approx(float(lines[1].split("\t")[3]), abs=5e-7)
+        Path(f"{part}.meta.values").write_text("".join(values[:2 * CHUNK + 1]) + values[2 * CHUNK + 1][:9],
+                                               encoding="utf-8")
+    resumed = run(part)
+    assert [name for name, _ in resumed] == ["means", "intervals"]
+    assert resumed == uninterrupted  # exactly: every float of the means and of the intervals
+    assert part.read_bytes() == full.read_bytes()
+    if fmt == "tsv":
+        assert Path(f"{part}.meta.values").read_bytes() == Path(f"{full}.meta.values").read_bytes()

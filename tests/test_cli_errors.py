@@ -1,0 +1,85 @@
+"""Only input errors exit with code 2: what the user passed (an option, a file, a setting the core
+refuses as an `InputError`) gets one line and exit 2; anything else is a bug and shows its
+traceback with exit code 1, even when it is a ValueError or TypeError from deep inside."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.baseline_cli import main as baseline_main
+from bertscore.cli import main
+from bertscore.inputs import InputError, InputTypeError
+
+MODEL = ["--model", EMBEDDED_MODEL_NAME, "--device", "cpu"]
+
+
+@pytest.fixture
+def files(tmp_path) -> dict[str, str]:
+    (tmp_path / "c.txt").write_text("the cat sat\nit rained\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("a cat sat\nthe rain fell\n", encoding="utf-8")
+    (tmp_path / "corpus.txt").write_text("".join(f"sentence {i} of the corpus\n" for i in range(8)), encoding="utf-8")
+    return {name: str(tmp_path / f"{name}.txt") for name in ("c", "r", "corpus")}
+
+
+@pytest.mark.parametrize("error", [ValueError("shapes [3, 4] and [4, 5] differ"), TypeError("unhashable type: 'list'")],
+                         ids=["ValueError", "TypeError"])
+def test_an_internal_error_shows_its_traceback_and_exits_1(files, monkeypatch, capsys, error) -> None:
+    def broken(self, *args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(BERTScorer, "score", broken)
+    assert main(["-c", files["c"], "-r", files["r"], *MODEL]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and str(error) in err
+    assert "internal error" in err and "bertscore: error:" not in err
+    # --systems goes through the same door
+    assert main(["-r", files["r"], "--systems", files["c"], files["r"], *MODEL]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_an_internal_error_of_the_baseline_command_exits_1(files, monkeypatch, capsys) -> None:
+    import bertscore.calibrate
+
+    def broken(*args, **kwargs):
+        raise ValueError("index 7 is out of bounds")
+
+    monkeypatch.setattr(bertscore.calibrate, "compute_baseline", broken)
+    assert baseline_main(["--model", EMBEDDED_MODEL_NAME, "--corpus", files["corpus"], "-o",
+                          str(Path(files["corpus"]).with_name("b.tsv")), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "index 7 is out of bounds" in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["-l", "99"], "num_layers=99 is out of range"),  # the core's check (models)
+    (["--batch-size", "0"], "batch_size must be >= 1"),  # the core's check (scorer)
+    (["--long-texts", "window", "--window-stride", "0"], "window_stride=0"),  # windows
+    (["--device", "bogus"], "unknown device 'bogus'"),  # embed
+    (["--rescale-with-baseline", "--baseline-path", "/no/such/baseline.tsv"], "/no/such/baseline.tsv"),  # a file
+])
+def test_input_errors_from_the_core_exit_2_in_one_line(files, capsys, extra, message) -> None:
+    assert main(["-c", files["c"], "-r", files["r"], *MODEL, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore: error: ") and message in err and "Traceback" not in err
+
+
+def test_baseline_command_input_errors_from_the_core_exit_2(files, capsys) -> None:
+    out = str(Path(files["corpus"]).with_name("b.tsv"))
+    assert baseline_main(["--model", EMBEDDED_MODEL_NAME, "--corpus", files["corpus"], "-o", out, "--seed", "-1",
+                          "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "seed must be an integer >= 0" in err and "Traceback" not in err
+
+
+def test_input_errors_stay_value_and_type_errors_for_api_callers() -> None:
+    """Subclassing keeps `except ValueError` / `pytest.raises(TypeError)` code working."""
+    from bertscore import score
+
+    with pytest.raises(InputTypeError) as raised:
+        score("a text", ["a reference"], model_type=EMBEDDED_MODEL_NAME)
+    assert isinstance(raised.value, TypeError) and isinstance(raised.value, ValueError)
+    with pytest.raises(InputError):
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, batch_size=0)
