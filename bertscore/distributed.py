@@ -173,7 +173,7 @@ def score_distributed(
         )
     else:
         layers = (scorer.score_layers,) if scorer.all_layers else ()
-        local = torch.zeros((0,) + layers + (3,))
+        local = torch.zeros((0,) + layers + (3,), dtype=torch.float32)
     payload = (pair_indices, local.cpu())
     if dst is None:
         gathered: list[Any] = [None] * size
@@ -184,7 +184,7 @@ def score_distributed(
         if me != dst:
             return None
     # NaN until filled: a pair that no rank scored can never pass for a score.
-    pair_scores = torch.full((len(flat_refs),) + tuple(local.shape[1:]), float("nan"))
+    pair_scores = torch.full((len(flat_refs),) + tuple(local.shape[1:]), float("nan"), dtype=torch.float32)
     filled = torch.zeros(len(flat_refs), dtype=torch.bool)
     for indices, scores in gathered:
         if indices:

@@ -1,0 +1,124 @@
+"""One caller's process, run in a fresh interpreter by tests/test_guest_precision.py.
+
+    python tests/guest_probe.py '<json config>'
+
+applies the caller's settings (`setup`, Python run right after `import torch`, before the
+scorer is built, as a training script sets them), snapshots every precision attribute and the
+default dtype, optionally scores inside a caller's context (`wrap`), snapshots again, then runs
+`follow_up` (a later change the caller makes, which shows hidden state: a node turned from
+'none' to 'ieee' reads the same until its parent changes) and snapshots the tree once more.
+Prints one JSON line: the snapshots, the scores, and what a forward hook saw inside the encoder.
+
+The snapshots walk torch.backends for every `fp32_precision` attribute (the new API) on their
+own, without bertscore's code. Legacy getters are read only when `legacy` is true (a process
+that is on the legacy API, or untouched): elsewhere torch raises on them, by design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import types
+
+import torch
+
+SENTENCES = [
+    "the cat sat on the mat",
+    "a dog ran across the park in the rain",
+    "28-year-old chef found dead at San Francisco mall",
+    "the quick brown fox jumps over the lazy dog",
+    "it was raining all day, so we stayed home and read",
+    "a",
+]
+REFERENCES = SENTENCES[2:] + SENTENCES[:2]
+
+
+def precision_tree() -> dict[str, str]:
+    """Every `fp32_precision` attribute under torch.backends (module, then matmul/conv/rnn objects)."""
+    found = {"torch.backends.fp32_precision": torch.backends.fp32_precision}
+    for name in sorted(dir(torch.backends)):
+        module = getattr(torch.backends, name, None)
+        if not isinstance(module, types.ModuleType):
+            continue
+        for path, obj in [(name, module)] + [(f"{name}.{op}", getattr(module, op, None)) for op in ("matmul", "conv", "rnn")]:
+            try:
+                found[f"torch.backends.{path}.fp32_precision"] = obj.fp32_precision
+            except AttributeError:
+                continue
+    return found
+
+
+LEGACY_GETTERS = {
+    "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision,
+    "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+    "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+    "torch.backends.mkldnn.allow_tf32": lambda: torch.backends.mkldnn.allow_tf32,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+}
+
+
+def snapshot(legacy: bool) -> dict[str, object]:
+    state: dict[str, object] = dict(precision_tree())
+    if legacy:
+        state.update({name: getter() for name, getter in LEGACY_GETTERS.items()})
+    state["torch.get_default_dtype()"] = str(torch.get_default_dtype())
+    state["torch.is_autocast_enabled('cpu')"] = torch.is_autocast_enabled("cpu")
+    state["torch.get_autocast_dtype('cpu')"] = str(torch.get_autocast_dtype("cpu"))
+    state["torch.are_deterministic_algorithms_enabled()"] = torch.are_deterministic_algorithms_enabled()
+    state["torch.is_anomaly_enabled()"] = torch.is_anomaly_enabled()
+    state["torch.is_grad_enabled()"] = torch.is_grad_enabled()
+    state["torch.is_inference_mode_enabled()"] = torch.is_inference_mode_enabled()
+    return state
+
+
+WRAPS = {
+    "none": contextlib.nullcontext,
+    "autocast-cpu-bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+    "autocast-cpu-fp16": lambda: torch.autocast("cpu", dtype=torch.float16),
+    "autocast-cuda-fp16": lambda: torch.autocast("cuda", dtype=torch.float16),
+    "autocast-cuda-bf16": lambda: torch.autocast("cuda", dtype=torch.bfloat16),
+    "inference_mode": torch.inference_mode,
+    "no_grad": torch.no_grad,
+}
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    exec(config.get("setup", ""), {"torch": torch})  # noqa: S102 - the test's own settings code
+    legacy = bool(config.get("legacy", True))
+    result: dict[str, object] = {"before": snapshot(legacy)}
+    if config.get("score", True):
+        from bertscore import BERTScorer
+
+        scorer = BERTScorer(model_type=config["model"], num_layers=config.get("num_layers", 2),
+                            device=config.get("device", "cpu"), cache_bytes=0, idf=config.get("idf", False))
+        inside: list[dict[str, object]] = []
+
+        def hook(*_):
+            seen = dict(precision_tree())
+            seen["legacy matmul"] = torch.get_float32_matmul_precision()  # legal: both matmul nodes 'ieee'
+            seen["autocast"] = [t for t in ("cpu", "cuda") if torch.is_autocast_enabled(t)]
+            inside.append(seen)
+
+        scorer.model.encoder.register_forward_hook(hook)
+        with WRAPS[config.get("wrap", "none")]():
+            precision, recall, f1 = scorer.score(list(SENTENCES), list(REFERENCES))
+        result["scores"] = [precision.tolist(), recall.tolist(), f1.tolist()]
+        result["dtypes"] = [str(t.dtype) for t in (precision, recall, f1)]
+        result["inside"] = inside
+        result["hash"] = scorer.hash
+    result["after"] = snapshot(legacy)
+    follow_ups = []
+    for code in config.get("follow_up", []):
+        exec(code, {"torch": torch})  # noqa: S102
+        follow_ups.append(precision_tree())
+    result["follow_up"] = follow_ups
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
