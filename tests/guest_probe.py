@@ -105,7 +105,9 @@ def run(config: dict) -> dict[str, object]:
 
         def hook(*_):
             seen: dict[str, object] = dict(precision_tree())
-            seen["legacy matmul"] = torch.get_float32_matmul_precision()  # legal here: both matmul nodes 'ieee'
+            matmul_nodes = {seen["torch.backends.cuda.matmul.fp32_precision"], seen["torch.backends.mkldnn.matmul.fp32_precision"]}
+            # legal only where both matmul nodes are 'ieee' (what the pin promises; else not read)
+            seen["legacy matmul"] = torch.get_float32_matmul_precision() if matmul_nodes == {"ieee"} else None
             seen["autocast"] = [t for t in ("cpu", "cuda") if torch.is_autocast_enabled(t)]
             inside.append(seen)
 
