@@ -27,7 +27,7 @@ class TokenWeights:
     @classmethod
     def uniform(cls, vocab_size: int, zero_weight_ids: Iterable[int]) -> "TokenWeights":
         """Weight 1 for every token, 0 for the special tokens (idf off)."""
-        table = torch.ones(vocab_size)
+        table = torch.ones(vocab_size, dtype=torch.float32)
         for token_id in zero_weight_ids:
             if 0 <= token_id < vocab_size:
                 table[token_id] = 0.0
@@ -51,7 +51,7 @@ class TokenWeights:
             counts.update(set(ids.tolist() if hasattr(ids, "tolist") else ids))
             total += 1
         size = max([vocab_size] + [token_id + 1 for token_id in counts])
-        table = torch.full((size,), math.log(total + 1))
+        table = torch.full((size,), math.log(total + 1), dtype=torch.float32)
         if counts:
             ids = torch.tensor(list(counts.keys()), dtype=torch.long)
             frequencies = torch.tensor(list(counts.values()), dtype=torch.float64)
@@ -74,7 +74,7 @@ class TokenWeights:
             logger.warning("idf mapping is not a defaultdict: token ids it lacks weigh 0")
         keys = [int(k) for k in mapping.keys()]
         size = max([vocab_size] + [k + 1 for k in keys])
-        table = torch.full((size,), default)
+        table = torch.full((size,), default, dtype=torch.float32)
         if keys:
             table[torch.tensor(keys, dtype=torch.long)] = torch.tensor(
                 [float(mapping[k]) for k in mapping.keys()], dtype=torch.float32

@@ -100,6 +100,7 @@ def run(config: dict) -> dict[str, object]:
 
         scorer = BERTScorer(model_type=config["model"], num_layers=config.get("num_layers", 2),
                             device=config.get("device", "cpu"), cache_bytes=0, idf=config.get("idf", False),
+                            rescale_with_baseline=config.get("rescale", False),
                             loaded_model=_PRELOADED.get((config["model"], config.get("num_layers", 2))))
         inside: list[dict[str, object]] = []
 
@@ -114,6 +115,11 @@ def run(config: dict) -> dict[str, object]:
         scorer.model.encoder.register_forward_hook(hook)
         with WRAPS[config.get("wrap", "none")]():
             precision, recall, f1 = scorer.score(list(SENTENCES), list(REFERENCES))
+            if config.get("explain", False):
+                from bertscore.explain import explain_pair
+
+                explained = explain_pair(scorer, SENTENCES[1], [REFERENCES[1], SENTENCES[0]])
+                result["explain"] = [[r.precision, r.recall, r.f1, r.rescaled] for r in explained.references]
             result["in_wrap_after"] = snapshot([])  # the caller's context still on after the call
         result["scores"] = [precision.tolist(), recall.tolist(), f1.tolist()]
         result["dtypes"] = [str(t.dtype) for t in (precision, recall, f1)]

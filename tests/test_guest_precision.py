@@ -83,7 +83,7 @@ def _probe(*args: str) -> object:
 
 def _config(setup: str, legacy: object = "all", wrap: str = "none", score: bool = True) -> dict:
     return {"model": EMBEDDED_MODEL_NAME, "num_layers": 2, "setup": setup, "legacy": legacy, "wrap": wrap,
-            "score": score, "follow_up": FOLLOW_UP}
+            "score": score, "follow_up": FOLLOW_UP, "idf": True, "rescale": True, "explain": True}
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +100,10 @@ def runs() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def clean_scores() -> list:
-    """The numbers of a fresh interpreter that nothing else ran in (a plain subprocess)."""
-    return _probe(json.dumps(_config("")))["scores"]
+def clean_scores() -> dict:
+    """The numbers (idf, rescaled, and explain_pair's) of a fresh interpreter that nothing else
+    ran in (a plain subprocess)."""
+    return _probe(json.dumps(_config("")))
 
 
 def _differences(before: dict, after: dict) -> dict:
@@ -121,7 +122,8 @@ def test_every_setting_is_left_as_found_and_the_numbers_are_the_clean_process_on
     assert run["before"] == run["reference"]["before"]
     # the same numbers as a clean process (exactly: the declared float32 at full precision)
     assert run["dtypes"] == ["torch.float32"] * 3
-    assert run["scores"] == clean_scores
+    assert run["scores"] == clean_scores["scores"]
+    assert run["explain"] == clean_scores["explain"]  # explain_pair: its matching and rescaling too
     assert run["hash"] == clean["hash"]
     # inside the encoder: every precision node 'ieee', the legacy matmul flag "highest", no autocast
     for seen in run["inside"]:
