@@ -304,8 +304,10 @@ def full_fp32_precision() -> Iterator[None]:
     holds its exact previous value, read and written through the API the process is on (see
     `_pin_fp32_tree`). The precision pin is process-wide and shared by concurrent blocks
     (`_shared_fp32_pin`); the autocast switch is per thread, as autocast itself.
-    torch's legacy `torch.backends.cudnn.allow_tf32` getter is never read or written: its flag
-    cannot be put back without losing cuda conv/rnn's initial state.
+    The legacy cuDNN flag (`torch.backends.cudnn.allow_tf32`) is never read or written: writing
+    it replaces cuda conv/rnn's initial "default" state, which no setter can put back. So inside
+    the block, as after `enable_tf32(False)`, torch's legacy getter of that flag reports its
+    mixed-API error to whoever reads it; every other legacy getter reads "highest"/False.
     """
     with contextlib.ExitStack() as stack:
         for device_type in _autocast_device_types():
