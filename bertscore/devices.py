@@ -307,7 +307,8 @@ def full_fp32_precision() -> Iterator[None]:
     The legacy cuDNN flag (`torch.backends.cudnn.allow_tf32`) is never read or written: writing
     it replaces cuda conv/rnn's initial "default" state, which no setter can put back. So inside
     the block, as after `enable_tf32(False)`, torch's legacy getter of that flag reports its
-    mixed-API error to whoever reads it; every other legacy getter reads "highest"/False.
+    mixed-API error to whoever reads it; the legacy matmul getters read "highest"/False (unless
+    the caller had already mixed the APIs into a state torch itself reports as mixed).
     """
     with contextlib.ExitStack() as stack:
         for device_type in _autocast_device_types():
