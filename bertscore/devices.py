@@ -14,6 +14,8 @@ import logging
 import platform
 import threading
 import time
+import types
+from typing import Any, Iterator
 
 import torch
 
@@ -105,11 +107,11 @@ def cpu_slowdown(dtype: str) -> float:
     0.1 s, once per process and dtype.
     """
     generator = torch.Generator().manual_seed(0)
-    inputs = torch.randn(2048, 384, generator=generator)
-    weight = torch.randn(1536, 384, generator=generator)
+    inputs = torch.randn(2048, 384, generator=generator, dtype=torch.float32)
+    weight = torch.randn(1536, 384, generator=generator, dtype=torch.float32)
     reduced = (inputs.to(DTYPES[dtype]), weight.to(DTYPES[dtype]))
     best = {"float32": float("inf"), dtype: float("inf")}
-    with torch.inference_mode():
+    with torch.inference_mode(), full_fp32_precision():  # float32 timed as float32, whatever the caller set
         for _ in range(5):
             for name, (x, w) in (("float32", (inputs, weight)), (dtype, reduced)):
                 start = time.perf_counter()
@@ -141,27 +143,122 @@ def reduced_precision_note(dtype: str, device: torch.device) -> str | None:
     )
 
 
+# ----- full fp32 inside our forward and matching, the caller's settings as found outside -----
+# torch has two APIs for fp32 matmul/conv precision. The legacy one (set_float32_matmul_precision,
+# cuda.matmul.allow_tf32, cudnn.allow_tf32) keeps its own flags; the new one (torch >= 2.9) is a
+# tree of `fp32_precision` nodes: generic.all -> {cuda, mkldnn}.all -> {matmul, conv, rnn}, where
+# 'none' inherits from the parent. torch's getters return a node's *effective* value, and its
+# legacy getters raise when the legacy flags disagree with the tree (a process on the new API:
+# `torch.backends.fp32_precision = "tf32"`, what transformers' enable_tf32 does, leaves the legacy
+# matmul flag at "highest" while every matmul is tf32). So the pin works on the tree, changes only
+# the nodes that are not 'ieee' already (parents first: a node still not 'ieee' once its parents
+# are holds an explicit value, which is then exactly what to put back; 'none' and torch's
+# unsettable initial "default" of cuda conv/rnn are never overwritten), and reads the legacy flag
+# only once both matmul nodes are 'ieee', where torch's consistency check cannot fail.
+_FP32_BACKENDS = ("generic", "cuda", "mkldnn")  # parents first
+_FP32_OPS = ("all", "matmul", "conv", "rnn")
+
+
+@functools.lru_cache(maxsize=1)
+def fp32_precision_nodes() -> tuple[tuple[str, str], ...]:
+    """Every (backend, op) node of torch's fp32_precision tree, parents before children.
+
+    Backends and ops are those torch.backends exposes as `fp32_precision` objects plus the known
+    ones, kept where torch accepts the pair; () on a torch without the tree (before 2.9).
+    """
+    getter = getattr(torch._C, "_get_fp32_precision_getter", None)
+    if getter is None:
+        return ()
+    backends, ops = list(_FP32_BACKENDS), list(_FP32_OPS)
+    node_type = getattr(torch.backends, "_FP32Precision", None)
+    for name in dir(torch.backends):
+        module = getattr(torch.backends, name, None)
+        if node_type is None or not isinstance(module, types.ModuleType):
+            continue
+        for value in list(vars(type(module)).values()) + list(vars(getattr(module, "m", module)).values()):
+            if isinstance(value, node_type):
+                backends += [value.backend] if value.backend not in backends else []
+                ops += [value.op] if value.op not in ops else []
+    nodes = []
+    for backend in backends:
+        for op in ops:
+            try:
+                getter(backend, op)
+            except (RuntimeError, ValueError):
+                continue  # not a node of this torch's tree
+            nodes.append((backend, op))
+    nodes.sort(key=lambda node: (node[0] != "generic", node[1] != "all"))  # generic, then each "all", then leaves
+    return tuple(nodes)
+
+
+def _pin_fp32_tree() -> list[tuple[str, str, str]]:
+    """Set each tree node that is not 'ieee' to 'ieee', parents first; returns what to put back."""
+    changed = []
+    for backend, op in fp32_precision_nodes():
+        value = torch._C._get_fp32_precision_getter(backend, op)
+        if value != "ieee":
+            torch._C._set_fp32_precision_setter(backend, op, "ieee")
+            changed.append((backend, op, value))
+    return changed
+
+
+def _pin_legacy_matmul(changed: list[tuple[str, str, str]]) -> str | None:
+    """Turn the legacy matmul flag to "highest" where the process left it lower; returns its value.
+
+    Only a process whose cuda.matmul node held an explicit 'tf32' can have a lower flag (every
+    legacy setter that lowers it writes that node). With the tree pinned, reading the flag is
+    legal (both matmul nodes are 'ieee'); it is changed only where it can be put back exactly.
+    """
+    explicit = {(backend, op) for backend, op, _ in changed}
+    if ("cuda", "matmul") not in explicit or not hasattr(torch._C, "_set_cublas_allow_tf32"):
+        return None
+    legacy = torch.get_float32_matmul_precision()
+    if legacy == "high" or (legacy == "medium" and ("mkldnn", "matmul") in explicit):
+        torch._C._set_cublas_allow_tf32(False)  # legacy flag -> "highest"; the node is 'ieee' already
+        return legacy
+    return None
+
+
+def _restore_legacy_matmul(legacy: str | None) -> None:
+    if legacy == "high":
+        torch._C._set_cublas_allow_tf32(True)
+    elif legacy == "medium":
+        torch.set_float32_matmul_precision("medium")
+    # the matmul nodes these setters wrote are put back by _restore_fp32_tree
+
+
+def _restore_fp32_tree(changed: list[tuple[str, str, str]]) -> None:
+    for backend, op, value in reversed(changed):
+        torch._C._set_fp32_precision_setter(backend, op, value)
+
+
+def _pin_legacy_only() -> tuple[str, bool]:
+    """Before the tree existed (torch < 2.9): the legacy flags are the whole state."""
+    saved = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = False
+    return saved
+
+
 _PIN_LOCK = threading.Lock()
-_pins = {"depth": 0, "saved": None}  # blocks inside full_fp32_precision now, and the user's setting
+_pins: dict[str, Any] = {"depth": 0, "saved": None}  # blocks inside the pin now, and what to put back
 
 
 @contextlib.contextmanager
-def full_fp32_precision():
-    """Pin float32 matrix products to full IEEE precision inside the block, then restore.
+def _shared_fp32_pin() -> Iterator[None]:
+    """The process-wide half of `full_fp32_precision`: one pin shared by concurrent blocks.
 
-    transformers' `TrainingArguments(tf32=True)` (and bf16/torch_compile set-ups) turn TF32 on
-    process-wide, which moves fp32 scores by ~1e-3 on Ampere+ GPUs; our numbers must not
-    depend on it, so the encoder forward and the matching run at "highest" precision.
-    The setting is process-wide, so blocks in concurrent threads share one pin: the first to
-    enter saves the user's setting and the last to leave restores it (a thread leaving early
+    The first block to enter saves and pins, the last to leave restores (a thread leaving early
     would otherwise turn TF32 back on under another's forward, and the last one would restore
-    "highest" for good).
+    the pinned values for good).
     """
     with _PIN_LOCK:
         if _pins["depth"] == 0:
-            _pins["saved"] = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
-            torch.set_float32_matmul_precision("highest")
-            torch.backends.cudnn.allow_tf32 = False
+            if fp32_precision_nodes():
+                changed = _pin_fp32_tree()
+                _pins["saved"] = ("tree", changed, _pin_legacy_matmul(changed))
+            else:
+                _pins["saved"] = ("legacy", _pin_legacy_only(), None)
         _pins["depth"] += 1
     try:
         yield
@@ -169,6 +266,49 @@ def full_fp32_precision():
         with _PIN_LOCK:
             _pins["depth"] -= 1
             if _pins["depth"] == 0:
-                precision, cudnn_tf32 = _pins["saved"]
-                torch.set_float32_matmul_precision(precision)
-                torch.backends.cudnn.allow_tf32 = cudnn_tf32
+                kind, saved, legacy = _pins["saved"]
+                if kind == "tree":
+                    _restore_legacy_matmul(legacy)
+                    _restore_fp32_tree(saved)
+                else:
+                    torch.set_float32_matmul_precision(saved[0])
+                    torch.backends.cudnn.allow_tf32 = saved[1]
+                _pins["saved"] = None
+
+
+def _autocast_device_types() -> list[str]:
+    """Device types whose autocast is on in this thread (autocast state is per thread)."""
+    candidates = ["cpu", "cuda", "xpu", "mps", "hpu", "mtia", "maia", "xla", torch._C._get_privateuse1_backend_name()]
+    active = []
+    for device_type in dict.fromkeys(candidates):
+        try:
+            if torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type):
+                active.append(device_type)
+        except (RuntimeError, ValueError, TypeError):
+            continue
+    return active
+
+
+@contextlib.contextmanager
+def full_fp32_precision() -> Iterator[None]:
+    """Our encoder forward and matching in the declared dtype at full precision, then as found.
+
+    transformers' `TrainingArguments(tf32=True)` (`enable_tf32`), `set_float32_matmul_precision`
+    and an autocast region (custom loops, accelerate's mixed precision) would move fp32 scores by
+    up to ~1e-3 while the hash says float32. Inside the block: every fp32 matmul/conv/rnn
+    precision node is 'ieee' (legacy flag "highest" too where the process lowered it), and
+    autocast is off for every device type where this thread had it on. After it: every setting
+    holds its exact previous value, read and written through the API the process is on (see
+    `_pin_fp32_tree`). The precision pin is process-wide and shared by concurrent blocks
+    (`_shared_fp32_pin`); the autocast switch is per thread, as autocast itself.
+    The legacy cuDNN flag (`torch.backends.cudnn.allow_tf32`) is never read or written: writing
+    it replaces cuda conv/rnn's initial "default" state, which no setter can put back. So inside
+    the block, as after `enable_tf32(False)`, torch's legacy getter of that flag reports its
+    mixed-API error to whoever reads it; the legacy matmul getters read "highest"/False (unless
+    the caller had already mixed the APIs into a state torch itself reports as mixed).
+    """
+    with contextlib.ExitStack() as stack:
+        for device_type in _autocast_device_types():
+            stack.enter_context(torch.autocast(device_type, enabled=False))
+        stack.enter_context(_shared_fp32_pin())
+        yield

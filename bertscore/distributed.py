@@ -173,7 +173,7 @@ def score_distributed(
         )
     else:
         layers = (scorer.score_layers,) if scorer.all_layers else ()
-        local = torch.zeros((0,) + layers + (3,))
+        local = torch.zeros((0,) + layers + (3,), dtype=torch.float32)
     payload = (pair_indices, local.cpu())
     if dst is None:
         gathered: list[Any] = [None] * size

@@ -209,22 +209,22 @@ class Embedder:
             attention = attention.pin_memory().to(self.device, non_blocking=True)
         else:
             input_ids, attention = input_ids.to(self.device), attention.to(self.device)
-        with full_fp32_precision():
+        with full_fp32_precision():  # the declared dtype at full precision, whatever the caller set
             output = self.model.encoder(
                 input_ids=input_ids, attention_mask=attention, output_hidden_states=self.model.all_layers
             )
-        if self.model.all_layers:
-            hidden = torch.stack(output.hidden_states, dim=1)  # [B, K, L, D]
-        else:
-            hidden = output[0]  # [B, L, D]
-        bad: list[int] = []
-        nonfinite = ~torch.isfinite(hidden)
-        if bool(nonfinite.any()):  # only real positions count (padding outputs are never used)
-            per_position = nonfinite.any(dim=-1)  # [B, L] or [B, K, L]
-            if per_position.dim() == 3:
-                per_position = per_position.any(dim=1)
-            bad = torch.nonzero((per_position & attention.bool()).any(dim=1)).flatten().tolist()
-        hidden = normalize(hidden)
+            if self.model.all_layers:
+                hidden = torch.stack(output.hidden_states, dim=1)  # [B, K, L, D]
+            else:
+                hidden = output[0]  # [B, L, D]
+            bad: list[int] = []
+            nonfinite = ~torch.isfinite(hidden)
+            if bool(nonfinite.any()):  # only real positions count (padding outputs are never used)
+                per_position = nonfinite.any(dim=-1)  # [B, L] or [B, K, L]
+                if per_position.dim() == 3:
+                    per_position = per_position.any(dim=1)
+                bad = torch.nonzero((per_position & attention.bool()).any(dim=1)).flatten().tolist()
+            hidden = normalize(hidden)
         # Views into one batch tensor: one large allocation per batch instead of one small one per
         # text, which fragments the heap so that RSS keeps growing with the corpus.
         return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)], bad

@@ -116,7 +116,7 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
         p, r, f = scores
         rescaled = None
         if baseline is not None:
-            rescaled = tuple(baselines.rescale(torch.tensor([p, r, f]), baseline).tolist())
+            rescaled = tuple(baselines.rescale(torch.tensor([p, r, f], dtype=torch.float32), baseline).tolist())
         explained.append(ReferenceExplanation(
             text=reference, tokens=ref_tokens, weights=ref_weights.cpu().tolist(), similarity=similarity,
             cand_best=cand_best.tolist(), ref_best=ref_best.tolist(),

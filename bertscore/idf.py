@@ -51,7 +51,7 @@ class TokenWeights:
     @classmethod
     def uniform(cls, vocab_size: int, zero_weight_ids: Iterable[int]) -> "TokenWeights":
         """Weight 1 for every token, 0 for the special tokens (idf off)."""
-        table = torch.ones(vocab_size)
+        table = torch.ones(vocab_size, dtype=torch.float32)
         for token_id in zero_weight_ids:
             if 0 <= token_id < vocab_size:
                 table[token_id] = 0.0
@@ -75,7 +75,7 @@ class TokenWeights:
             counts.update(set(ids.tolist() if hasattr(ids, "tolist") else ids))
             total += 1
         size = max([vocab_size] + [token_id + 1 for token_id in counts])
-        table = torch.full((size,), math.log(total + 1))
+        table = torch.full((size,), math.log(total + 1), dtype=torch.float32)
         if counts:
             ids = torch.tensor(list(counts.keys()), dtype=torch.long)
             frequencies = torch.tensor(list(counts.values()), dtype=torch.float64)
@@ -103,7 +103,7 @@ class TokenWeights:
                 f"idf mapping has token id {outside[0]}, outside the tokenizer's vocabulary of {vocab_size} ids "
                 "(0..{}): a mapping made for another tokenizer?".format(vocab_size - 1)
             )
-        table = torch.full((vocab_size,), default)
+        table = torch.full((vocab_size,), default, dtype=torch.float32)
         if keys:
             table[torch.tensor(keys, dtype=torch.long)] = torch.tensor(
                 [float(mapping[k]) for k in mapping.keys()], dtype=torch.float32

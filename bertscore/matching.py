@@ -33,14 +33,14 @@ def pad_sequences(
     the embeddings' device. Mask and weights are built on the host and moved in one copy each
     (weights may live on the host: no per-text transfers).
     """
-    lengths = torch.tensor([w.shape[0] for w in weights])
+    lengths = torch.tensor([w.shape[0] for w in weights], dtype=torch.long)
     device = sequences[0].device
     if sequences[0].dim() == 3:  # [K, L, D]: pad along L
         stacked = pad_sequence([s.transpose(0, 1) for s in sequences], batch_first=True)  # [B, L, K, D]
         padded = stacked.permute(0, 2, 1, 3)
     else:
         padded = pad_sequence(list(sequences), batch_first=True)  # [B, L, D]
-    mask = torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
     padded_weights = pad_sequence([w.float().cpu() for w in weights], batch_first=True)
     non_blocking = device.type == "cuda"
     return padded, mask.to(device, non_blocking=non_blocking), padded_weights.to(device, non_blocking=non_blocking)
@@ -223,8 +223,8 @@ def tiled_maxima(
     cand_fill = None if cand_mask is None or bool(cand_mask.all()) else with_items(cand_mask)
     ref_fill = None if ref_mask is None or bool(ref_mask.all()) else with_items(ref_mask)
 
-    best_for_cand = torch.full((*items_shape, rows), float("-inf"), device=device)
-    best_for_ref = torch.full((*items_shape, columns), float("-inf"), device=device)
+    best_for_cand = torch.full((*items_shape, rows), float("-inf"), dtype=torch.float32, device=device)
+    best_for_ref = torch.full((*items_shape, columns), float("-inf"), dtype=torch.float32, device=device)
     cand_best = torch.full((*items_shape, rows), -1, dtype=torch.long, device=device) if with_indices else None
     ref_best = torch.full((*items_shape, columns), -1, dtype=torch.long, device=device) if with_indices else None
     tile_items, tile_rows, tile_columns = _tile_sizes(items_shape[-1], rows, columns, max_bytes)

@@ -388,7 +388,7 @@ class BERTScorer:
         official layout ([K, N] per column with all layers).
         """
         shape = (num_candidates,) + tuple(pair_scores.shape[1:])
-        best = torch.full(shape, float("-inf")).scatter_reduce(
+        best = torch.full(shape, float("-inf"), dtype=torch.float32).scatter_reduce(
             0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
         )
         if self.baseline is not None:
@@ -564,7 +564,7 @@ class BERTScorer:
         changes float rounding at the 1e-7 level). Window 0 of a long text is its truncated
         text, so its pass-1 states are reused, not encoded again.
         """
-        scores = torch.zeros((len(cand_keys),) + ((self.score_layers,) if self.all_layers else ()) + (3,))
+        scores = torch.zeros((len(cand_keys),) + ((self.score_layers,) if self.all_layers else ()) + (3,), dtype=torch.float32)
         empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
                  if self.is_empty(token_ids, c) or self.is_empty(token_ids, r)}
         limit = self.model.content_limit

@@ -132,25 +132,17 @@ def test_evaluate_module_raises_the_same_value_error():
         assert str(error.value) == NO_CUDA
 
 
-def test_overlapping_precision_pins_keep_full_fp32_until_the_last_one_leaves():
-    """Two threads scoring at once overlap their pins out of order (A enters, B enters, A
-    leaves, B leaves): B must keep full fp32 until it leaves, and the user's setting must come
-    back afterwards, not the "highest" that B saw on entering."""
-    from bertscore.devices import full_fp32_precision
+def test_the_precision_pin_knows_every_node_torch_exposes_parents_first():
+    """Every `fp32_precision` object under torch.backends is a node the pin visits (read only:
+    nothing is changed in this process), and a node's parents come before it."""
+    from bertscore.devices import fp32_precision_nodes
 
-    previous = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
-    torch.set_float32_matmul_precision("high")  # the user's TF32-on setting
-    torch.backends.cudnn.allow_tf32 = True
-    first, second = full_fp32_precision(), full_fp32_precision()
-    try:
-        first.__enter__()
-        second.__enter__()
-        first.__exit__(None, None, None)
-        assert torch.get_float32_matmul_precision() == "highest"  # the second is still scoring
-        assert torch.backends.cudnn.allow_tf32 is False
-        second.__exit__(None, None, None)
-        assert torch.get_float32_matmul_precision() == "high"
-        assert torch.backends.cudnn.allow_tf32 is True
-    finally:
-        torch.set_float32_matmul_precision(previous[0])
-        torch.backends.cudnn.allow_tf32 = previous[1]
+    nodes = fp32_precision_nodes()
+    exposed = {(value.backend, value.op) for name in dir(torch.backends)
+               for value in vars(type(getattr(torch.backends, name))).values()
+               if isinstance(value, torch.backends._FP32Precision)}
+    assert exposed and exposed <= set(nodes)
+    assert {("generic", "all"), ("cuda", "all"), ("mkldnn", "all"), ("cuda", "matmul"), ("mkldnn", "matmul")} <= set(nodes)
+    for backend, op in nodes:
+        parents = [("generic", "all")] + ([(backend, "all")] if op != "all" else [])
+        assert all(nodes.index(parent) <= nodes.index((backend, op)) for parent in parents)

@@ -103,22 +103,6 @@ def test_weights_rewritten_in_place_with_the_same_size_change_the_fingerprint(tm
     assert _folder_fingerprint(folder) != before
 
 
-def test_tf32_is_off_inside_our_forward_and_restored_after(minilm_scorer):
-    seen: list[str] = []
-    handle = minilm_scorer.model.encoder.register_forward_hook(
-        lambda *args: seen.append(torch.get_float32_matmul_precision())
-    )
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("medium")  # what TrainingArguments(tf32=True) amounts to
-    try:
-        BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0).score(["a cat"], ["a dog"])
-        assert seen and set(seen) == {"highest"}
-        assert torch.get_float32_matmul_precision() == "medium"
-    finally:
-        torch.set_float32_matmul_precision(previous)
-        handle.remove()
-
-
 def test_the_device_type_is_in_the_hash(minilm_scorer):
     assert "_float32_cpu_version=" in minilm_scorer.hash
 
