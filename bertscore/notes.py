@@ -61,11 +61,12 @@ def warn(message: str, category: type[Warning] = BERTScoreNote) -> None:
         warnings.warn(message, category, stacklevel=2)
         return
     # registry=None: no per-module "already shown" registry, so the default filter shows it each
-    # call; the filters themselves (ignore, error, once, the user's own) apply as ever.
+    # call; the filters themselves (ignore, error, once, the user's own) apply as ever. No
+    # module_globals: its only use is finding the source line through the module's loader, and
+    # `python -c`'s __main__ has BuiltinImporter, whose get_source raises ImportError.
     warnings.warn_explicit(
         message, category, frame.f_code.co_filename, frame.f_lineno,
         module=str(frame.f_globals.get("__name__") or "<unknown>"), registry=None,
-        module_globals=frame.f_globals,
     )
 
 

@@ -335,3 +335,14 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     assert models.hub_reachable() is True and len(probes) == 2  # a success is kept longer
     assert probes[0] == ("hub.example", 8443)
     assert 10 <= models.HUB_FAILURE_TTL <= 120 and models.HUB_SUCCESS_TTL > models.HUB_FAILURE_TTL
+
+
+def test_notes_from_python_dash_c_and_stdin_are_shown_not_raised():
+    """`python -c` and `python -` run in a __main__ whose loader (BuiltinImporter) cannot give
+    source: passing its globals to warn_explicit raised ImportError instead of showing the note."""
+    code = "import bertscore.notes as n\nfor _ in range(2): n.report('a note', None)\n"
+    for args, stdin in (([sys.executable, "-c", code], None), ([sys.executable, "-"], code)):
+        done = subprocess.run(args, input=stdin, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stderr.count("BERTScoreNote: a note") == 2, done.stderr
