@@ -492,6 +492,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             f"embeddings: each candidate token is matched to its most similar reference token (precision), "
             f"each reference token to its most similar candidate token (recall); F1 is their harmonic mean. "
             f"`bertscore` {__version__}; the numbers equal the official `bert-score` package."
+            "\n\nA text with a wrong number, a flipped negation or two names swapped still outscores most real translations, and the score carries its encoder's social bias: measured in " + (f"[Limitations and bias](https://huggingface.co/spaces/{os.environ['SPACE_ID']}/blob/main/README.md#limitations-and-bias)." if os.environ.get("SPACE_ID") else "the README's section Limitations and bias.")
         )
         with gr.Row():
             model = gr.Dropdown(list(config.models), value=config.default_model, label="Model", scale=3,
