@@ -79,7 +79,10 @@ class TokenWeights:
         if counts:
             ids = torch.tensor(list(counts.keys()), dtype=torch.long)
             frequencies = torch.tensor(list(counts.values()), dtype=torch.float64)
-            table[ids] = torch.log((total + 1) / (frequencies + 1)).float()
+            # A true division (a scalar over a tensor is a reciprocal-multiply in torch, 1 ulp below 1
+            # when df = M: a weight of -1e-16, refused by check()), so every weight is >= 0.
+            documents_plus_one = torch.full_like(frequencies, total + 1)
+            table[ids] = torch.log(documents_plus_one / (frequencies + 1)).float()
         for token_id in zero_weight_ids:
             if 0 <= token_id < size:
                 table[token_id] = 0.0

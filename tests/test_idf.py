@@ -45,3 +45,13 @@ def test_plain_mapping_missing_ids_weigh_zero(caplog):
     weights = TokenWeights.from_mapping({3: 0.5}, 10)
     assert weights([3, 4]).tolist() == [0.5, 0.0]
     assert "lacks" in caplog.text
+
+
+def test_a_token_in_every_document_weighs_exactly_zero_and_the_table_passes_its_check():
+    """log((M+1)/(M+1)) is 0; torch's scalar/tensor division gave 1 - 2^-53 at M = 48 and 97, a
+    weight of -1.1e-16 that check() (weights >= 0) refused mid-score."""
+    for total in (48, 97, 500):
+        weights = TokenWeights.from_documents([[5, 6]] * (total - 1) + [[5]], vocab_size=10, zero_weight_ids=[])
+        assert weights.table[5].item() == 0.0  # in all M documents: log((M+1)/(M+1)) = 0, exactly
+        assert abs(weights.table[6].item() - math.log((total + 1) / total)) < 1e-7  # in M - 1 of them
+        weights.check(10)

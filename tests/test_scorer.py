@@ -172,7 +172,7 @@ def test_all_layers_with_rescaling_rescales_each_layer_by_its_row(minilm_dir, al
             assert torch.allclose(got[column, layer], (raw[column, layer] - b) / (1 - b), atol=1e-6)
     short = tmp_path / "short.tsv"
     short.write_text("LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.2,0.2,0.2\n")
-    with pytest.raises(ValueError, match="has 2 rows but all_layers needs 7"):
+    with pytest.raises(ValueError, match=r"has 2 rows \(layers 0\.\.1\) but the model has layers 0\.\.6"):
         BERTScorer(model_type=str(minilm_dir), all_layers=True, num_layers=6, loaded_model=all_layer_scorer.model,
                    rescale_with_baseline=True, baseline_path=str(short))
 
