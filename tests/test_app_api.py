@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import sys
@@ -20,6 +21,11 @@ import bertscore  # noqa: E402
 from conftest import free_port  # noqa: E402
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME
+
+
+def shown(markdown: str) -> str:
+    """The characters a page shows of the app's Markdown (user text in it is character references)."""
+    return html.unescape(markdown)
 
 
 # ----- configuration (table parsing is tested in test_tables.py) -----------------------------------
@@ -101,22 +107,22 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
     outputs = server.predict(gradio_client.handle_file(str(bad)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "binary" in outputs[0]
+    assert "binary" in shown(outputs[0])
     missing_column = tmp_path / "cols.csv"
     missing_column.write_text("text,gold\na,b\n")
     outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "missing a candidate column" in outputs[0]
+    assert "missing a candidate column" in shown(outputs[0])
     too_many = tmp_path / "many.csv"
     too_many.write_text("candidate,reference\n" + "a,b\n" * 21)
     outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "many.csv: has more than 20 rows; at most 20 are accepted here" in outputs[0]
+    assert "many.csv: has more than 20 rows; at most 20 are accepted here" in shown(outputs[0])
     null_cell = tmp_path / "null.jsonl"
     null_cell.write_text('{"candidate": "a", "reference": "b"}\n{"candidate": "c", "reference": null}\n')
     outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "null.jsonl, row 2 (line 2), column 'reference': is null" in outputs[0]
+    assert "null.jsonl, row 2 (line 2), column 'reference': is null" in shown(outputs[0])
     # ... and the next request is served normally.
     ok = server.predict("the cat sat", "a cat sat", MODEL, api_name="/compute")
     assert "error" not in ok and 0 < ok["f1"][0] <= 1
@@ -168,12 +174,12 @@ def test_pair_handler_direct() -> None:
     p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True,
                               rescale_with_baseline=True)
     assert f"| rescaled | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
-    assert "packaged en baseline" in scores and "Winning reference:** #1" in scores
+    assert "packaged en baseline" in shown(scores) and "Winning reference:** #1" in scores
     assert list(table.columns) == ["side", "#", "token", "weight", "best match", "cosine"]
     error, scores, figure, _ = handlers.pair("x" * 101, "y", MODEL, "", False, False, "")
-    assert "at most 100" in error and figure is None
+    assert "at most 100" in shown(error) and figure is None
     error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, False, "")
-    assert "whole number" in error
+    assert "whole number" in shown(error)
 
 
 def test_concurrent_pair_requests_get_their_own_figures() -> None:
@@ -262,7 +268,7 @@ def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> No
     other_refs.write_text("candidate,reference\n" + "".join(f"{c},x{r}\n" for c, r in zip(cands_b, refs)))
     error = server.predict(gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
                            gradio_client.handle_file(str(other_refs)), api_name="/score_batch")[0]
-    assert "row 1: system B (other.csv) has other references" in error
+    assert "row 1: system B (other.csv) has other references" in shown(error)
 
 
 def test_comparison_of_identical_systems_says_no_difference() -> None:
