@@ -192,6 +192,15 @@ class ScoringService:
             ) from error
         return scorer, notes
 
+    def warm_up(self, pairs: int = 64) -> float:
+        """Load the default model and measure its speed (pairs/s) on `pairs` made-up pairs of 24 words,
+        so that the first requests neither wait for loading nor are admitted on a guessed speed."""
+        scorer, _ = self.scorer(self.config.default_model, "", False, False, "")
+        words = "the of and to in is was for on that with as by at from his her an be this which it not are".split()
+        texts = [f"sample {i}: " + " ".join(words[(7 * i + 3 * j) % len(words)] for j in range(24)) for i in range(2 * pairs)]
+        self.requests.score(scorer, texts[:pairs], texts[pairs:], notes=[])
+        return self.requests.pairs_per_s(scorer.model_type)
+
     def check_texts(self, texts: Sequence[str], what: str) -> None:
         for index, text in enumerate(texts):
             try:
@@ -609,10 +618,13 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
         gr.api(handlers.compute_async, api_name="compute", concurrency_id="compute", concurrency_limit=None)
     demo.queue(max_size=config.max_waiting, default_concurrency_limit=config.concurrency)
     demo.bertscore_config = config  # type: ignore[attr-defined]
+    demo.bertscore_service = handlers.service  # type: ignore[attr-defined]
     return demo
 
 
 if __name__ == "__main__":
     _config = AppConfig.from_env()
+    _demo = build_demo(_config)
+    _demo.bertscore_service.warm_up()  # type: ignore[attr-defined]
     # Waiting /compute requests hold a queue slot each (not a thread): as many slots as may wait.
-    build_demo(_config).launch(max_file_size=f"{_config.max_upload_mb}mb", max_threads=max(40, _config.max_waiting))
+    _demo.launch(max_file_size=f"{_config.max_upload_mb}mb", max_threads=max(40, _config.max_waiting))

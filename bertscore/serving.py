@@ -30,6 +30,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .inputs import normalize_inputs
+
 if TYPE_CHECKING:
     from .scorer import BERTScorer, Scores
 
@@ -114,18 +116,19 @@ class RequestQueue:
         self,
         scorer: "BERTScorer",
         candidates: Sequence[str],
-        groups: Sequence[Sequence[str]],
+        references: Sequence[str] | Sequence[Sequence[str]],
         notes: list[str] | None = None,
     ) -> "Future[Scores]":
         """A future of `scorer.score(candidates, groups, notes=notes)`, possibly merged with other requests.
 
-        `groups` holds each candidate's references (lists). Raises QueueFull at once when the
-        wait would exceed `max_wait_s`. Cancelling the future before its call starts drops the
+        `references` as for `score()`: one text or one list of texts per candidate (checked here,
+        with score()'s errors). Raises QueueFull at once when the wait would exceed `max_wait_s`. Cancelling the future before its call starts drops the
         request (an async server awaiting `asyncio.wrap_future(future)` does so when its client leaves).
         """
+        candidate_list, groups = normalize_inputs(candidates, references)
         pairs = sum(len(group) for group in groups)
         key = id(scorer) if not scorer.idf_is_per_call else object()  # per-call idf: never merged
-        request = _Request(scorer, list(candidates), [list(g) for g in groups], notes, pairs, key)
+        request = _Request(scorer, candidate_list, groups, notes, pairs, key)
         with self._lock:
             if self._waiting or self._running:
                 wait = self._expected_wait(pairs, scorer.model_type, time.monotonic())
@@ -143,11 +146,11 @@ class RequestQueue:
         self,
         scorer: "BERTScorer",
         candidates: Sequence[str],
-        groups: Sequence[Sequence[str]],
+        references: Sequence[str] | Sequence[Sequence[str]],
         notes: list[str] | None = None,
     ) -> "Scores":
         """`submit(...)` and wait for its scores (QueueFull at once when the wait would be too long)."""
-        return self.submit(scorer, candidates, groups, notes).result()
+        return self.submit(scorer, candidates, references, notes).result()
 
     def _take(self) -> list[_Request]:
         """The oldest waiting request and the next ones for the same scorer, up to max_batch_pairs pairs.
