@@ -37,7 +37,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import gradio as gr
 import pandas as pd
@@ -197,7 +197,8 @@ class ScoringService:
         so that the first requests neither wait for loading nor are admitted on a guessed speed."""
         scorer, _ = self.scorer(self.config.default_model, "", False, False, "")
         words = "the of and to in is was for on that with as by at from his her an be this which it not are".split()
-        texts = [f"sample {i}: " + " ".join(words[(7 * i + 3 * j) % len(words)] for j in range(24)) for i in range(2 * pairs)]
+        texts = [f"sample {i}: " + " ".join(words[(7 * i + 3 * j) % len(words)] for j in range(24))
+                 for i in range(2 * pairs)]
         self.requests.score(scorer, texts[:pairs], texts[pairs:], notes=[])
         return self.requests.pairs_per_s(scorer.model_type)
 
@@ -472,7 +473,7 @@ class Handlers:
                                             long_texts, window_stride)
             if isinstance(request, dict):
                 return request
-            return self._compute_result(request, self.service.requests.submit(*request[:3], notes=request[3]).result())
+            return self._compute_result(request, self._submit(request).result())
         except Exception as error:  # never let a request take the server down
             return _compute_error(error)
 
@@ -484,15 +485,14 @@ class Handlers:
             request = await asyncio.to_thread(self._compute_request, *args, **kwargs)
             if isinstance(request, dict):
                 return request
-            future = self.service.requests.submit(*request[:3], notes=request[3])
-            return self._compute_result(request, await asyncio.wrap_future(future))
+            return self._compute_result(request, await asyncio.wrap_future(self._submit(request)))
         except Exception as error:  # never let a request take the server down
             return _compute_error(error)
 
     def _compute_request(self, predictions: str, references: str, model: str = "", num_layers: str = "",
                          idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
-                         window_stride: str = "") -> tuple[Any, list[str], list[list[str]], list[str]] | dict:
-        """(scorer, predictions, reference groups, notes) of a checked request, or its result when it has no pairs."""
+                         window_stride: str = "") -> ApiRequest | dict:
+        """A checked request with its scorer, or its answer when it has no predictions."""
         cands, groups = _api_inputs(predictions, references)
         if len(cands) > self.config.max_rows:
             raise UserError(f"{len(cands)} predictions; this app accepts at most {self.config.max_rows} per call")
@@ -502,18 +502,31 @@ class Handlers:
                 raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
             self.service.check_texts(group, "reference")
         scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride)
-        request = (scorer, cands, groups, notes)
+        request = ApiRequest(scorer, cands, groups, notes)
         return request if cands else self._compute_result(request, ([], [], []))
 
+    def _submit(self, request: ApiRequest) -> Any:
+        """The future of the request's scores from the merging queue (QueueFull at once when too busy)."""
+        return self.service.requests.submit(request.scorer, request.predictions, request.groups, notes=request.notes)
+
     @staticmethod
-    def _compute_result(request: tuple[Any, list[str], list[list[str]], list[str]], scores: Any) -> dict:
-        scorer, _, _, notes = request
+    def _compute_result(request: ApiRequest, scores: Any) -> dict:
         p, r, f = scores
+        scorer = request.scorer
         return {
             "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
             "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
-            "notes": notes,
+            "notes": request.notes,
         }
+
+
+class ApiRequest(NamedTuple):
+    """A checked /compute request: its scorer, texts and the notes gathered so far."""
+
+    scorer: Any
+    predictions: list[str]
+    groups: list[list[str]]
+    notes: list[str]
 
 
 def _compute_error(error: Exception) -> dict:

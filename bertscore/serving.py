@@ -111,6 +111,12 @@ class RequestQueue:
         ahead += sum(waiting / self.pairs_per_s(name) for name, waiting in self._waiting_pairs.items())
         return ahead / self.workers + pairs / self.pairs_per_s(model)
 
+    @property
+    def pending_pairs(self) -> int:
+        """Pairs waiting or being scored now."""
+        with self._lock:
+            return sum(c.pairs for c in self._running) + sum(self._waiting_pairs.values())
+
     # -- requests --------------------------------------------------------------------------------
     def submit(
         self,
@@ -119,11 +125,12 @@ class RequestQueue:
         references: Sequence[str] | Sequence[Sequence[str]],
         notes: list[str] | None = None,
     ) -> "Future[Scores]":
-        """A future of `scorer.score(candidates, groups, notes=notes)`, possibly merged with other requests.
+        """A future of `scorer.score(candidates, references, notes=notes)`, maybe merged with others.
 
         `references` as for `score()`: one text or one list of texts per candidate (checked here,
-        with score()'s errors). Raises QueueFull at once when the wait would exceed `max_wait_s`. Cancelling the future before its call starts drops the
-        request (an async server awaiting `asyncio.wrap_future(future)` does so when its client leaves).
+        with score()'s errors). Raises QueueFull at once when the wait would exceed `max_wait_s`.
+        Cancelling the future before its call starts drops the request (an async server awaiting
+        `asyncio.wrap_future(future)` does so when its client leaves).
         """
         candidate_list, groups = normalize_inputs(candidates, references)
         pairs = sum(len(group) for group in groups)

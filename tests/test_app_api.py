@@ -6,6 +6,7 @@ import html
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,24 @@ def test_config_from_env() -> None:
         app.parse_layer("-1")
 
 
+def test_queue_is_sized_by_the_wait_it_allows() -> None:
+    """Requests that may wait: what the server answers within the wait at the assumed speed (1 pair each
+    at least), unless set; the queue of the demo and of its merged requests use these numbers."""
+    config = app.AppConfig.from_env({"BERTSCORE_APP_MAX_WAIT_S": "12.5", "BERTSCORE_APP_PAIRS_PER_S": "40",
+                                     "BERTSCORE_APP_MAX_BATCH_PAIRS": "300"})
+    assert (config.max_wait_s, config.pairs_per_s, config.max_batch_pairs, config.max_waiting) == (12.5, 40, 300, 500)
+    assert app.AppConfig.from_env({}).max_waiting == 30 * 100
+    assert app.AppConfig.from_env({"BERTSCORE_APP_QUEUE_SIZE": "64"}).max_waiting == 64
+    for name, value in (("BERTSCORE_APP_MAX_WAIT_S", "0"), ("BERTSCORE_APP_MAX_WAIT_S", "inf"),
+                        ("BERTSCORE_APP_PAIRS_PER_S", "fast"), ("BERTSCORE_APP_QUEUE_SIZE", "0")):
+        with pytest.raises(ValueError, match=name):
+            app.AppConfig.from_env({name: value})
+    demo = app.build_demo(config)
+    requests = demo.bertscore_service.requests
+    assert demo._queue.max_size == 500
+    assert (requests.max_wait_s, requests.default_pairs_per_s, requests.max_batch_pairs) == (12.5, 40, 300)
+
+
 # ----- the real server ---------------------------------------------------------------------------
 def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
@@ -52,21 +71,27 @@ def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     assert app.parse_layer(" 3 ") == 3 and app.parse_layer("") is None
 
 
-@pytest.fixture(scope="module")
-def server():
-    config = app.AppConfig.from_env({
-        "BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_CHARS": "300",
-        "BERTSCORE_APP_MAX_ROWS": "20",
-    })
-    demo = app.build_demo(config)
+def _serve(env: dict[str, str]):
+    demo = app.build_demo(app.AppConfig.from_env(env))
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 max_file_size="1mb")
+    return demo, gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
+
+
+@pytest.fixture(scope="module")
+def served():
+    demo, client = _serve({"BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_CHARS": "300",
+                           "BERTSCORE_APP_MAX_ROWS": "20"})
     try:
-        client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
-        yield client
+        yield demo, client
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[1]
 
 
 CANDS = ["the cat sat on the mat", "Paris is the capital of France.", "hello world"]
@@ -278,3 +303,82 @@ def test_comparison_of_identical_systems_says_no_difference() -> None:
     assert "significant at" not in text
     better = [x + 0.05 for x in f1]
     assert "(significant at p < 0.05;" in app._comparison_md(f1, better)
+
+
+def _solo(**options):
+    """A scorer of its own (no cache, no queue) for these options: each request's expected numbers."""
+    key = tuple(sorted(options.items()))
+    if key not in _SOLO:
+        loaded = next(iter(_SOLO.values())).model if _SOLO else None
+        _SOLO[key] = bertscore.BERTScorer(model_type=MODEL, cache_bytes=0, loaded_model=loaded, **options)
+    return _SOLO[key]
+
+
+_SOLO: dict[tuple, bertscore.BERTScorer] = {}
+
+
+def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17_de_en) -> None:
+    """Requests with different inputs and options at once through the real server: those with the same
+    options are merged into one scoring call, and every answer equals that request scored alone
+    (numbers, hash, notes)."""
+    demo, client = served
+    cands, refs = wmt17_de_en
+    cands = [c[:250] for c in cands]
+    refs = [r[:250] for r in refs]
+    big = (cands[:20], [refs[i: i + 5] for i in range(20)])  # 100 pairs: keeps the worker busy
+    requests = [({}, big)]
+    for i in range(8):
+        size = 1 + i % 4
+        part = slice(30 + 10 * i, 30 + 10 * i + size)
+        groups = [[r] if j % 2 else [r, refs[j]] for j, r in enumerate(refs[part])]
+        requests.append(({}, (cands[part], groups)))
+    requests += [({"idf": True}, (cands[100:104], refs[100:104])), ({"idf": True}, (cands[104:106], refs[104:106])),
+                 ({"num_layers": 3}, (cands[110:113], refs[110:113])),
+                 ({"rescale_with_baseline": True, "lang": "en"}, (cands[120:123], refs[120:123])),
+                 ({}, (["", cands[130]], [refs[130], refs[131]]))]  # an empty prediction: its own note
+    merged_before = demo.bertscore_service.requests.merged_calls
+
+    def send(options, body):
+        return client.submit(json.dumps(body[0]), json.dumps(body[1]), MODEL, str(options.get("num_layers", "")),
+                             options.get("idf", False), options.get("rescale_with_baseline", False), "",
+                             api_name="/compute")
+
+    jobs = [send(*requests[0])]
+    deadline = time.monotonic() + 60
+    while demo.bertscore_service.requests.pending_pairs == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    jobs += [send(options, body) for options, body in requests[1:]]
+    for job, (options, (c, g)) in zip(jobs, requests):
+        result = job.result(timeout=300)
+        assert "error" not in result, result
+        solo = _solo(**options)
+        notes: list[str] = []
+        p, r, f = solo.score(c, g, notes=notes)
+        assert result["precision"] == pytest.approx(p.tolist(), abs=1e-6)
+        assert result["recall"] == pytest.approx(r.tolist(), abs=1e-6)
+        assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6)
+        assert result["hashcode"] == solo.hash
+        assert [n for n in result["notes"] if "baseline" not in n] == notes
+    assert demo.bertscore_service.requests.merged_calls > merged_before
+
+
+def test_a_busy_server_refuses_at_once_and_says_how_long_to_wait(wmt17_de_en) -> None:
+    """A request expected to wait past BERTSCORE_APP_MAX_WAIT_S is answered at once with the wait."""
+    demo, client = _serve({"BERTSCORE_APP_MODELS": MODEL, "BERTSCORE_APP_MAX_WAIT_S": "2",
+                           "BERTSCORE_APP_PAIRS_PER_S": "5"})
+    try:
+        cands, refs = wmt17_de_en
+        first = client.submit(json.dumps(cands[:100]), json.dumps(refs[:100]), MODEL, api_name="/compute")
+        deadline = time.monotonic() + 60
+        while demo.bertscore_service.requests.pending_pairs == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        refused = client.predict(json.dumps(cands[100:110]), json.dumps(refs[100:110]), MODEL, api_name="/compute")
+        assert time.monotonic() - started < 10  # at once, not after the first request
+        assert refused["retry_after_s"] >= 1 and "the server is busy" in refused["error"]
+        assert "limit of 2 s" in refused["error"] and f"try again in about {refused['retry_after_s']} s" in refused["error"]
+        wait = float(refused["error"].split("would be answered in about ")[1].split(" s")[0])
+        assert wait > 2  # 100 pairs ahead at the assumed 5 pairs/s: about 20 s
+        assert "error" not in first.result(timeout=300)
+    finally:
+        demo.close()
