@@ -192,7 +192,7 @@ class ScoringService:
             ) from error
         return scorer, notes
 
-    def warm_up(self, pairs: int = 64) -> float:
+    def warm_up(self, pairs: int = 256) -> float:
         """Load the default model and measure its speed (pairs/s) on `pairs` made-up pairs of 24 words,
         so that the first requests neither wait for loading nor are admitted on a guessed speed."""
         scorer, _ = self.scorer(self.config.default_model, "", False, False, "")

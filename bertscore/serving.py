@@ -48,8 +48,8 @@ class QueueFull(Exception):
         self.retry_after_s = max(1, math.ceil(expected_wait_s - max_wait_s))
         super().__init__(
             f"the server is busy: this request ({pairs} pairs, after {ahead_pairs} pairs waiting or being scored) "
-            f"would be answered in about {expected_wait_s:.0f} s, more than this server's limit of {max_wait_s:.0f} s; "
-            f"try again in about {self.retry_after_s} s, or send fewer pairs per call"
+            f"would be answered in about {math.ceil(expected_wait_s)} s, more than this server's limit of "
+            f"{max_wait_s:g} s; try again in about {self.retry_after_s} s, or send fewer pairs per call"
         )
 
 
