@@ -3,8 +3,9 @@
 For each app given (by default this checkout's app.py; add `--before DIR` for another checkout's,
 e.g. main before a change, measured in the same run), the script starts `python DIR/app.py` on a
 free loopback port (the embedded MiniLM only, offline; its own working folder, no bytecode
-written into DIR), waits until it answers, sends one warm-up request, then for each N in
---clients releases N clients at once (threads behind a barrier, gradio_client), each asking
+written into DIR), waits until it answers and sends one warm-up request; all servers stay up and
+every measurement runs app after app (interleaved, so both see the machine alike). For each N of
+--clients, N clients start at once (threads behind a barrier, gradio_client), each asking
 `/compute` for --pairs (candidate, reference) pairs of real WMT17 de-en text (tests/data). Every
 request's texts carry a tag of their own, so no request is served from another's cached
 embeddings. Recorded per N: served, refused (the queue's refusal, and the message it gave),
@@ -220,29 +221,34 @@ def run_sequential(url: str, count: int, requests: Requests, timeout: float) -> 
     return {"requests": count, "mean_s": mean, "pairs_per_s": requests.pairs / mean}
 
 
-def measure(label: str, folder: Path, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
+def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Path) -> list[dict[str, Any]]:
+    """Every app's server up at once; each level (and the sequential run) measured app after app, so
+    that the apps see the machine in the same state (an idle server costs next to nothing)."""
     requests = Requests(args.pairs)
-    server = Server(folder, log_dir / f"{label}.log", {})
+    servers = [Server(folder, log_dir / f"{label}.log", {}) for label, folder in apps]
+    runs = [{"label": label, "folder": str(folder), "commit": git_commit(folder), "levels": []} for label, folder in apps]
     try:
-        ready = server.wait_ready(args.start_timeout)
-        warm = run_sequential(server.url, 1, requests, args.timeout)  # loads the model (if the app did not)
-        print(f"[{label}] ready after {ready:.1f} s; warm-up request {warm['mean_s']:.1f} s", flush=True)
-        sequential = run_sequential(server.url, args.sequential, requests, args.timeout)
-        print(f"[{label}] sequential: {sequential['mean_s']:.2f} s per request, "
-              f"{sequential['pairs_per_s']:.1f} pairs/s", flush=True)
-        levels = []
+        for (label, _), server in zip(apps, servers):
+            ready = server.wait_ready(args.start_timeout)
+            warm = run_sequential(server.url, 1, requests, args.timeout)  # loads the model (if the app did not)
+            print(f"[{label}] ready after {ready:.1f} s; warm-up request {warm['mean_s']:.1f} s", flush=True)
+        for run, server in zip(runs, servers):
+            run["sequential"] = sequential = run_sequential(server.url, args.sequential, requests, args.timeout)
+            print(f"[{run['label']}] sequential: {sequential['mean_s']:.2f} s per request, "
+                  f"{sequential['pairs_per_s']:.1f} pairs/s", flush=True)
         for clients in args.clients:
-            level = run_level(server.url, clients, requests, args.timeout)
-            level["sequential_s"] = clients * sequential["mean_s"]
-            levels.append(level)
-            print(f"[{label}] {clients} clients: served {level['served']}, refused {level['refused']}, failed "
-                  f"{level['failed']}, p50 {fmt(level['p50_s'])} s, p95 {fmt(level['p95_s'])} s, "
-                  f"{level['pairs_per_s']:.1f} pairs/s in {level['wall_s']:.1f} s", flush=True)
-            time.sleep(args.pause)  # let a refused burst's queue drain before the next level
+            for run, server in zip(runs, servers):
+                level = run_level(server.url, clients, requests, args.timeout)
+                level["sequential_s"] = clients * run["sequential"]["mean_s"]
+                run["levels"].append(level)
+                print(f"[{run['label']}] {clients} clients: served {level['served']}, refused {level['refused']}, "
+                      f"failed {level['failed']}, p50 {fmt(level['p50_s'])} s, p95 {fmt(level['p95_s'])} s, "
+                      f"{level['pairs_per_s']:.1f} pairs/s in {level['wall_s']:.1f} s", flush=True)
+                time.sleep(args.pause)  # let a refused burst's queue drain before the next level
     finally:
-        server.stop()
-    return {"label": label, "folder": str(folder), "commit": git_commit(folder), "sequential": sequential,
-            "levels": levels}
+        for server in servers:
+            server.stop()
+    return runs
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -301,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line(info), flush=True)
     log_dir = Path(tempfile.mkdtemp(prefix="space-load-logs-"))
     apps = ([("before", args.before.resolve())] if args.before else []) + [("after" if args.before else "this", ROOT)]
-    runs = [measure(label, folder, args, log_dir) for label, folder in apps]
+    runs = measure(apps, args, log_dir)
     result = {"pairs_per_request": args.pairs, "clients": args.clients, "runs": runs, "machine": info,
               "server_logs": str(log_dir)}
     write_results(args.out, "space_load", result, report(runs, args, info))
