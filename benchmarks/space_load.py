@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
     parser.add_argument("--start-timeout", type=float, default=180.0)
     parser.add_argument("--pause", type=float, default=2.0, help="seconds between levels")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each level (the median one is reported)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each level (the median one is reported)")
     parser.add_argument("--merge-check", type=int, default=10,
                         help="requests scored in-process one by one and through the merging queue (0: skip)")
     parser.add_argument("--out", type=Path, default=RESULTS)
