@@ -198,25 +198,23 @@ class RequestQueue:
                     continue
                 call = _Call(batch[0].scorer.model_type, sum(r.pairs for r in batch), time.monotonic())
                 self._running.append(call)
-            results: list[Any] = []
             try:
                 results = self._run(batch)
-            finally:
-                elapsed = time.monotonic() - call.started
-                with self._lock:
-                    self._running.remove(call)
-                    if call.pairs >= MIN_MEASURED_PAIRS and elapsed > 0 and not any(
-                        isinstance(x, BaseException) for x in results
-                    ):
-                        measured = call.pairs / elapsed
-                        old = self._speed.get(call.model)
-                        self._speed[call.model] = measured if old is None else (
-                            SPEED_SMOOTHING * measured + (1 - SPEED_SMOOTHING) * old)
-                for request, result in zip(batch, results or [RuntimeError("scoring stopped")] * len(batch)):
-                    if isinstance(result, BaseException):
-                        request.future.set_exception(result)
-                    else:
-                        request.future.set_result(result)
+            except BaseException as error:  # noqa: BLE001 - the worker lives on; every caller hears of it
+                results = [error] * len(batch)
+            elapsed = time.monotonic() - call.started
+            with self._lock:
+                self._running.remove(call)
+                if call.pairs >= MIN_MEASURED_PAIRS and not any(isinstance(x, BaseException) for x in results):
+                    measured = call.pairs / max(elapsed, 1e-9)
+                    old = self._speed.get(call.model)
+                    self._speed[call.model] = measured if old is None else (
+                        SPEED_SMOOTHING * measured + (1 - SPEED_SMOOTHING) * old)
+            for request, result in zip(batch, results):
+                if isinstance(result, BaseException):
+                    request.future.set_exception(result)
+                else:
+                    request.future.set_result(result)
 
     def _run(self, batch: list[_Request]) -> list[Any]:
         """Each request's scores (or exception): one merged call when that gives each its own result."""
