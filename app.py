@@ -15,20 +15,29 @@ string or a list of strings per prediction) or, for one prediction, a plain text
 reference per line). Returns {"precision": [...], "recall": [...], "f1": [...],
 "hashcode": str, "model": str, "rescaled": bool} or {"error": message}.
 
+`/compute` requests with the same options are merged into one scoring call while they wait
+(`bertscore.serving`); one whose expected wait exceeds BERTSCORE_APP_MAX_WAIT_S is refused at
+once with {"error": ..., "retry_after_s": n} naming that wait.
+
 Environment: BERTSCORE_APP_MODELS (comma-separated allow-list), BERTSCORE_APP_DEFAULT_MODEL,
 BERTSCORE_APP_MAX_CHARS, BERTSCORE_APP_MAX_ROWS, BERTSCORE_APP_MAX_REFS,
-BERTSCORE_APP_MAX_UPLOAD_MB, BERTSCORE_APP_QUEUE_SIZE, BERTSCORE_APP_CONCURRENCY,
+BERTSCORE_APP_MAX_UPLOAD_MB, BERTSCORE_APP_MAX_WAIT_S, BERTSCORE_APP_PAIRS_PER_S,
+BERTSCORE_APP_MAX_BATCH_PAIRS, BERTSCORE_APP_QUEUE_SIZE, BERTSCORE_APP_CONCURRENCY,
 BERTSCORE_APP_MAX_MODELS (encoders kept loaded), BERTSCORE_APP_DEVICE.
+
+Every user or model text shown in the page goes through `bertscore.markup.shown_as_typed`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import math
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import gradio as gr
 import pandas as pd
@@ -36,10 +45,12 @@ import pandas as pd
 from bertscore import EMBEDDED_MODEL_NAME, __version__, baselines, tables
 from bertscore.explain import Explanation, explain_pair
 from bertscore.inputs import InputError, check_text, normalize_inputs
+from bertscore.markup import shown_as_typed
 from bertscore.notes import Spelling, spelled
 from bertscore.output_files import write_text
 from bertscore.plot import heatmap_figure, histogram_figure
 from bertscore.pool import ScorerPool
+from bertscore.serving import QueueFull, RequestQueue
 from bertscore.stats import bootstrap_ci, compare_systems
 
 DEFAULT_MODELS = (
@@ -67,6 +78,19 @@ def _env_int(env: dict[str, str], name: str, default: int, minimum: int = 1) -> 
     return value
 
 
+def _env_seconds(env: dict[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as error:
+        raise ValueError(f"{name}={raw!r} is not a number") from error
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class AppConfig:
     models: tuple[str, ...]
@@ -75,10 +99,19 @@ class AppConfig:
     max_rows: int = 1000
     max_refs: int = 10
     max_upload_mb: int = 5
-    queue_size: int = 16
+    max_wait_s: float = 30.0  # a /compute request expected to wait longer is refused, with that wait
+    pairs_per_s: float = 100.0  # scoring speed assumed until calls of a model have been measured
+    max_batch_pairs: int = 512  # pairs per merged scoring call
+    queue_size: int | None = None  # requests waiting at once; None: max_wait_s * pairs_per_s
     concurrency: int = 1
     max_models: int = 1
     device: str | None = None
+
+    @property
+    def max_waiting(self) -> int:
+        """Requests that may wait at once: the most (of one pair at least) the server can answer
+        within `max_wait_s` at `pairs_per_s`, unless BERTSCORE_APP_QUEUE_SIZE says otherwise."""
+        return self.queue_size or max(1, math.ceil(self.max_wait_s * self.pairs_per_s))
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "AppConfig":
@@ -94,7 +127,10 @@ class AppConfig:
             max_rows=_env_int(env, "BERTSCORE_APP_MAX_ROWS", 1000),
             max_refs=_env_int(env, "BERTSCORE_APP_MAX_REFS", 10),
             max_upload_mb=_env_int(env, "BERTSCORE_APP_MAX_UPLOAD_MB", 5),
-            queue_size=_env_int(env, "BERTSCORE_APP_QUEUE_SIZE", 16),
+            max_wait_s=_env_seconds(env, "BERTSCORE_APP_MAX_WAIT_S", 30.0),
+            pairs_per_s=_env_seconds(env, "BERTSCORE_APP_PAIRS_PER_S", 100.0),
+            max_batch_pairs=_env_int(env, "BERTSCORE_APP_MAX_BATCH_PAIRS", 512),
+            queue_size=_env_int(env, "BERTSCORE_APP_QUEUE_SIZE", 0) or None,
             concurrency=_env_int(env, "BERTSCORE_APP_CONCURRENCY", 1),
             max_models=_env_int(env, "BERTSCORE_APP_MAX_MODELS", 1),
             device=env.get("BERTSCORE_APP_DEVICE", "").strip() or None,
@@ -107,7 +143,8 @@ class UserError(Exception):
 
 # ----- scoring (thin: the package does the math) ----------------------------------------------
 class ScoringService:
-    """Settings validation + a thread-safe ScorerPool shared by every request.
+    """Settings validation + a thread-safe ScorerPool shared by every request, and the queue
+    that merges waiting API requests (`requests`).
 
     Requests keep their notes apart: each passes its own list to the scorer (no global
     warning state), so concurrent requests never see each other's notes.
@@ -116,6 +153,7 @@ class ScoringService:
     def __init__(self, config: AppConfig):
         self.config = config
         self.pool = ScorerPool(max_models=config.max_models)
+        self.requests = RequestQueue(config.max_wait_s, config.pairs_per_s, config.max_batch_pairs, config.concurrency)
 
     def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None,
                long_texts: str = "truncate", window_stride: Any = None) -> tuple[Any, list[str]]:
@@ -154,6 +192,16 @@ class ScoringService:
                    "need the Hugging Face Hub (or a local cache) to be reachable from this server.")
             ) from error
         return scorer, notes
+
+    def warm_up(self, pairs: int = 256) -> float:
+        """Load the default model and measure its speed (pairs/s) on `pairs` made-up pairs of 24 words,
+        so that the first requests neither wait for loading nor are admitted on a guessed speed."""
+        scorer, _ = self.scorer(self.config.default_model, "", False, False, "")
+        words = "the of and to in is was for on that with as by at from his her an be this which it not are".split()
+        texts = [f"sample {i}: " + " ".join(words[(7 * i + 3 * j) % len(words)] for j in range(24))
+                 for i in range(2 * pairs)]
+        self.requests.score(scorer, texts[:pairs], texts[pairs:], notes=[])
+        return self.requests.pairs_per_s(scorer.model_type)
 
     def check_texts(self, texts: Sequence[str], what: str) -> None:
         for index, text in enumerate(texts):
@@ -218,7 +266,12 @@ def _user_message(error: Exception) -> str:
 
 
 def _error_md(message: str) -> str:
-    return f"**Error:** {message}"
+    return f"**Error:** {shown_as_typed(message)}"
+
+
+def _warn(message: str) -> None:
+    """A toast in the page (Gradio renders its message as HTML: shown as typed)."""
+    gr.Warning(shown_as_typed(message))
 
 
 def _means_md(frame: pd.DataFrame, notes: list[str]) -> str:
@@ -250,7 +303,7 @@ def _comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
 
 
 def _notes_md(notes: Sequence[str]) -> str:
-    return "\n".join(f"- {n}" for n in notes)
+    return "\n".join(f"- {shown_as_typed(n)}" for n in notes)
 
 
 class Handlers:
@@ -280,7 +333,7 @@ class Handlers:
             return "", self._pair_markdown(explanation, notes), figure, self._token_table(explanation)
         except Exception as error:  # a message in the page, never a crashed worker
             message = _user_message(error)
-            gr.Warning(message)
+            _warn(message)
             return _error_md(message), "", None, empty_table
 
     @staticmethod
@@ -296,10 +349,10 @@ class Handlers:
             out += "| # | reference | P | R | F1 |\n|---|---|---|---|---|\n"
             for index, ref in enumerate(expl.references):
                 mark = " **(best)**" if index == expl.winner else ""
-                text = _short(ref.text, 80).replace("|", "\\|")
+                text = shown_as_typed(_short(ref.text, 80))
                 out += f"| {index + 1}{mark} | {text} | {fmt(ref.precision)} | {fmt(ref.recall)} | {fmt(ref.f1)} |\n"
         winner = expl.best
-        out += f"\n\n**Winning reference:** #{expl.winner + 1}: {_short(winner.text, 160)}"
+        out += f"\n\n**Winning reference:** #{expl.winner + 1}: {shown_as_typed(_short(winner.text, 160))}"
         out += f"\n\n**Hash:** `{expl.hashcode}`"
         all_notes = notes + expl.notes
         if all_notes:
@@ -376,7 +429,7 @@ class Handlers:
             return "", shown, summary, figure, path
         except Exception as error:
             message = _user_message(error)
-            gr.Warning(message)
+            _warn(message)
             return _error_md(message), empty, "", None, None
 
     def _system_b(self, upload_b: Any, groups: list[list[str]]) -> list[str] | None:
@@ -428,28 +481,77 @@ class Handlers:
             window_stride: with "window", content tokens between window starts (blank: half a window).
         Returns:
             {"precision": [...], "recall": [...], "f1": [...], "hashcode": str, "model": str,
-            "rescaled": bool, "notes": [...]} or {"error": str}.
+            "rescaled": bool, "notes": [...]} or {"error": str} ({"error": str, "retry_after_s": int}
+            when the server is too busy: the message names the expected wait).
         """
         try:
-            cands, groups = _api_inputs(predictions, references)
-            if len(cands) > self.config.max_rows:
-                raise UserError(f"{len(cands)} predictions; this app accepts at most {self.config.max_rows} per call")
-            self.service.check_texts(cands, "prediction")
-            for group in groups:
-                if len(group) > self.config.max_refs:
-                    raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
-                self.service.check_texts(group, "reference")
-            scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride)
-            p, r, f = scorer.score(cands, groups, notes=notes) if cands else ([], [], [])
-            return {
-                "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
-                "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
-                "notes": notes,
-            }
-        except UserError as error:
-            return {"error": str(error)}
+            request = self._compute_request(predictions, references, model, num_layers, idf, rescale, lang,
+                                            long_texts, window_stride)
+            if isinstance(request, dict):
+                return request
+            return self._compute_result(request, self._submit(request).result())
         except Exception as error:  # never let a request take the server down
-            return {"error": f"{type(error).__name__}: {_short(str(error))}"}
+            return _compute_error(error)
+
+    @functools.wraps(compute)
+    async def compute_async(self, *args: Any, **kwargs: Any) -> dict:
+        # The endpoint's form of `compute` (same signature and docs): checks and model loading in a
+        # worker thread, then waiting in the merged-request queue without holding a thread.
+        try:
+            request = await asyncio.to_thread(self._compute_request, *args, **kwargs)
+            if isinstance(request, dict):
+                return request
+            return self._compute_result(request, await asyncio.wrap_future(self._submit(request)))
+        except Exception as error:  # never let a request take the server down
+            return _compute_error(error)
+
+    def _compute_request(self, predictions: str, references: str, model: str = "", num_layers: str = "",
+                         idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
+                         window_stride: str = "") -> ApiRequest | dict:
+        """A checked request with its scorer, or its answer when it has no predictions."""
+        cands, groups = _api_inputs(predictions, references)
+        if len(cands) > self.config.max_rows:
+            raise UserError(f"{len(cands)} predictions; this app accepts at most {self.config.max_rows} per call")
+        self.service.check_texts(cands, "prediction")
+        for group in groups:
+            if len(group) > self.config.max_refs:
+                raise UserError(f"{len(group)} references for one prediction; at most {self.config.max_refs}")
+            self.service.check_texts(group, "reference")
+        scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride)
+        request = ApiRequest(scorer, cands, groups, notes)
+        return request if cands else self._compute_result(request, ([], [], []))
+
+    def _submit(self, request: ApiRequest) -> Any:
+        """The future of the request's scores from the merging queue (QueueFull at once when too busy)."""
+        return self.service.requests.submit(request.scorer, request.predictions, request.groups, notes=request.notes)
+
+    @staticmethod
+    def _compute_result(request: ApiRequest, scores: Any) -> dict:
+        p, r, f = scores
+        scorer = request.scorer
+        return {
+            "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
+            "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
+            "notes": request.notes,
+        }
+
+
+class ApiRequest(NamedTuple):
+    """A checked /compute request: its scorer, texts and the notes gathered so far."""
+
+    scorer: Any
+    predictions: list[str]
+    groups: list[list[str]]
+    notes: list[str]
+
+
+def _compute_error(error: Exception) -> dict:
+    """The API's answer to a failed request: the message; with the wait to try again after when busy."""
+    if isinstance(error, QueueFull):
+        return {"error": str(error), "retry_after_s": error.retry_after_s}
+    if isinstance(error, UserError):
+        return {"error": str(error)}
+    return {"error": f"{type(error).__name__}: {_short(str(error))}"}
 
 
 def _api_inputs(predictions: Any, references: Any) -> tuple[list[str], list[list[str]]]:
@@ -510,8 +612,8 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                 candidate = gr.Textbox(label="Candidate", lines=3, max_length=config.max_chars, elem_id="candidate")
                 references = gr.Textbox(label="Reference(s), one per line", lines=3, elem_id="references")
             pair_button = gr.Button("Score", variant="primary", elem_id="pair-button")
-            pair_error = gr.Markdown(elem_id="pair-error")
-            pair_scores = gr.Markdown(elem_id="pair-scores")
+            pair_error = gr.Markdown(elem_id="pair-error", latex_delimiters=[])
+            pair_scores = gr.Markdown(elem_id="pair-scores", latex_delimiters=[])
             heatmap = gr.Plot(label="Token similarity (winning reference)", elem_id="heatmap")
             tokens = gr.Dataframe(label="Tokens: weight and best match", interactive=False, elem_id="tokens")
             pair_button.click(handlers.pair, [candidate, references] + options, [pair_error, pair_scores, heatmap, tokens],
@@ -532,8 +634,8 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
                                    file_types=[".csv", ".tsv", ".jsonl", ".json", ".txt"], type="filepath",
                                    elem_id="upload-b")
             batch_button = gr.Button("Score batch", variant="primary", elem_id="batch-button")
-            batch_error = gr.Markdown(elem_id="batch-error")
-            batch_summary = gr.Markdown(elem_id="batch-summary")
+            batch_error = gr.Markdown(elem_id="batch-error", latex_delimiters=[])
+            batch_summary = gr.Markdown(elem_id="batch-summary", latex_delimiters=[])
             batch_table = gr.Dataframe(label="Per-row scores", interactive=False, elem_id="batch-table")
             with gr.Row():
                 histogram = gr.Plot(label="F1 histogram", elem_id="histogram")
@@ -541,12 +643,18 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             batch_button.click(handlers.batch, [upload, pasted] + options + [upload_b],
                                [batch_error, batch_table, batch_summary, histogram, download],
                                api_name="score_batch", api_visibility="undocumented", concurrency_id="bertscore")
-        gr.api(handlers.compute, api_name="compute", concurrency_id="bertscore")
-    demo.queue(max_size=config.queue_size, default_concurrency_limit=config.concurrency)
+        # No limit here: each request is checked at once, refused at once when its expected wait is too
+        # long, else waits (without a thread) in the service's queue, which merges same-option requests.
+        gr.api(handlers.compute_async, api_name="compute", concurrency_id="compute", concurrency_limit=None)
+    demo.queue(max_size=config.max_waiting, default_concurrency_limit=config.concurrency)
     demo.bertscore_config = config  # type: ignore[attr-defined]
+    demo.bertscore_service = handlers.service  # type: ignore[attr-defined]
     return demo
 
 
 if __name__ == "__main__":
     _config = AppConfig.from_env()
-    build_demo(_config).launch(max_file_size=f"{_config.max_upload_mb}mb")
+    _demo = build_demo(_config)
+    _demo.bertscore_service.warm_up()  # type: ignore[attr-defined]
+    # Waiting /compute requests hold a queue slot each (not a thread): as many slots as may wait.
+    _demo.launch(max_file_size=f"{_config.max_upload_mb}mb", max_threads=max(40, _config.max_waiting))

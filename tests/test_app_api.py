@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,11 @@ from conftest import free_port  # noqa: E402
 MODEL = bertscore.EMBEDDED_MODEL_NAME
 
 
+def shown(markdown: str) -> str:
+    """The characters a page shows of the app's Markdown (user text in it is character references)."""
+    return html.unescape(markdown)
+
+
 # ----- configuration (table parsing is tested in test_tables.py) -----------------------------------
 def test_config_from_env() -> None:
     config = app.AppConfig.from_env({
@@ -37,6 +45,24 @@ def test_config_from_env() -> None:
         app.parse_layer("-1")
 
 
+def test_queue_is_sized_by_the_wait_it_allows() -> None:
+    """Requests that may wait: what the server answers within the wait at the assumed speed (1 pair each
+    at least), unless set; the queue of the demo and of its merged requests use these numbers."""
+    config = app.AppConfig.from_env({"BERTSCORE_APP_MAX_WAIT_S": "12.5", "BERTSCORE_APP_PAIRS_PER_S": "40",
+                                     "BERTSCORE_APP_MAX_BATCH_PAIRS": "300"})
+    assert (config.max_wait_s, config.pairs_per_s, config.max_batch_pairs, config.max_waiting) == (12.5, 40, 300, 500)
+    assert app.AppConfig.from_env({}).max_waiting == 30 * 100
+    assert app.AppConfig.from_env({"BERTSCORE_APP_QUEUE_SIZE": "64"}).max_waiting == 64
+    for name, value in (("BERTSCORE_APP_MAX_WAIT_S", "0"), ("BERTSCORE_APP_MAX_WAIT_S", "inf"),
+                        ("BERTSCORE_APP_PAIRS_PER_S", "fast"), ("BERTSCORE_APP_QUEUE_SIZE", "0")):
+        with pytest.raises(ValueError, match=name):
+            app.AppConfig.from_env({name: value})
+    demo = app.build_demo(config)
+    requests = demo.bertscore_service.requests
+    assert demo._queue.max_size == 500
+    assert (requests.max_wait_s, requests.default_pairs_per_s, requests.max_batch_pairs) == (12.5, 40, 300)
+
+
 # ----- the real server ---------------------------------------------------------------------------
 def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
@@ -46,21 +72,27 @@ def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     assert app.parse_layer(" 3 ") == 3 and app.parse_layer("") is None
 
 
-@pytest.fixture(scope="module")
-def server():
-    config = app.AppConfig.from_env({
-        "BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_CHARS": "300",
-        "BERTSCORE_APP_MAX_ROWS": "20",
-    })
-    demo = app.build_demo(config)
+def _serve(env: dict[str, str]):
+    demo = app.build_demo(app.AppConfig.from_env(env))
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 max_file_size="1mb")
+    return demo, gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
+
+
+@pytest.fixture(scope="module")
+def served():
+    demo, client = _serve({"BERTSCORE_APP_MODELS": f"{MODEL},roberta-large", "BERTSCORE_APP_MAX_CHARS": "300",
+                           "BERTSCORE_APP_MAX_ROWS": "20"})
     try:
-        client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
-        yield client
+        yield demo, client
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[1]
 
 
 CANDS = ["the cat sat on the mat", "Paris is the capital of France.", "hello world"]
@@ -101,22 +133,22 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
     outputs = server.predict(gradio_client.handle_file(str(bad)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "binary" in outputs[0]
+    assert "binary" in shown(outputs[0])
     missing_column = tmp_path / "cols.csv"
     missing_column.write_text("text,gold\na,b\n")
     outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "missing a candidate column" in outputs[0]
+    assert "missing a candidate column" in shown(outputs[0])
     too_many = tmp_path / "many.csv"
     too_many.write_text("candidate,reference\n" + "a,b\n" * 21)
     outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "many.csv: has more than 20 rows; at most 20 are accepted here" in outputs[0]
+    assert "many.csv: has more than 20 rows; at most 20 are accepted here" in shown(outputs[0])
     null_cell = tmp_path / "null.jsonl"
     null_cell.write_text('{"candidate": "a", "reference": "b"}\n{"candidate": "c", "reference": null}\n')
     outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "", False, None,
                              api_name="/score_batch")
-    assert "null.jsonl, row 2 (line 2), column 'reference': is null" in outputs[0]
+    assert "null.jsonl, row 2 (line 2), column 'reference': is null" in shown(outputs[0])
     # ... and the next request is served normally.
     ok = server.predict("the cat sat", "a cat sat", MODEL, api_name="/compute")
     assert "error" not in ok and 0 < ok["f1"][0] <= 1
@@ -168,12 +200,12 @@ def test_pair_handler_direct() -> None:
     p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True,
                               rescale_with_baseline=True)
     assert f"| rescaled | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
-    assert "packaged en baseline" in scores and "Winning reference:** #1" in scores
+    assert "packaged en baseline" in shown(scores) and "Winning reference:** #1" in scores
     assert list(table.columns) == ["side", "#", "token", "weight", "best match", "cosine"]
     error, scores, figure, _ = handlers.pair("x" * 101, "y", MODEL, "", False, False, "")
-    assert "at most 100" in error and figure is None
+    assert "at most 100" in shown(error) and figure is None
     error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, False, "")
-    assert "whole number" in error
+    assert "whole number" in shown(error)
 
 
 def test_concurrent_pair_requests_get_their_own_figures() -> None:
@@ -262,7 +294,7 @@ def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> No
     other_refs.write_text("candidate,reference\n" + "".join(f"{c},x{r}\n" for c, r in zip(cands_b, refs)))
     error = server.predict(gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
                            gradio_client.handle_file(str(other_refs)), api_name="/score_batch")[0]
-    assert "row 1: system B (other.csv) has other references" in error
+    assert "row 1: system B (other.csv) has other references" in shown(error)
 
 
 def test_comparison_of_identical_systems_says_no_difference() -> None:
@@ -272,3 +304,92 @@ def test_comparison_of_identical_systems_says_no_difference() -> None:
     assert "significant at" not in text
     better = [x + 0.05 for x in f1]
     assert "(significant at p < 0.05;" in app._comparison_md(f1, better)
+
+
+def _solo(**options):
+    """A scorer of its own (no cache, no queue) for these options: each request's expected numbers."""
+    key = tuple(sorted(options.items()))
+    if key not in _SOLO:
+        shared = [s for k, s in _SOLO.items() if "num_layers" not in dict(k)]
+        loaded = shared[0].model if shared and "num_layers" not in options else None  # one encoder load
+        _SOLO[key] = bertscore.BERTScorer(model_type=MODEL, cache_bytes=0, loaded_model=loaded, **options)
+    return _SOLO[key]
+
+
+_SOLO: dict[tuple, bertscore.BERTScorer] = {}
+
+
+def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17_de_en) -> None:
+    """Requests with different inputs and options at once through the real server: those with the same
+    options are merged into one scoring call, and every answer equals that request scored alone
+    (numbers, hash, notes)."""
+    demo, client = served
+    cands, refs = wmt17_de_en
+    cands = [c[:250] for c in cands]
+    refs = [r[:250] for r in refs]
+    big = (cands[:20], [refs[i: i + 5] for i in range(20)])  # 100 pairs: keeps the worker busy
+    requests = [({}, big)]
+    for i in range(8):
+        size = 1 + i % 4
+        part = slice(30 + 10 * i, 30 + 10 * i + size)
+        groups = [[r] if j % 2 else [r, refs[j]] for j, r in enumerate(refs[part])]
+        requests.append(({}, (cands[part], groups)))
+    requests += [({"idf": True}, (cands[100:104], refs[100:104])), ({"idf": True}, (cands[104:106], refs[104:106])),
+                 ({"num_layers": 3}, (cands[110:113], refs[110:113])),
+                 ({"rescale_with_baseline": True, "lang": "en"}, (cands[120:123], refs[120:123])),
+                 ({}, (["", cands[130]], [refs[130], refs[131]]))]  # an empty prediction: its own note
+    merged_before = demo.bertscore_service.requests.merged_calls
+
+    def send(options, body):
+        return client.submit(json.dumps(body[0]), json.dumps(body[1]), MODEL, str(options.get("num_layers", "")),
+                             options.get("idf", False), options.get("rescale_with_baseline", False), "",
+                             api_name="/compute")
+
+    jobs = [send(*requests[0])]
+    deadline = time.monotonic() + 60
+    while demo.bertscore_service.requests.pending_pairs == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    jobs += [send(options, body) for options, body in requests[1:]]
+    for job, (options, (c, g)) in zip(jobs, requests):
+        result = job.result(timeout=300)
+        assert "error" not in result, result
+        solo = _solo(**options)
+        notes: list[str] = []
+        p, r, f = solo.score(c, g, notes=notes)
+        assert result["precision"] == pytest.approx(p.tolist(), abs=1e-6)
+        assert result["recall"] == pytest.approx(r.tolist(), abs=1e-6)
+        assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6)
+        assert result["hashcode"] == solo.hash
+        assert [n for n in result["notes"] if "baseline" not in n] == notes
+    assert demo.bertscore_service.requests.merged_calls > merged_before
+
+
+def test_a_busy_server_refuses_at_once_and_says_how_long_to_wait(wmt17_de_en) -> None:
+    """A request expected to wait past BERTSCORE_APP_MAX_WAIT_S is answered at once with the wait."""
+    demo, client = _serve({"BERTSCORE_APP_MODELS": MODEL, "BERTSCORE_APP_MAX_WAIT_S": "2",
+                           "BERTSCORE_APP_PAIRS_PER_S": "5"})
+    service = demo.bertscore_service
+    scorer, _ = service.scorer(MODEL, "", False, False, "")  # the pool's scorer for the requests below
+    gate, score = threading.Event(), scorer.score
+    scorer.score = lambda *args, **kwargs: gate.wait(60) and score(*args, **kwargs)  # busy until the gate opens
+    try:
+        cands, refs = wmt17_de_en
+        first = client.submit(json.dumps(cands[:20]), json.dumps(refs[:20]), MODEL, api_name="/compute")
+        deadline = time.monotonic() + 60
+        while service.requests.pending_pairs == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        refused = client.predict(json.dumps(cands[20:30]), json.dumps(refs[20:30]), MODEL, api_name="/compute")
+        assert time.monotonic() - started < 10  # at once, not after the first request
+        assert refused["retry_after_s"] >= 1 and "the server is busy" in refused["error"]
+        assert "limit of 2 s" in refused["error"] and f"try again in about {refused['retry_after_s']} s" in refused["error"]
+        wait = float(refused["error"].split("would be answered in about ")[1].split(" s")[0])
+        assert wait >= 4  # its 10 pairs alone at the assumed 5 pairs/s take 2 s, and 20 pairs are ahead
+    finally:
+        gate.set()
+    try:
+        result = first.result(timeout=300)
+        del scorer.score
+        assert result["f1"] == pytest.approx(_solo().score(cands[:20], refs[:20])[2].tolist(), abs=1e-6)
+    finally:
+        demo.close()

@@ -151,3 +151,93 @@ def test_batch_upload_table_and_bad_file(page, url, shots, tmp_path: Path) -> No
     page.locator("#batch-button").click()
     playwright_sync.expect(page.locator("#batch-error")).to_contain_text("looks binary", timeout=TIMEOUT_MS)
     shots(page, "app-batch-error.png")
+
+
+@pytest.fixture
+def counting_server():
+    """A loopback HTTP server that counts every request it gets (the page must send it none)."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], hits
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _payloads(port: int) -> list[str]:
+    return [
+        f"![t](http://127.0.0.1:{port}/x.png)",
+        "[x](javascript:alert(1))",
+        f"<img src=http://127.0.0.1:{port}/y.png>",
+        "**bold** and _it_ and `code`",
+        "$$x^2$$ | a cell | ~~gone~~",
+        "<b>tag</b> &amp; & www.example.com",
+        "# not a heading",
+    ]
+
+
+def test_user_text_is_shown_as_typed_and_loads_nothing(page, url, shots, counting_server, tmp_path: Path) -> None:
+    """References holding Markdown and HTML: the page shows the characters, fetches nothing, links nothing."""
+    port, hits = counting_server
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    references = _payloads(port)
+    _open(page, url)
+    page.locator("#candidate textarea").fill("the cat sat on the mat")
+    page.locator("#references textarea").fill("\n".join(references))
+    page.locator("#pair-button").click()
+    scores = page.locator("#pair-scores")
+    playwright_sync.expect(scores).to_contain_text("Winning reference", timeout=TIMEOUT_MS)
+    text = scores.inner_text()
+    for reference in references:
+        assert reference in text, (reference, text)
+    assert scores.locator("img, a, em, del, h1, script, .katex").count() == 0
+    assert [t.strip() for t in scores.locator("code").all_inner_texts()] == [text.split("Hash:")[1].split()[0]]
+    assert sorted(scores.locator("strong").all_inner_texts()) == ["(best)", "Hash:", "Per reference", "Winning reference:"]
+    # the per-reference table has one row per reference, the text in its second cell
+    cells = scores.locator("table").nth(1).locator("tbody tr td:nth-child(2)").all_inner_texts()
+    assert cells == references
+    shots(page, "app-pair-escaped.png")
+
+    # An error message quoting the user's text (the layer field), in the page and in the toast.
+    bad_layer = f"<img src=http://127.0.0.1:{port}/z.png>**2**"
+    page.locator("#layer textarea, #layer input").first.fill(bad_layer)
+    page.locator("#pair-button").click()
+    error = page.locator("#pair-error")
+    playwright_sync.expect(error).to_contain_text("whole number", timeout=TIMEOUT_MS)
+    assert repr(bad_layer) in error.inner_text() and error.locator("img").count() == 0
+    toast = page.locator(".toast-body").filter(has_text="whole number").first
+    playwright_sync.expect(toast).to_contain_text(repr(bad_layer), timeout=TIMEOUT_MS)
+    assert toast.locator("img").count() == 0
+    page.locator("#layer textarea, #layer input").first.fill("")
+
+    # The batch tab: the same texts as candidates, in the table and its summary.
+    table_file = tmp_path / "markup.tsv"
+    table_file.write_text("candidate\treference\n" + "".join(f"{r}\ta plain reference\n" for r in references))
+    _open(page, url, "Batch")
+    page.locator("#upload input[type=file]").set_input_files(str(table_file))
+    page.locator("#batch-button").click()
+    playwright_sync.expect(page.locator("#batch-summary")).to_contain_text("corpus mean", timeout=TIMEOUT_MS)
+    table = page.locator("#batch-table")
+    for reference in references:
+        playwright_sync.expect(table).to_contain_text(reference)
+    assert table.locator("img, a[href*='javascript'], strong").count() == 0
+    page.wait_for_timeout(1000)  # anything the page would fetch has had time to start
+    assert hits == [], hits
+    assert not [u for u in requested if f":{port}/" in u or u.startswith("javascript:")], requested
