@@ -319,7 +319,7 @@ def _solo(**options):
 _SOLO: dict[tuple, bertscore.BERTScorer] = {}
 
 
-def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17_de_en) -> None:
+def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17_de_en, monkeypatch) -> None:
     """Requests with different inputs and options at once through the real server: those with the same
     options are merged into one scoring call, and every answer equals that request scored alone
     (numbers, hash, notes)."""
@@ -345,11 +345,22 @@ def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17
                              options.get("idf", False), options.get("rescale_with_baseline", False), "",
                              api_name="/compute")
 
+    # Every scoring call waits at a gate until all requests are in the queue (waiting or held in a
+    # call), so which requests meet in the queue does not depend on the machine's speed.
+    gate, unguarded = threading.Event(), bertscore.BERTScorer.score
+    monkeypatch.setattr(bertscore.BERTScorer, "score",
+                        lambda self, *args, **kwargs: gate.wait(120) and unguarded(self, *args, **kwargs))
+    total = sum(len(g) if isinstance(g, list) else 1 for _, (_, groups) in requests for g in groups)
+    queue = demo.bertscore_service.requests
     jobs = [send(*requests[0])]
     deadline = time.monotonic() + 60
-    while demo.bertscore_service.requests.pending_pairs == 0 and time.monotonic() < deadline:
+    while queue.pending_pairs == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     jobs += [send(options, body) for options, body in requests[1:]]
+    while queue.pending_pairs < total and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert queue.pending_pairs == total
+    gate.set()
     for job, (options, (c, g)) in zip(jobs, requests):
         result = job.result(timeout=300)
         assert "error" not in result, result
