@@ -41,6 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -310,8 +311,8 @@ def main() -> int:
 
     def save() -> None:
         result["machine"] = machine_info(threads)
-        (args.out / "baselines.json").write_text(json.dumps(result, indent=2) + "\n")
-        (args.out / "baselines.md").write_text(render(result))
+        write_text(args.out / "baselines.json", json.dumps(result, indent=2) + "\n")
+        write_text(args.out / "baselines.md", render(result))
 
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)

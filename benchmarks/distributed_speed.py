@@ -22,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
          "train station morning evening quickly slowly announced reported found built opened closed new old "
          "large small first last local national").split()
@@ -102,12 +104,12 @@ def main() -> None:
         f"--ranks {args.ranks}`",
         "",
     ]
-    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    write_text(args.out, "\n".join(lines))
     figures = {"pairs": args.pairs, "ranks": args.ranks, "threads": args.threads, "max_abs_delta": delta,
                "seconds": {"one_process": one["seconds"], "one_process_thin": one_thin["seconds"], "torchrun": many["seconds"]},
                "wall_s": {"one_process": one_wall, "one_process_thin": one_thin_wall, "torchrun": many_wall},
                "machine": machine}
-    Path(args.out).with_suffix(".json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    write_text(Path(args.out).with_suffix(".json"), json.dumps(figures, indent=2) + "\n")
     print("\n".join(lines))
 
 

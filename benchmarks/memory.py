@@ -33,6 +33,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
 CHILD = r"""
 import csv, json, os, resource, sys, time
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_text(args.out / "memory.json", json.dumps(result, indent=2) + "\n")
     lines = [
         "# Peak memory: 5,000 vs 50,000 pairs",
         "",
@@ -231,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     if target:
         lines.append(f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)")
     lines.append("")
-    (args.out / "memory.md").write_text("\n".join(lines))
+    write_text(args.out / "memory.md", "\n".join(lines))
     print("\n".join(lines))
     return 0
 
