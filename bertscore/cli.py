@@ -385,7 +385,8 @@ def _idf_from_references(scorer, args: argparse.Namespace):
     from .idf import TokenWeights
 
     model = scorer.model
-    return TokenWeights.from_documents(documents, model.vocab_size, model.zero_weight_ids)
+    # every reference of the input: the idf a single score() call over it all uses, so "idf" it is
+    return TokenWeights.from_documents(documents, model.vocab_size, model.zero_weight_ids, label="idf")
 
 
 def _check_inputs(args: argparse.Namespace) -> None:

@@ -63,11 +63,15 @@ class TokenWeights:
         documents: Iterable[Sequence[int]],
         vocab_size: int,
         zero_weight_ids: Iterable[int],
-        label: str | None = "idf",
+        label: str | None = None,
     ) -> "TokenWeights":
         """idf weights from tokenised reference documents (each counted once per document).
 
-        `documents` may be a generator, so a corpus can be counted as it streams by.
+        `documents` may be a generator, so a corpus can be counted as it streams by. `label`:
+        None (default) names the table by its content in a hash (`idf-weights:<fingerprint>`);
+        "idf" vouches that the documents are every reference of the run being scored, so an
+        `idf=True` scorer's own "idf" hash holds (the CLI's idf over its whole input). Any other
+        documents under "idf" would give other numbers under the same hash.
         """
         total = 0
         counts: Counter[int] = Counter()

@@ -290,11 +290,18 @@ def test_the_returned_hash_names_the_weights_of_the_call(minilm_scorer):
     assert code != plain.hash and f"_idf-weights:{weights.fingerprint()}_" in code  # ...another hash
     own = TokenWeights(plain.idf_weights_for(refs).table.clone())  # its own table, by content
     assert plain.score(cands, refs, weights=own, return_hash=True)[1] == plain.hash
-    # idf over a corpus that this call scores a chunk of (the CLI's streaming): still "idf"
+    # idf over a corpus that this call scores a chunk of (the CLI's streaming, which says so with
+    # label="idf"): still "idf"
     per_call = BERTScorer(loaded_model=minilm_scorer.model, idf=True)
-    corpus = TokenWeights.from_documents(per_call.document_ids(SENTENCES), minilm_scorer.model.vocab_size,
-                                         minilm_scorer.model.zero_weight_ids)
+    vocab, zero = minilm_scorer.model.vocab_size, minilm_scorer.model.zero_weight_ids
+    corpus = TokenWeights.from_documents(per_call.document_ids(SENTENCES), vocab, zero, label="idf")
     assert per_call.score(cands, refs, weights=corpus, return_hash=True)[1] == per_call.hash
+    # a table from other documents, built the default way, is named by content on an idf=True scorer
+    # too: other numbers than the per-call idf never go out under its "idf" hash
+    other_docs = TokenWeights.from_documents(per_call.document_ids(["the the the cat", "mat mat dog"]), vocab, zero)
+    (scores, code) = per_call.score(cands, refs, weights=other_docs, return_hash=True)
+    assert not torch.equal(torch.stack(scores), torch.stack(per_call.score(cands, refs)))
+    assert code != per_call.hash and f"_idf-weights:{other_docs.fingerprint()}_" in code
 
 
 # ----- the hash names the tokenizer libraries --------------------------------------------------------------
