@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
@@ -103,6 +104,14 @@ class TokenWeights:
         else:
             default = 0.0
             logger.warning("idf mapping is not a defaultdict: token ids it lacks weigh 0")
+        for key, value in mapping.items():  # ids as given: "5" or 5.7 are not token ids, "1.5" not a weight
+            if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+                raise ValueError(
+                    f"idf mapping key {key!r} ({type(key).__name__}) is not a token id: keys are the tokenizer's "
+                    "integer ids (as the official get_idf_dict gives them)"
+                )
+            if isinstance(value, (str, bytes)):
+                raise ValueError(f"idf mapping weight of token id {key} is {value!r} ({type(value).__name__}), not a number")
         keys = [int(k) for k in mapping.keys()]
         outside = [k for k in keys if not 0 <= k < vocab_size]
         if outside:

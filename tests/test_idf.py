@@ -3,6 +3,7 @@
 import math
 from collections import defaultdict
 
+import pytest
 import torch
 
 from bertscore.idf import TokenWeights
@@ -55,3 +56,23 @@ def test_a_token_in_every_document_weighs_exactly_zero_and_the_table_passes_its_
         assert weights.table[5].item() == 0.0  # in all M documents: log((M+1)/(M+1)) = 0, exactly
         assert abs(weights.table[6].item() - math.log((total + 1) / total)) < 1e-7  # in M - 1 of them
         weights.check(10)
+
+
+@pytest.mark.parametrize("mapping, named", [
+    ({"5": 1.0}, "'5' (str)"),
+    ({5.7: 1.0}, "5.7 (float)"),
+    ({True: 1.0}, "True (bool)"),
+    ({5: "1.5"}, "'1.5' (str), not a number"),
+])
+def test_a_mapping_with_keys_or_weights_that_are_not_ids_or_numbers_is_refused(mapping, named):
+    # int("5") and int(5.7) used to turn them into token ids 5 silently (a mapping keyed by token strings
+    # scored every token at the default weight)
+    with pytest.raises(ValueError) as error:
+        TokenWeights.from_mapping(mapping, vocab_size=10)
+    assert named in str(error.value)
+
+
+def test_a_mapping_with_numpy_integer_ids_is_accepted():
+    np = pytest.importorskip("numpy")
+    weights = TokenWeights.from_mapping(defaultdict(lambda: 2.0, {np.int64(3): np.float32(0.5)}), vocab_size=5)
+    assert weights.table.tolist() == [2.0, 2.0, 2.0, 0.5, 2.0]
