@@ -109,6 +109,8 @@ class TokenWeights:
                 raise ValueError(
                     f"idf mapping key {key!r} ({type(key).__name__}) is not a token id: keys are the tokenizer's "
                     "integer ids (as the official get_idf_dict gives them)"
+                    + ("; a mapping read from JSON has string keys: convert them with {int(k): w for k, w in ...}"
+                       if isinstance(key, str) and key.strip().isdigit() else "")
                 )
             if isinstance(value, (str, bytes)):
                 raise ValueError(f"idf mapping weight of token id {key} is {value!r} ({type(value).__name__}), not a number")

@@ -70,6 +70,7 @@ def test_a_mapping_with_keys_or_weights_that_are_not_ids_or_numbers_is_refused(m
     with pytest.raises(ValueError) as error:
         TokenWeights.from_mapping(mapping, vocab_size=10)
     assert named in str(error.value)
+    assert ("read from JSON" in str(error.value)) == (mapping == {"5": 1.0})  # the likely cause, named
 
 
 def test_a_mapping_with_numpy_integer_ids_is_accepted():
