@@ -321,6 +321,7 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     from bertscore import models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "https://hub.example:8443")
     monkeypatch.setattr(models, "_HUB_REACHABLE", {})
     answers = iter([False, True])
@@ -342,6 +343,26 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     assert models.hub_reachable() is True and len(probes) == 2  # a success is kept longer
     assert probes[0] == ("hub.example", 8443)
     assert 10 <= models.HUB_FAILURE_TTL <= 120 and models.HUB_SUCCESS_TTL > models.HUB_FAILURE_TTL
+
+
+@pytest.mark.parametrize("hub, transformers, probed", [
+    (None, "1", False),  # TRANSFORMERS_OFFLINE alone: huggingface_hub is offline, so no probe (no 3 s wait)
+    ("1", None, False),
+    ("0", "1", True),  # HF_HUB_OFFLINE set wins, as in huggingface_hub
+    (None, None, True),
+])
+def test_offline_mode_is_read_as_huggingface_hub_reads_it(monkeypatch, hub, transformers, probed):
+    from bertscore import models
+
+    for name, value in (("HF_HUB_OFFLINE", hub), ("TRANSFORMERS_OFFLINE", transformers)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(models, "_HUB_REACHABLE", {})
+    probes: list[tuple[str, int]] = []
+    monkeypatch.setattr(models, "_probe_hub", lambda host, port: probes.append((host, port)) or True)
+    assert models.hub_reachable() is probed and bool(probes) is probed
 
 
 def test_notes_from_python_dash_c_and_stdin_are_shown_not_raised():
