@@ -22,7 +22,15 @@ class TokenWeights:
     """A dense token-id -> weight table, looked up per sequence."""
 
     def __init__(self, table: torch.Tensor, label: str | None = None, default: float | None = None):
-        self.table = table.float()
+        """`table`: one weight per token id, a tensor or anything `torch.as_tensor` reads as real numbers
+        (a NumPy array, a list); its size and values are checked against a model by `check`."""
+        try:
+            tensor = table if isinstance(table, torch.Tensor) else torch.as_tensor(table)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(f"token weights must be a table of numbers (one per token id), got {type(table).__name__}") from error
+        if tensor.is_complex():
+            raise TypeError(f"token weights must be real numbers, got a {tensor.dtype} table")
+        self.table = tensor.float()
         self.label = label  # how the hash names this table; None -> "idf-weights:<fingerprint>"
         # The weight of an id past the table (`idf_dict`'s default): log(M + 1) for idf over M
         # documents, as the official get_idf_dict; None when unknown (a table given as is).

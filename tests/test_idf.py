@@ -77,3 +77,15 @@ def test_a_mapping_with_numpy_integer_ids_is_accepted():
     np = pytest.importorskip("numpy")
     weights = TokenWeights.from_mapping(defaultdict(lambda: 2.0, {np.int64(3): np.float32(0.5)}), vocab_size=5)
     assert weights.table.tolist() == [2.0, 2.0, 2.0, 0.5, 2.0]
+
+
+def test_a_table_of_numbers_in_any_array_form_is_read_and_anything_else_named():
+    np = pytest.importorskip("numpy")
+    # a NumPy array or a list of weights used to fail with "'numpy.ndarray' object has no attribute 'float'"
+    assert TokenWeights(np.array([0.0, 1.5, 2.0])).table.tolist() == [0.0, 1.5, 2.0]
+    assert TokenWeights([0.0, 1.5, 2.0]).table.tolist() == [0.0, 1.5, 2.0]
+    # a complex table used to lose its imaginary part silently
+    with pytest.raises(TypeError, match="real numbers, got a torch.complex64 table"):
+        TokenWeights(torch.ones(3, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="table of numbers .* got list"):
+        TokenWeights(["a", "b"])
