@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator, Sequence
 
-from .cli import _lines, internal_error
+from .cli import _lines, cli_logging, internal_error
 from .inputs import InputError
 
 logger = logging.getLogger("bertscore")
@@ -136,10 +136,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="bertscore: %(message)s")
-    logging.getLogger("bertscore").setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
-        return run(args)
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+            return run(args)
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore baseline: error: {error}", file=sys.stderr)
         return 2

@@ -385,7 +385,8 @@ def _idf_from_references(scorer, args: argparse.Namespace):
     from .idf import TokenWeights
 
     model = scorer.model
-    return TokenWeights.from_documents(documents, model.vocab_size, model.zero_weight_ids)
+    # every reference of the input: the idf a single score() call over it all uses, so "idf" it is
+    return TokenWeights.from_documents(documents, model.vocab_size, model.zero_weight_ids, label="idf")
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
@@ -645,10 +646,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return baseline_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="bertscore: %(message)s")
     try:
-        with spelled(CLI):  # notes name options as this program spells them (--long-texts window)
-            return run(args)
+        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI):
+            return run(args)  # notes name options as this program spells them (--long-texts window)
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore: error: {error}", file=sys.stderr)
         return 2
@@ -661,6 +661,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception:  # not the input: a bug, shown with its traceback
         return internal_error("bertscore")
+
+
+@contextlib.contextmanager
+def cli_logging(level: int, package_level: int | None = None) -> Iterator[None]:
+    """Log lines as "bertscore: ..." on stderr for one command, then the logging setup as found.
+
+    As `logging.basicConfig(level=level)` where the process has not configured logging (a root
+    logger without handlers), else its own setup serves; `package_level` sets the "bertscore"
+    logger's level too. Everything is put back afterwards: `main()` also runs inside other
+    processes (a notebook, a test, a script calling `bertscore.cli.main([...])`), whose root
+    handlers and levels are theirs.
+    """
+    root, package = logging.getLogger(), logging.getLogger("bertscore")
+    saved_root_level, saved_package_level = root.level, package.level
+    handler = None
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("bertscore: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(level)
+    if package_level is not None:
+        package.setLevel(package_level)
+    try:
+        yield
+    finally:
+        package.setLevel(saved_package_level)
+        if handler is not None:
+            root.removeHandler(handler)
+            root.setLevel(saved_root_level)
 
 
 def internal_error(program: str) -> int:

@@ -240,8 +240,45 @@ def _pin_legacy_only() -> tuple[str, bool]:
     return saved
 
 
+# torch's scaled-dot-product attention backends are process-wide flags too: a caller's
+# `sdpa_kernel(...)`, `torch.backends.cuda.enable_*_sdp(False)` or priority order would pick another
+# attention kernel inside our encoder (other numbers), or none at all ("No viable backend" when the
+# caller kept only kernels our device lacks, e.g. EFFICIENT_ATTENTION on a CPU). Inside the pin:
+# torch's defaults; after it: each flag as found.
+_SDP_DEFAULT_FLAGS = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True, "overrideable": True,
+                      "fa3": False}
+_SDP_DEFAULT_PRIORITY = [1, 2, 0, 3, 4]  # SDPBackend FLASH, EFFICIENT, MATH, CUDNN, OVERRIDEABLE: torch's order
+
+
+def _pin_sdp_defaults() -> list[tuple[Any, Any]]:
+    """Set torch's attention-backend flags to their defaults; returns (setter, old value) to put back."""
+    changed: list[tuple[Any, Any]] = []
+
+    def pin(getter_name: str, setter_name: str, value: Any) -> None:
+        getter, setter = getattr(torch._C, getter_name, None), getattr(torch._C, setter_name, None)
+        if getter is None or setter is None:
+            return  # not in this torch
+        old = getter()
+        if old != value:
+            setter(value)
+            changed.append((setter, old))
+
+    for name, default in _SDP_DEFAULT_FLAGS.items():
+        pin(f"_get_{name}_sdp_enabled", f"_set_sdp_use_{name}", default)
+    pin("_get_math_sdp_allow_fp16_bf16_reduction", "_set_math_sdp_allow_fp16_bf16_reduction", False)
+    order = getattr(torch._C, "_get_sdp_priority_order", lambda: None)()
+    if order is not None and sorted(order) == sorted(_SDP_DEFAULT_PRIORITY):
+        pin("_get_sdp_priority_order", "_set_sdp_priority_order", list(_SDP_DEFAULT_PRIORITY))
+    return changed
+
+
+def _restore_sdp(changed: list[tuple[Any, Any]]) -> None:
+    for setter, old in reversed(changed):
+        setter(old)
+
+
 _PIN_LOCK = threading.Lock()
-_pins: dict[str, Any] = {"depth": 0, "saved": None}  # blocks inside the pin now, and what to put back
+_pins: dict[str, Any] = {"depth": 0, "saved": None, "sdp": None}  # blocks inside the pin now, what to put back
 
 
 @contextlib.contextmanager
@@ -254,6 +291,7 @@ def _shared_fp32_pin() -> Iterator[None]:
     """
     with _PIN_LOCK:
         if _pins["depth"] == 0:
+            _pins["sdp"] = _pin_sdp_defaults()
             if fp32_precision_nodes():
                 changed = _pin_fp32_tree()
                 _pins["saved"] = ("tree", changed, _pin_legacy_matmul(changed))
@@ -273,7 +311,8 @@ def _shared_fp32_pin() -> Iterator[None]:
                 else:
                     torch.set_float32_matmul_precision(saved[0])
                     torch.backends.cudnn.allow_tf32 = saved[1]
-                _pins["saved"] = None
+                _restore_sdp(_pins["sdp"])
+                _pins["saved"], _pins["sdp"] = None, None
 
 
 def _autocast_device_types() -> list[str]:
@@ -297,7 +336,8 @@ def full_fp32_precision() -> Iterator[None]:
     and an autocast region (custom loops, accelerate's mixed precision) would move fp32 scores by
     up to ~1e-3 while the hash says float32. Inside the block: every fp32 matmul/conv/rnn
     precision node is 'ieee' (legacy flag "highest" too where the process lowered it), and
-    autocast is off for every device type where this thread had it on. After it: every setting
+    autocast is off for every device type where this thread had it on, and the attention backends
+    (`sdpa_kernel`'s flags and priority) are torch's defaults. After it: every setting
     holds its exact previous value, read and written through the API the process is on (see
     `_pin_fp32_tree`). The precision pin is process-wide and shared by concurrent blocks
     (`_shared_fp32_pin`); the autocast switch is per thread, as autocast itself.

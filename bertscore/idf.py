@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
@@ -21,7 +22,15 @@ class TokenWeights:
     """A dense token-id -> weight table, looked up per sequence."""
 
     def __init__(self, table: torch.Tensor, label: str | None = None, default: float | None = None):
-        self.table = table.float()
+        """`table`: one weight per token id, a tensor or anything `torch.as_tensor` reads as real numbers
+        (a NumPy array, a list); its size and values are checked against a model by `check`."""
+        try:
+            tensor = table if isinstance(table, torch.Tensor) else torch.as_tensor(table)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(f"token weights must be a table of numbers (one per token id), got {type(table).__name__}") from error
+        if tensor.is_complex():
+            raise TypeError(f"token weights must be real numbers, got a {tensor.dtype} table")
+        self.table = tensor.float()
         self.label = label  # how the hash names this table; None -> "idf-weights:<fingerprint>"
         # The weight of an id past the table (`idf_dict`'s default): log(M + 1) for idf over M
         # documents, as the official get_idf_dict; None when unknown (a table given as is).
@@ -63,11 +72,15 @@ class TokenWeights:
         documents: Iterable[Sequence[int]],
         vocab_size: int,
         zero_weight_ids: Iterable[int],
-        label: str | None = "idf",
+        label: str | None = None,
     ) -> "TokenWeights":
         """idf weights from tokenised reference documents (each counted once per document).
 
-        `documents` may be a generator, so a corpus can be counted as it streams by.
+        `documents` may be a generator, so a corpus can be counted as it streams by. `label`:
+        None (default) names the table by its content in a hash (`idf-weights:<fingerprint>`);
+        "idf" vouches that the documents are every reference of the run being scored, so an
+        `idf=True` scorer's own "idf" hash holds (the CLI's idf over its whole input). Any other
+        documents under "idf" would give other numbers under the same hash.
         """
         total = 0
         counts: Counter[int] = Counter()
@@ -99,6 +112,16 @@ class TokenWeights:
         else:
             default = 0.0
             logger.warning("idf mapping is not a defaultdict: token ids it lacks weigh 0")
+        for key, value in mapping.items():  # ids as given: "5" or 5.7 are not token ids, "1.5" not a weight
+            if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+                raise ValueError(
+                    f"idf mapping key {key!r} ({type(key).__name__}) is not a token id: keys are the tokenizer's "
+                    "integer ids (as the official get_idf_dict gives them)"
+                    + ("; a mapping read from JSON has string keys: convert them with {int(k): w for k, w in ...}"
+                       if isinstance(key, str) and key.strip().isdigit() else "")
+                )
+            if isinstance(value, (str, bytes)):
+                raise ValueError(f"idf mapping weight of token id {key} is {value!r} ({type(value).__name__}), not a number")
         keys = [int(k) for k in mapping.keys()]
         outside = [k for k in keys if not 0 <= k < vocab_size]
         if outside:

@@ -419,9 +419,11 @@ def hub_reachable() -> bool:
 
     The answer is kept for a while, not for the life of the process: a failure for
     HUB_FAILURE_TTL seconds (a long-running Space recovers from a network blip), a success for
-    HUB_SUCCESS_TTL. Offline mode (HF_HUB_OFFLINE) counts as unreachable without probing.
+    HUB_SUCCESS_TTL. Offline mode counts as unreachable without probing: HF_HUB_OFFLINE, or
+    TRANSFORMERS_OFFLINE where that is unset (huggingface_hub reads them so).
     """
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    if offline.strip().lower() in ("1", "true", "yes", "on"):
         return False
     from urllib.parse import urlparse
 

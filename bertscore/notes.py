@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ def report(message: str, notes: list[str] | None, stacklevel: int = 3) -> None:
     `stacklevel` is accepted for compatibility and no longer used: the warning points at the
     first frame outside the package, whatever the depth.
     """
+    message = _SPELLING.get().places(message)
     if notes is None:
         warn(message)
     else:
@@ -105,12 +107,21 @@ class Spelling:
     `setting(option, value)` names a setting (`long_texts='window'`, `--long-texts window`);
     `advice(option, value)` tells the user to choose it ("pass long_texts='window'"). `labels`
     maps (option, value) to the door's own (setting, advice) words, e.g. a control's label.
+    `candidates` / `references`: what the door calls its inputs, for the places a note names
+    (`predictions[3]` at evaluate's compute(), `completions[3]` in a reward function).
     """
 
     door: str
     write: Callable[[str, Any], str] = _python_setting
     advice_format: str = "pass {setting}"
     labels: Mapping[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)
+    candidates: str = "candidates"
+    references: str = "references"
+
+    def places(self, message: str) -> str:
+        """`message` with its places (`candidates[3]`, `references[2][1]`) named as this door names them."""
+        names = {"candidates": self.candidates, "references": self.references}
+        return _PLACE.sub(lambda match: names[match.group(1)] + "[", message)
 
     def setting(self, option: str, value: Any) -> str:
         label = self.labels.get((option, value))
@@ -121,8 +132,10 @@ class Spelling:
         return label[1] if label else self.advice_format.format(setting=self.write(option, value))
 
 
+_PLACE = re.compile(r"\b(candidates|references)\[")
+
 PYTHON = Spelling("python")
-EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()")
+EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()", candidates="predictions")
 CLI = Spelling("cli", write=_cli_setting)
 
 _SPELLING: contextvars.ContextVar[Spelling] = contextvars.ContextVar("bertscore_note_spelling", default=PYTHON)

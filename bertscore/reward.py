@@ -21,6 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .notes import Spelling, spelled
 from .pool import ScorerPool
 
 if TYPE_CHECKING:
@@ -98,7 +99,9 @@ class BERTScoreReward:
         """One reward per completion: BERTScore `output` against the row's reference(s)."""
         candidates = [completion_text(completion, index) for index, completion in enumerate(completions)]
         references = self._references(columns, len(candidates))
-        precision, recall, f1 = self.scorer.score(candidates, references)
+        # notes name the completions and the reference column, as the trainer passed them
+        with spelled(Spelling("reward", candidates="completions", references=self.reference_column)):
+            precision, recall, f1 = self.scorer.score(candidates, references)
         values = {"precision": precision, "recall": recall, "f1": f1}[self.output]
         return [float(value) for value in values.tolist()]
 

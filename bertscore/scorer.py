@@ -428,7 +428,7 @@ class BERTScorer:
     def _weights_from(self, references: Sequence[str], token_ids: TokenStore) -> TokenWeights:
         """Per-call idf over these references (each one a document, empty ones included)."""
         documents = (token_ids[r.strip()] for r in references)
-        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids)
+        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids, label="idf")
 
     def note_inputs(
         self,

@@ -292,11 +292,18 @@ def test_the_returned_hash_names_the_weights_of_the_call(minilm_scorer):
     assert code != plain.hash and f"_idf-weights:{weights.fingerprint()}_" in code  # ...another hash
     own = TokenWeights(plain.idf_weights_for(refs).table.clone())  # its own table, by content
     assert plain.score(cands, refs, weights=own, return_hash=True)[1] == plain.hash
-    # idf over a corpus that this call scores a chunk of (the CLI's streaming): still "idf"
+    # idf over a corpus that this call scores a chunk of (the CLI's streaming, which says so with
+    # label="idf"): still "idf"
     per_call = BERTScorer(loaded_model=minilm_scorer.model, idf=True)
-    corpus = TokenWeights.from_documents(per_call.document_ids(SENTENCES), minilm_scorer.model.vocab_size,
-                                         minilm_scorer.model.zero_weight_ids)
+    vocab, zero = minilm_scorer.model.vocab_size, minilm_scorer.model.zero_weight_ids
+    corpus = TokenWeights.from_documents(per_call.document_ids(SENTENCES), vocab, zero, label="idf")
     assert per_call.score(cands, refs, weights=corpus, return_hash=True)[1] == per_call.hash
+    # a table from other documents, built the default way, is named by content on an idf=True scorer
+    # too: other numbers than the per-call idf never go out under its "idf" hash
+    other_docs = TokenWeights.from_documents(per_call.document_ids(["the the the cat", "mat mat dog"]), vocab, zero)
+    (scores, code) = per_call.score(cands, refs, weights=other_docs, return_hash=True)
+    assert not torch.equal(torch.stack(scores), torch.stack(per_call.score(cands, refs)))
+    assert code != per_call.hash and f"_idf-weights:{other_docs.fingerprint()}_" in code
 
 
 # ----- the hash names the tokenizer libraries --------------------------------------------------------------
@@ -316,6 +323,7 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     from bertscore import models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "https://hub.example:8443")
     monkeypatch.setattr(models, "_HUB_REACHABLE", {})
     answers = iter([False, True])
@@ -337,6 +345,26 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     assert models.hub_reachable() is True and len(probes) == 2  # a success is kept longer
     assert probes[0] == ("hub.example", 8443)
     assert 10 <= models.HUB_FAILURE_TTL <= 120 and models.HUB_SUCCESS_TTL > models.HUB_FAILURE_TTL
+
+
+@pytest.mark.parametrize("hub, transformers, probed", [
+    (None, "1", False),  # TRANSFORMERS_OFFLINE alone: huggingface_hub is offline, so no probe (no 3 s wait)
+    ("1", None, False),
+    ("0", "1", True),  # HF_HUB_OFFLINE set wins, as in huggingface_hub
+    (None, None, True),
+])
+def test_offline_mode_is_read_as_huggingface_hub_reads_it(monkeypatch, hub, transformers, probed):
+    from bertscore import models
+
+    for name, value in (("HF_HUB_OFFLINE", hub), ("TRANSFORMERS_OFFLINE", transformers)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(models, "_HUB_REACHABLE", {})
+    probes: list[tuple[str, int]] = []
+    monkeypatch.setattr(models, "_probe_hub", lambda host, port: probes.append((host, port)) or True)
+    assert models.hub_reachable() is probed and bool(probes) is probed
 
 
 def test_notes_from_python_dash_c_and_stdin_are_shown_not_raised():
