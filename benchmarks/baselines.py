@@ -298,6 +298,7 @@ def main() -> int:
     threads = torch.get_num_threads()
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus
+    from bertscore.output_files import write_text
 
     previous = args.out / "baselines.json"
     result = json.loads(previous.read_text()) if previous.is_file() and steps != {"shipped", "counts", "calibration"} else {}
@@ -310,8 +311,8 @@ def main() -> int:
 
     def save() -> None:
         result["machine"] = machine_info(threads)
-        (args.out / "baselines.json").write_text(json.dumps(result, indent=2) + "\n")
-        (args.out / "baselines.md").write_text(render(result))
+        write_text(args.out / "baselines.json", json.dumps(result, indent=2) + "\n")
+        write_text(args.out / "baselines.md", render(result))
 
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)

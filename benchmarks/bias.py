@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
 from machine import machine_info, machine_line, write_results  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
 
 CATEGORIES = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     write_results(args.out, "bias", result, render(result))
     if json_path.resolve() != (args.out / "bias.json").resolve():
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(result, indent=2) + "\n")
+        write_text(json_path, json.dumps(result, indent=2) + "\n")
     if not reproduced:
         print("error: the published table was not reproduced from the stored columns", file=sys.stderr)
         return 1

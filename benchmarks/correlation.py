@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "hash": {k: s.hash for k, s in scorers.items()},
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "correlation.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_text(args.out / "correlation.json", json.dumps(result, indent=2) + "\n")
 
     def fmt(value) -> str:
         return "-" if value is None else f"{value:.3f}"
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{fmt(mean['chrf_sacrebleu'])} | {fmt(mean.get('official_sentbleu'))} | |"
     )
     lines += ["", f"Scorer hashes: idf off `{result['hash']['bertscore_f1']}`, idf on `{result['hash']['bertscore_f1_idf']}`.", ""]
-    (args.out / "correlation.md").write_text("\n".join(lines))
+    write_text(args.out / "correlation.md", "\n".join(lines))
     print("\n".join(lines))
     return 0
 

@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "distributed_cpu.md"))
     args = parser.parse_args()
     from machine import machine_info, machine_line
+    from bertscore.output_files import write_text
 
     machine = machine_info(torch_threads=args.threads)  # per process: see the table
     print(machine_line(machine), flush=True)
@@ -102,12 +103,12 @@ def main() -> None:
         f"--ranks {args.ranks}`",
         "",
     ]
-    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    write_text(args.out, "\n".join(lines))
     figures = {"pairs": args.pairs, "ranks": args.ranks, "threads": args.threads, "max_abs_delta": delta,
                "seconds": {"one_process": one["seconds"], "one_process_thin": one_thin["seconds"], "torchrun": many["seconds"]},
                "wall_s": {"one_process": one_wall, "one_process_thin": one_thin_wall, "torchrun": many_wall},
                "machine": machine}
-    Path(args.out).with_suffix(".json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    write_text(Path(args.out).with_suffix(".json"), json.dumps(figures, indent=2) + "\n")
     print("\n".join(lines))
 
 

@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
 
     from machine import machine_info, machine_line
+    from bertscore.output_files import write_text
 
     machine = machine_info(torch_threads=args.threads)  # each child sets these threads
     print(machine_line(machine), flush=True)
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_text(args.out / "memory.json", json.dumps(result, indent=2) + "\n")
     lines = [
         "# Peak memory: 5,000 vs 50,000 pairs",
         "",
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     if target:
         lines.append(f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)")
     lines.append("")
-    (args.out / "memory.md").write_text("\n".join(lines))
+    write_text(args.out / "memory.md", "\n".join(lines))
     print("\n".join(lines))
     return 0
 

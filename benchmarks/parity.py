@@ -30,6 +30,7 @@ from bertscore import score  # noqa: E402
 from bertscore.models import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
 from tiny_models import build_all  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -89,8 +90,8 @@ def main() -> int:
              "| model family | mode | pairs | max abs delta (P, R, F) |", "|---|---|---|---|"]
     lines += [f"| {r['family']} | {r['mode']} | {r['pairs']} | {r['max_abs_delta']:.2e} |" for r in rows]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "parity.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "parity.json").write_text(json.dumps({"rows": rows, "machine": machine}, indent=2) + "\n")
+    write_text(RESULTS / "parity.md", "\n".join(lines) + "\n")
+    write_text(RESULTS / "parity.json", json.dumps({"rows": rows, "machine": machine}, indent=2) + "\n")
     print("\n".join(lines))
     return 0 if all(r["max_abs_delta"] <= 1e-5 for r in rows) else 1
 
