@@ -347,7 +347,9 @@ def confidence_label(confidence: float) -> str:
 
     From the shortest decimal of the float (its repr), so no rounding turns 0.999 into "100%".
     """
-    percent = (Decimal(repr(float(confidence))) * 100).normalize()
+    # A numpy float is written in its own precision: str(np.float32(0.95)) is "0.95", its float() is not.
+    text = str(confidence) if isinstance(confidence, np.floating) else repr(float(confidence))
+    percent = (Decimal(text) * 100).normalize()
     return f"{percent:f}%"
 
 
