@@ -422,9 +422,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     _check_statistics_options(args)
     if args.rescale_with_baseline and args.baseline_path is not None:
-        from .baselines import load_baseline
-
-        load_baseline(args.baseline_path)  # a malformed file is named before any model loads
+        _check_baseline_file(args)
     if args.systems:
         from .compare_cli import run_systems
 
@@ -454,6 +452,19 @@ def run(args: argparse.Namespace) -> int:
     if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
         return distributed.run_cli(args, scorer, _write_results, _pairs, weights=weights)
     return _write_results(args, scorer, lambda c, r, notes: scorer.score(c, r, notes=notes, weights=weights))
+
+
+def _check_baseline_file(args: argparse.Namespace) -> None:
+    """A malformed --baseline-path file, or one without a row for the layer asked (--num-layers, or
+    the model's known default), is named before any model loads."""
+    from .baselines import baseline_rows, load_baseline
+    from .models import MODEL_TO_LAYERS, default_model_for_lang
+
+    table = load_baseline(args.baseline_path)
+    model_type = args.model_type or default_model_for_lang(args.lang)
+    layer = args.num_layers if args.num_layers is not None else MODEL_TO_LAYERS.get(model_type)
+    if layer is not None and layer >= 0:  # a negative layer is the model loader's to refuse
+        baseline_rows(table, layer, args.baseline_path)
 
 
 def build_scorer(args: argparse.Namespace, device: str | None) -> Any:
