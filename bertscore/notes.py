@@ -111,6 +111,7 @@ class Spelling:
     write: Callable[[str, Any], str] = _python_setting
     advice_format: str = "pass {setting}"
     labels: Mapping[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)
+    texts: tuple[str, str] = ("candidates", "references")  # the door's names of its two text lists
 
     def setting(self, option: str, value: Any) -> str:
         label = self.labels.get((option, value))
@@ -122,7 +123,7 @@ class Spelling:
 
 
 PYTHON = Spelling("python")
-EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()")
+EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()", texts=("predictions", "references"))
 CLI = Spelling("cli", write=_cli_setting)
 
 _SPELLING: contextvars.ContextVar[Spelling] = contextvars.ContextVar("bertscore_note_spelling", default=PYTHON)
@@ -141,6 +142,12 @@ def spelled(spelling: Spelling) -> Iterator[None]:
 def setting(option: str, value: Any) -> str:
     """`option` set to `value`, as the door in use writes it."""
     return _SPELLING.get().setting(option, value)
+
+
+def text_names() -> tuple[str, str]:
+    """The door's names of the candidate and reference lists, for notes naming a text
+    (`predictions[3]` at evaluate's compute(), as its input errors say)."""
+    return _SPELLING.get().texts
 
 
 def advice(option: str, value: Any) -> str:

@@ -24,7 +24,7 @@ from .idf import TokenWeights
 from .inputs import InputError, InputTypeError, as_list, check_text, normalize_inputs
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel, default_model_for_lang, load_model, tokenizer_library_versions
-from .notes import advice, name_some, report, setting
+from .notes import advice, name_some, report, setting, text_names
 from .tokens import TokenStore
 from .version import __version__
 from .windows import WindowSettingError, resolve_stride
@@ -445,10 +445,12 @@ class BERTScorer:
         if precision_note:
             report(precision_note, notes)
 
+        cand_name, ref_name = text_names()  # as this door names them (evaluate: predictions)
+
         def places(selected: set[str]) -> list[str]:
-            found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
+            found = [f"{cand_name}[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
             found += [
-                f"references[{i}][{j}]" if len(group) > 1 else f"references[{i}]"
+                f"{ref_name}[{i}][{j}]" if len(group) > 1 else f"{ref_name}[{i}]"
                 for i, group in enumerate(groups) for j, r in enumerate(group) if r.strip() in selected
             ]
             return found
