@@ -237,6 +237,11 @@ def _input_paths(args: argparse.Namespace) -> list[str]:
     return [args.input] if args.input else [args.candidates, *args.references]
 
 
+def read_files(args: argparse.Namespace, texts: Sequence[str]) -> list[str]:
+    """The user's files, never to be an output: the text files and the --baseline-path file."""
+    return [*texts, *([args.baseline_path] if args.baseline_path else [])]
+
+
 def _input_fingerprints(args: argparse.Namespace) -> dict[str, Any]:
     first, *references = _input_paths(args)
     return {"candidates": fingerprint(first), "references": [fingerprint(p) for p in references]}
@@ -268,7 +273,7 @@ def _plan_output(args: argparse.Namespace) -> OutputPlan:
     if args.output is None:
         return OutputPlan()
     output = Path(args.output)
-    inputs = _input_paths(args)
+    inputs = read_files(args, _input_paths(args))
     check_not_an_input(output, inputs, [meta_path(output), values_path(output)])  # both are removed or written
     if check_output(output, inputs):
         if args.resume:

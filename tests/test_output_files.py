@@ -472,3 +472,18 @@ def test_baseline_ctrl_c_exits_130_without_a_traceback_and_keeps_the_old_file(co
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.strip() == f"bertscore baseline: interrupted: {output} is left as it was"
     assert output.read_text(encoding="utf-8") == "LAYER,P,R,F\n0,0.5,0.5,0.5\n"
+
+
+def test_the_baseline_file_is_never_the_output(pair_files, tmp_path, capsys, no_model) -> None:
+    """`--baseline-path b.tsv -o b.tsv` replaced the user's baseline with scores (it was not an input)."""
+    baseline = tmp_path / "b.tsv"
+    text = "LAYER,P,R,F\n" + "".join(f"{i},0.5,0.5,0.5\n" for i in range(7))
+    baseline.write_text(text, encoding="utf-8")
+    rescaled = ["--rescale-with-baseline", "--baseline-path", str(baseline), "-o", str(baseline)]
+    for argv in (_score_args(pair_files) + rescaled,
+                 ["-r", str(pair_files / "r.txt"), "--systems", str(pair_files / "c.txt"), str(pair_files / "r.txt"),
+                  *MODEL, *rescaled]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertscore: error: ") and f"is the input file {baseline}" in err, err
+    assert baseline.read_text(encoding="utf-8") == text
