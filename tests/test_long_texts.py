@@ -435,7 +435,7 @@ def test_evaluate_module_warns_and_windows():
     cands, refs = ["short", LONG], ["a short one", LONG + " and more"]
     with pytest.warns(UserWarning, match=r"1 text\(s\)|2 text\(s\)") as caught:
         truncated = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME)
-    assert any("candidates[1]" in str(w.message) and "510" in str(w.message) for w in caught)
+    assert any("predictions[1]" in str(w.message) and "510" in str(w.message) for w in caught)  # compute()'s name
     windowed = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME,
                               long_texts="window", window_stride=200)
     (p, r, f), code = score(cands, refs, model_type=EMBEDDED_MODEL_NAME, long_texts="window", window_stride=200,
