@@ -144,6 +144,12 @@ class BERTScorer:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         if chunk_size < 1:
             raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+        if max_tokens_per_batch is not None and (
+            isinstance(max_tokens_per_batch, bool) or not isinstance(max_tokens_per_batch, (int, np.integer))
+            or max_tokens_per_batch < 1
+        ):  # 0 read as "the default" and -5 or 2.5 as budgets, silently
+            raise InputError(f"max_tokens_per_batch must be a whole number >= 1 (or None: the device's default), "
+                             f"got {max_tokens_per_batch!r}")
         if loaded_model is not None:
             _check_loaded_model(loaded_model, model_type, num_layers, all_layers)
         self.model_type = model_type

@@ -59,6 +59,8 @@ def test_an_internal_error_of_the_baseline_command_exits_1(files, monkeypatch, c
     (["--long-texts", "window", "--window-stride", "0"], "window_stride=0"),  # windows
     (["--device", "bogus"], "unknown device 'bogus'"),  # embed
     (["--cache-device", "bogus"], "unknown device 'bogus'"),  # the cache's device: was torch's RuntimeError, exit 1
+    (["--max-tokens-per-batch", "0"], "max_tokens_per_batch must be a whole number >= 1"),  # was the default, silently
+    (["--max-tokens-per-batch", "-5"], "got -5"),  # was a budget of -5 tokens, silently
     (["--rescale-with-baseline", "--baseline-path", "/no/such/baseline.tsv"], "/no/such/baseline.tsv"),  # a file
 ])
 def test_input_errors_from_the_core_exit_2_in_one_line(files, capsys, extra, message) -> None:
@@ -107,3 +109,15 @@ def test_a_cache_device_that_cannot_be_used_is_the_callers_error_at_every_door()
     with pytest.raises(ValueError, match="unknown device 'bogus'"):
         metric.compute(predictions=["a cat"], references=["a cat"], model_type=EMBEDDED_MODEL_NAME, device="cpu",
                        cache_device="bogus")
+
+
+@pytest.mark.parametrize("budget", [0, -5, 2.5, True, "256"])
+def test_a_bad_token_budget_is_refused_before_the_model_loads(budget, monkeypatch) -> None:
+    from bertscore import scorer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model loaded before max_tokens_per_batch was checked")
+
+    monkeypatch.setattr(scorer, "load_model", refuse)
+    with pytest.raises(InputError, match="max_tokens_per_batch must be a whole number >= 1"):
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", max_tokens_per_batch=budget)
