@@ -55,7 +55,7 @@ def test_an_internal_error_of_the_baseline_command_exits_1(files, monkeypatch, c
 
 @pytest.mark.parametrize("extra, message", [
     (["-l", "99"], "num_layers=99 is out of range"),  # the core's check (models)
-    (["--batch-size", "0"], "batch_size must be >= 1"),  # the core's check (scorer)
+    (["--batch-size", "0"], "batch_size must be a whole number >= 1"),  # the core's check (scorer)
     (["--long-texts", "window", "--window-stride", "0"], "window_stride=0"),  # windows
     (["--device", "bogus"], "unknown device 'bogus'"),  # embed
     (["--cache-device", "bogus"], "unknown device 'bogus'"),  # the cache's device: was torch's RuntimeError, exit 1
@@ -111,13 +111,15 @@ def test_a_cache_device_that_cannot_be_used_is_the_callers_error_at_every_door()
                        cache_device="bogus")
 
 
-@pytest.mark.parametrize("budget", [0, -5, 2.5, True, "256"])
-def test_a_bad_token_budget_is_refused_before_the_model_loads(budget, monkeypatch) -> None:
+@pytest.mark.parametrize("name", ["max_tokens_per_batch", "batch_size", "chunk_size"])
+@pytest.mark.parametrize("size", [0, -5, 2.5, True, "256"])
+def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -> None:
+    """0 tokens was the default, 2.5 and True were sizes, silently; '256' was a bare TypeError."""
     from bertscore import scorer
 
     def refuse(*args, **kwargs):
-        raise AssertionError("the model loaded before max_tokens_per_batch was checked")
+        raise AssertionError(f"the model loaded before {name} was checked")
 
     monkeypatch.setattr(scorer, "load_model", refuse)
-    with pytest.raises(InputError, match="max_tokens_per_batch must be a whole number >= 1"):
-        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", max_tokens_per_batch=budget)
+    with pytest.raises(InputError, match=f"{name} must be a whole number >= 1"):
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", **{name: size})
