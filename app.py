@@ -242,7 +242,9 @@ def _mode(whole_texts: bool) -> str:
 
 
 WHOLE_TEXTS_LABEL = "Whole long texts (windows past the model's limit)"
-# The page's notes name its controls (the /compute API keeps the Python spelling: same names).
+# The page's notes name its controls; /compute's keep the Python spelling of options (its
+# parameters have the same names) and name texts as its parameters do: predictions[i].
+COMPUTE_SPELLING = Spelling("compute", candidates="predictions")
 PAGE_SPELLING = Spelling("space", labels={
     ("long_texts", "window"): (f'"{WHOLE_TEXTS_LABEL}"', f'tick "{WHOLE_TEXTS_LABEL}"'),
     ("long_texts", "truncate"): (f'"{WHOLE_TEXTS_LABEL}" unticked', f'untick "{WHOLE_TEXTS_LABEL}"'),
@@ -532,7 +534,7 @@ class Handlers:
         return {
             "precision": [float(x) for x in p], "recall": [float(x) for x in r], "f1": [float(x) for x in f],
             "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
-            "notes": request.notes,
+            "notes": [COMPUTE_SPELLING.places(note) for note in request.notes],
         }
 
 

@@ -160,7 +160,7 @@ class BERTScoreMetric(evaluate.Metric):
         seed: int = 0,
     ) -> dict[str, Any]:
         if confidence_level is not None:  # checked before any model loads
-            check_bootstrap_settings(n_resamples, seed, confidence_level)
+            check_bootstrap_settings(n_resamples, seed, confidence_level, confidence_name="confidence_level")
             if len(predictions) == 1:
                 raise ValueError("confidence_level needs at least 2 predictions for a bootstrap interval; got 1")
         scorer = _SCORER_POOL.get(

@@ -41,7 +41,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -299,6 +298,7 @@ def main() -> int:
     threads = torch.get_num_threads()
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus
+    from bertscore.output_files import write_text
 
     previous = args.out / "baselines.json"
     result = json.loads(previous.read_text()) if previous.is_file() and steps != {"shipped", "counts", "calibration"} else {}

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
 from machine import machine_info, machine_line, write_results  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
+from bertscore.output_files import write_text  # noqa: E402
 
 CATEGORIES = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
+from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))

@@ -22,8 +22,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT))
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
          "train station morning evening quickly slowly announced reported found built opened closed new old "
          "large small first last local national").split()
@@ -50,6 +48,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "distributed_cpu.md"))
     args = parser.parse_args()
     from machine import machine_info, machine_line
+    from bertscore.output_files import write_text
 
     machine = machine_info(torch_threads=args.threads)  # per process: see the table
     print(machine_line(machine), flush=True)

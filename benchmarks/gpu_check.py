@@ -173,11 +173,11 @@ class Report:
             self.flush()
 
     def flush(self) -> None:
-        from bertscore.output_files import write_text  # the one writer: atomic, devices in place
+        from bertscore.output_files import write_text
 
         for suffix, text in (("json", json.dumps(self.data, indent=2, default=str) + "\n"), ("md", render(self.data))):
             path = self.out / f"gpu_check.{suffix}"
-            write_text(path, text)
+            write_text(path, text)  # the one writer: whole or not at all
 
     def failures(self) -> list[str]:
         bad = []

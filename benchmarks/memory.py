@@ -33,8 +33,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT))
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
 CHILD = r"""
 import csv, json, os, resource, sys, time
@@ -127,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
 
     from machine import machine_info, machine_line
+    from bertscore.output_files import write_text
 
     machine = machine_info(torch_threads=args.threads)  # each child sets these threads
     print(machine_line(machine), flush=True)

@@ -30,7 +30,7 @@ from bertscore import score  # noqa: E402
 from bertscore.models import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
+from bertscore.output_files import write_text  # noqa: E402
 from tiny_models import build_all  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

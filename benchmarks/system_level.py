@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
 from machine import machine_info, machine_line, write_results  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             check = dtype_check(outputs, references, args.dtype_check)
             check_path.parent.mkdir(parents=True, exist_ok=True)
-            check_path.write_text(json.dumps(check, indent=2) + "\n")
+            write_text(check_path, json.dumps(check, indent=2) + "\n")
 
     per_pair = []
     for lp in lps:

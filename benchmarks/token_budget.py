@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_info, machine_line  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
 from speed import DEFAULT_DATA, RESULTS, load_pairs, make_floor  # noqa: E402
 
 from bertscore.embed import default_tokens_per_batch  # noqa: E402
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": command, "pairs": args.pairs, "default_cpu_budget": default,
               "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}, "machine": machine}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "token_budget_cpu.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_text(args.out / "token_budget_cpu.json", json.dumps(result, indent=2) + "\n")
     lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
              machine_line(machine), "",
              f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", "",
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {b} | {best[('fp32', b)]:.2f} | {best[('fp32', b)] / low['fp32']:.2f} | "
                      f"{best[('bf16', b)]:.2f} | {best[('bf16', b)] / low['bf16']:.2f} |")
     lines.append("")
-    (args.out / "token_budget_cpu.md").write_text("\n".join(lines))
+    write_text(args.out / "token_budget_cpu.md", "\n".join(lines))
     print("\n".join(lines))
     return 0
 

@@ -105,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model (offline: --model sentence-transformers/all-MiniLM-L6-v2) or --lang")
-    output = check_output(args.output, args.corpus, args.sidecar)
     for path in args.corpus:
-        _open_lines(path).close()  # every file exists before any is read
+        _open_lines(path).close()  # every file exists before any is read (or any output folder made)
+    output = check_output(args.output, args.corpus, args.sidecar)
     lines = [line for path in args.corpus for line in read_lines(path)]
     corpus = prepare_corpus(lines)  # checked here to name the files; compute_baseline prepares the lines again
     names = ", ".join(args.corpus)
@@ -142,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore baseline: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; the writer left any old output as it was
+        print(f"bertscore baseline: interrupted: {args.output} is left as it was", file=sys.stderr)
+        return 130
     except Exception:  # not the input: a bug, shown with its traceback
         return internal_error("bertscore baseline")
 

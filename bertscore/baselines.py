@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -80,15 +81,21 @@ def packaged_language(path: str | Path) -> str:
     return Path(path).relative_to(_baseline_dir()).parts[0]
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 @lru_cache(maxsize=64)
 def _read_table(path: str, content: str) -> torch.Tensor:
     """The parsed and checked file; cached by its content fingerprint (an mtime can stay the same
     across a rewrite, e.g. files unpacked from a zip, and the hash names the content)."""
-    with open(path, newline="", encoding="utf-8") as handle:
+    # utf-8-sig: a leading byte-order mark (an editor's, Excel's) is not part of the header.
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         try:
             rows = list(csv.reader(handle))
         except UnicodeDecodeError as error:
             raise InputError(f"baseline file {path} is not UTF-8 text ({error.reason}): give a LAYER,P,R,F file") from None
+    while rows and not any(cell.strip() for cell in rows[-1]):  # blank lines at the end (the official reader skips them)
+        rows.pop()
     return check_table(rows, path)
 
 
@@ -109,10 +116,9 @@ def check_table(rows: list[list[str]], path: str | Path) -> torch.Tensor:
         where = f"baseline file {path}, line {position + 2}"
         if len(row) != 4:
             raise InputError(f"{where}: {','.join(row)!r} is not LAYER,P,R,F (4 fields, got {len(row)}); {fix}")
-        try:
-            label = int(row[0].strip())
-        except ValueError:
-            raise InputError(f"{where}: the LAYER {row[0]!r} is not a whole number; {fix}") from None
+        if not row[0].strip().isascii() or not row[0].strip().isdigit():  # int() also reads '1_0', '٣'
+            raise InputError(f"{where}: the LAYER {row[0]!r} is not a whole number; {fix}")
+        label = int(row[0].strip())
         if label != position:
             raise InputError(f"{where}: the row of layer {position} is labelled {row[0].strip()!r}; rows are "
                              f"looked up by position, so {fix}")
@@ -122,8 +128,14 @@ def check_table(rows: list[list[str]], path: str | Path) -> torch.Tensor:
                 value = float(text)
             except ValueError:
                 raise InputError(f"{where}: {name} = {text!r} is not a number; {fix}") from None
-            if not math.isfinite(value) or value >= 1:
-                reason = "not finite" if not math.isfinite(value) else "not below 1 (rescaling divides by 1 - baseline)"
+            if math.isfinite(value) and not _DECIMAL.fullmatch(text.strip()):  # float() also reads '0.8_1', '٠.٨'
+                raise InputError(f"{where}: {name} = {text!r} is not a plain decimal number; {fix}")
+            # Checked as used: in float32, where 0.99999999 is 1 and -1e39 is -inf.
+            used = torch.tensor(value, dtype=torch.float32).item()
+            if not math.isfinite(used) or used >= 1:
+                reason = ("not finite" if not math.isfinite(value) else "not finite in float32" if not math.isfinite(used)
+                          else "not below 1 (rescaling divides by 1 - baseline)" if value >= 1
+                          else "1 in float32, not below 1 (rescaling divides by 1 - baseline)")
                 raise InputError(f"{where}: {name} = {text.strip()!r} is {reason}; {fix}")
             numbers.append(value)
         values.append(numbers)

@@ -237,6 +237,11 @@ def _input_paths(args: argparse.Namespace) -> list[str]:
     return [args.input] if args.input else [args.candidates, *args.references]
 
 
+def read_files(args: argparse.Namespace, texts: Sequence[str]) -> list[str]:
+    """The user's files, never to be an output: the text files and the --baseline-path file."""
+    return [*texts, *([args.baseline_path] if args.baseline_path else [])]
+
+
 def _input_fingerprints(args: argparse.Namespace) -> dict[str, Any]:
     first, *references = _input_paths(args)
     return {"candidates": fingerprint(first), "references": [fingerprint(p) for p in references]}
@@ -268,7 +273,7 @@ def _plan_output(args: argparse.Namespace) -> OutputPlan:
     if args.output is None:
         return OutputPlan()
     output = Path(args.output)
-    inputs = _input_paths(args)
+    inputs = read_files(args, _input_paths(args))
     check_not_an_input(output, inputs, [meta_path(output), values_path(output)])  # both are removed or written
     if check_output(output, inputs):
         if args.resume:
@@ -423,9 +428,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     _check_statistics_options(args)
     if args.rescale_with_baseline and args.baseline_path is not None:
-        from .baselines import load_baseline
-
-        load_baseline(args.baseline_path)  # a malformed file is named before any model loads
+        _check_baseline_file(args)
     if args.systems:
         from .compare_cli import run_systems
 
@@ -455,6 +458,19 @@ def run(args: argparse.Namespace) -> int:
     if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
         return distributed.run_cli(args, scorer, _write_results, _pairs, weights=weights)
     return _write_results(args, scorer, lambda c, r, notes: scorer.score(c, r, notes=notes, weights=weights))
+
+
+def _check_baseline_file(args: argparse.Namespace) -> None:
+    """A malformed --baseline-path file, or one without a row for the layer asked (--num-layers, or
+    the model's known default), is named before any model loads."""
+    from .baselines import baseline_rows, load_baseline
+    from .models import MODEL_TO_LAYERS, default_model_for_lang
+
+    table = load_baseline(args.baseline_path)
+    model_type = args.model_type or default_model_for_lang(args.lang)
+    layer = args.num_layers if args.num_layers is not None else MODEL_TO_LAYERS.get(model_type)
+    if layer is not None and layer >= 0:  # a negative layer is the model loader's to refuse
+        baseline_rows(table, layer, args.baseline_path)
 
 
 def build_scorer(args: argparse.Namespace, device: str | None) -> Any:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .cli import InputError, _lines, _name_lines, _open_text, build_scorer
+from .cli import InputError, _lines, _name_lines, _open_text, build_scorer, read_files
 from .output_files import check_output, write_text
 from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, confidence_label
 
@@ -54,7 +54,7 @@ def run_systems(args: argparse.Namespace) -> int:
         raise InputError(f"{args.systems[0]} has {lengths[args.systems[0]]} line(s): statistics need at least 2 segments")
     output = Path(args.output) if args.output else None
     if output is not None:
-        check_output(output, inputs)  # before any scoring: never an input, a usable folder or a device
+        check_output(output, read_files(args, inputs))  # before any scoring: never an input, a usable folder or a device
 
     scorer = build_scorer(args, args.device)
     groups = [list(group) for group in zip(*(texts[p] for p in args.references))]
@@ -78,7 +78,7 @@ def run_systems(args: argparse.Namespace) -> int:
     if output is None:
         sys.stdout.write(rendered)
     else:
-        write_text(output, rendered, inputs)
+        write_text(output, rendered, read_files(args, inputs))
         print(f"bertscore: wrote the comparison of {len(names)} systems to {output}", file=sys.stderr)
     return 0
 

@@ -96,7 +96,9 @@ class EmbeddingCache:
         if int(max_bytes) < 0:
             raise InputError(f"cache_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = int(max_bytes)
-        self.device = torch.device(device) if device is not None else None
+        # The same check as the scoring device: "bogus" or an absent "cuda:7" is the caller's input,
+        # named here rather than as a torch error mid-run.
+        self.device = resolve_device(device) if device is not None else None
         self._items: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
         self._lock = threading.RLock()
         self.bytes = 0

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -83,11 +84,18 @@ def _same_file(target: Path, path: str) -> bool:
 
 
 def check_not_an_input(output: str | Path, inputs: Sequence[str | Path], sidecars: Sequence[str | Path] = ()) -> None:
-    """Refuse an output (or a file written beside it: meta, sidecar) that is one of the input files."""
+    """Refuse an output (or a file written beside it: meta, sidecar) that is one of the input files,
+    or one of the run's other outputs (a path in `inputs` not written yet, e.g. a baseline file
+    checked against its own `--sidecar`: the second write would replace the first)."""
     for target in (Path(output), *map(Path, sidecars)):
         for path in inputs:
             path = str(path)
-            if path == "-" or not os.path.exists(path):
+            if path == "-":
+                continue
+            if not os.path.lexists(path):  # not written yet: the same path (through links) is the same file
+                if target.resolve() == Path(path).resolve():
+                    raise UnsafeOutput(f"the output {target} is also {path}, another output of this run: one would "
+                                       "replace the other; give them different paths")
                 continue
             if _same_file(target, path):
                 raise UnsafeOutput(f"the output {target} is the input file {path}: writing it would destroy "
@@ -95,14 +103,22 @@ def check_not_an_input(output: str | Path, inputs: Sequence[str | Path], sidecar
 
 
 def check_output_folder(output: Path) -> None:
-    """The folder of the output exists and accepts new files; the output is not a folder."""
-    folder = output.parent
+    """The folder the output is written in (a symlink's target's) exists and accepts new files, tried
+    by creating one (root passes every permission check, and /sys or /proc refuse files anyway);
+    the output is not a folder."""
+    folder = Path(os.path.realpath(output)).parent
     if output.is_dir():
         raise UnsafeOutput(f"the output {output} is a folder: give a file name, e.g. {output / 'scores.jsonl'}")
     if not folder.is_dir():
         raise UnsafeOutput(f"the output folder {folder} does not exist: create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UnsafeOutput(f"the output folder {folder} is not writable: choose another output")
+    fd, probe = _temporary_beside(Path(os.path.realpath(output)), 0o600)
+    os.close(fd)
+    os.unlink(probe)
+
+
+_DESCRIPTOR = re.compile(r"/dev/fd/\d+|/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+")
 
 
 def _descriptor_link(path: Path) -> bool:
@@ -110,7 +126,7 @@ def _descriptor_link(path: Path) -> bool:
     whatever the process has open (a terminal, a pipe, the shell's `>` file), never replaced."""
     current = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on a symlink chain
-        if current.startswith(("/proc/", "/dev/fd/")):
+        if _DESCRIPTOR.fullmatch(current):
             return True
         if not os.path.islink(current):
             return False
@@ -141,6 +157,10 @@ def check_output(output: str | Path, inputs: Sequence[str | Path] = (), sidecars
     output = Path(output)
     check_not_an_input(output, inputs, sidecars)
     if written_in_place(output):
+        try:
+            os.stat(output)
+        except OSError as error:  # e.g. /dev/fd/9 of a descriptor this process does not have
+            raise UnsafeOutput(f"the output {output} cannot be opened: {error.strerror}") from None
         beside = [Path(s) for s in sidecars if Path(s).parent == output.parent]
         if beside:
             raise UnsafeOutput(f"{output} is not a regular file (a device, pipe or descriptor): it is written in "

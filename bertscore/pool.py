@@ -144,4 +144,5 @@ class ScorerPool:
 
 
 def _device_name(device: Any) -> str | None:
-    return None if device is None else str(torch.device(device))
+    """The resolved device's name ("CPU" is "cpu"); an unknown device is the caller's InputError."""
+    return None if device is None else str(resolve_device(device))

@@ -62,6 +62,15 @@ def _check_loaded_model(
         )
 
 
+def _check_size(value: Any, name: str, none_means: str | None = None) -> None:
+    """InputError unless `value` is a whole number >= 1 (or None where `none_means` says what None does)."""
+    if value is None and none_means is not None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        alternative = f" (or {none_means})" if none_means else ""
+        raise InputError(f"{name} must be a whole number >= 1{alternative}, got {value!r}")
+
+
 def _check_long_texts(long_texts: object, window_stride: object) -> None:
     """A ValueError naming a long-text setting that is not one (the stride's range is checked
     against the model's window later, in `resolve_stride`)."""
@@ -140,10 +149,11 @@ class BERTScorer:
                     "model_type='sentence-transformers/all-MiniLM-L6-v2')"
                 )
             model_type = default_model_for_lang(lang)
-        if batch_size is not None and batch_size < 1:
-            raise InputError(f"batch_size must be >= 1, got {batch_size}")
-        if chunk_size < 1:
-            raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
+        # Sizes are whole numbers >= 1: 2.5 or True were used as sizes, and max_tokens_per_batch=0 was
+        # read as the default, silently; a string was a bare TypeError from a comparison.
+        _check_size(batch_size, "batch_size", "None: no sentence cap")
+        _check_size(chunk_size, "chunk_size")
+        _check_size(max_tokens_per_batch, "max_tokens_per_batch", "None: the device's default")
         if loaded_model is not None:
             _check_loaded_model(loaded_model, model_type, num_layers, all_layers)
         self.model_type = model_type

@@ -347,7 +347,9 @@ def confidence_label(confidence: float) -> str:
 
     From the shortest decimal of the float (its repr), so no rounding turns 0.999 into "100%".
     """
-    percent = (Decimal(repr(float(confidence))) * 100).normalize()
+    # A numpy float is written in its own precision: str(np.float32(0.95)) is "0.95", its float() is not.
+    text = str(confidence) if isinstance(confidence, np.floating) else repr(float(confidence))
+    percent = (Decimal(text) * 100).normalize()
     return f"{percent:f}%"
 
 
@@ -494,17 +496,19 @@ def _as_pair(scores_a: Any, scores_b: Any) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def check_bootstrap_settings(n_resamples: Any, seed: Any, confidence: Any) -> None:
-    """ValueError naming the setting when `bootstrap_ci` would refuse these (check before costly work)."""
-    _check_settings(n_resamples, seed, confidence)
+def check_bootstrap_settings(n_resamples: Any, seed: Any, confidence: Any, confidence_name: str = "confidence") -> None:
+    """ValueError naming the setting when `bootstrap_ci` would refuse these (check before costly work);
+    `confidence_name` is the caller's name for it (evaluate's compute() says confidence_level)."""
+    _check_settings(n_resamples, seed, confidence, confidence_name=confidence_name)
 
 
-def _check_settings(n_resamples: Any, seed: Any, confidence: Any = None, resamples_name: str = "n_resamples") -> None:
+def _check_settings(n_resamples: Any, seed: Any, confidence: Any = None, resamples_name: str = "n_resamples",
+                    confidence_name: str = "confidence") -> None:
     if not isinstance(n_resamples, numbers.Integral) or isinstance(n_resamples, bool) or n_resamples < 1:
         raise ValueError(f"{resamples_name} must be an integer >= 1; got {n_resamples!r}")
     if confidence is not None and (
         isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1
     ):
-        raise ValueError(f"confidence must be between 0 and 1 (exclusive), e.g. 0.95; got {confidence!r}")
+        raise ValueError(f"{confidence_name} must be between 0 and 1 (exclusive), e.g. 0.95; got {confidence!r}")
     if seed is not None and (not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0):
         raise ValueError(f"seed must be an integer >= 0 or None (fresh entropy); got {seed!r}")

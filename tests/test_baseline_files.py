@@ -48,6 +48,12 @@ MALFORMED = {
     "three_fields": (_file(_rows()[:2] + ["2,0.8,0.8"] + _rows()[3:]), ["line 4", "4 fields, got 3"]),
     "no_rows": (_file([]), ["no rows"]),
     "bad_header": ("L,P,R,F\n" + "".join(f"{row}\n" for row in _rows()), ["line 1", "header"]),
+    # below 1 as written, exactly 1 in float32 (the precision rescaling uses): a division by zero
+    "one_in_float32": (_file(_rows({LAYER: "0.8,0.999999999,0.8"})), ["line 6", "R = '0.999999999'", "1 in float32"]),
+    # finite as written, -inf in float32: (x + inf) / (1 + inf) is NaN
+    "overflows_float32": (_file(_rows({LAYER: "-1e39,0.8,0.8"})), ["line 6", "P = '-1e39'", "not finite in float32"]),
+    "underscore_in_value": (_file(_rows({1: "0.8_1,0.8,0.8"})), ["line 3", "P = '0.8_1'", "plain decimal"]),
+    "arabic_digit_label": (_file(_rows(labels=["0", "1", "\u0662", "3", "4", "5", "6"])), ["line 4", "whole number"]),
 }
 
 
@@ -157,3 +163,47 @@ def test_a_valid_custom_file_rescales_with_its_own_row(tmp_path) -> None:
     for got, plain, base in zip(rescaled.score(cands, refs), raw.score(cands, refs), (0.41, 0.42, 0.43)):
         expected = [(x - base) / (1 - base) for x in plain.tolist()]
         assert got.tolist() == pytest.approx(expected, abs=1e-6)
+
+
+# Written by editors and spreadsheets, read by the official package (pandas) as the plain file.
+HARMLESS = {
+    "byte_order_mark": "\ufeff" + _file(_rows()),
+    "crlf": _file(_rows()).replace("\n", "\r\n"),
+    "trailing_blank_lines": _file(_rows()) + "\n\n",
+    "crlf_bom_and_blank_lines": "\ufeff" + (_file(_rows()) + "\n").replace("\n", "\r\n"),
+    "no_final_newline": _file(_rows()).rstrip("\n"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HARMLESS))
+def test_files_the_official_reader_accepts_read_as_the_plain_file(kind, tmp_path) -> None:
+    import pandas as pd
+
+    path = tmp_path / f"{kind}.tsv"
+    path.write_bytes(HARMLESS[kind].encode("utf-8"))
+    official = pd.read_csv(path).to_numpy()[:, 1:].astype(float).tolist()  # the official package's reader
+    assert official == [[0.8, 0.81, 0.82]] * 7
+    assert baselines.load_baseline(path).flatten().tolist() == pytest.approx(sum(official, []), rel=1e-7)
+
+
+def test_the_cli_names_too_few_rows_before_any_model_loads(tmp_path, monkeypatch, capsys) -> None:
+    """The layer asked (-l, or the model's known default) is checked against the file up front."""
+    from bertscore import models, scorer
+    from bertscore.cli import main
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the baseline file was checked")
+
+    monkeypatch.setattr(models, "load_model", refuse)
+    monkeypatch.setattr(scorer, "load_model", refuse)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
+    short = tmp_path / "short.tsv"
+    short.write_text(_file(_rows(count=3)), encoding="utf-8")
+    rescaled = ["-r", str(texts), "--rescale-with-baseline", "--baseline-path", str(short)]
+    for argv, layer in ((["-c", str(texts), *rescaled, "-m", EMBEDDED_MODEL_NAME, "-l", str(LAYER)], LAYER),
+                        (["-c", str(texts), *rescaled, "-m", "roberta-large"], 17),  # its official default layer
+                        (["--systems", str(texts), str(texts), *rescaled, "-m", "roberta-large"], 17)):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertscore: error: ") and f"{short} has 3 rows" in err and f"not layer {layer}" in err, err

@@ -55,9 +55,12 @@ def test_an_internal_error_of_the_baseline_command_exits_1(files, monkeypatch, c
 
 @pytest.mark.parametrize("extra, message", [
     (["-l", "99"], "num_layers=99 is out of range"),  # the core's check (models)
-    (["--batch-size", "0"], "batch_size must be >= 1"),  # the core's check (scorer)
+    (["--batch-size", "0"], "batch_size must be a whole number >= 1"),  # the core's check (scorer)
     (["--long-texts", "window", "--window-stride", "0"], "window_stride=0"),  # windows
     (["--device", "bogus"], "unknown device 'bogus'"),  # embed
+    (["--cache-device", "bogus"], "unknown device 'bogus'"),  # the cache's device: was torch's RuntimeError, exit 1
+    (["--max-tokens-per-batch", "0"], "max_tokens_per_batch must be a whole number >= 1"),  # was the default, silently
+    (["--max-tokens-per-batch", "-5"], "got -5"),  # was a budget of -5 tokens, silently
     (["--rescale-with-baseline", "--baseline-path", "/no/such/baseline.tsv"], "/no/such/baseline.tsv"),  # a file
 ])
 def test_input_errors_from_the_core_exit_2_in_one_line(files, capsys, extra, message) -> None:
@@ -83,3 +86,40 @@ def test_input_errors_stay_value_and_type_errors_for_api_callers() -> None:
     assert isinstance(raised.value, TypeError) and isinstance(raised.value, ValueError)
     with pytest.raises(InputError):
         BERTScorer(model_type=EMBEDDED_MODEL_NAME, batch_size=0)
+
+
+def test_a_cache_device_that_cannot_be_used_is_the_callers_error_at_every_door() -> None:
+    """torch.device() took 'cuda:7' on a CPU-only machine (failing mid-score) and raised its own
+    RuntimeError for 'bogus': a traceback with exit 1 at the CLI, not the caller's ValueError."""
+    import evaluate
+    import torch
+
+    from bertscore.pool import ScorerPool
+    from conftest import REPO_ROOT
+
+    absent = "cuda:7" if not torch.cuda.is_available() or torch.cuda.device_count() < 8 else "cuda:99"
+    for device, words in (("bogus", "unknown device 'bogus'"), (absent, "available: ")):
+        with pytest.raises(InputError, match=words):
+            BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", cache_device=device)
+        pool = ScorerPool()
+        pool.get(model_type=EMBEDDED_MODEL_NAME, device="cpu")  # a model already pooled: its cache is compared
+        with pytest.raises(InputError, match=words):
+            pool.get(model_type=EMBEDDED_MODEL_NAME, device="cpu", cache_device=device)
+    metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
+    with pytest.raises(ValueError, match="unknown device 'bogus'"):
+        metric.compute(predictions=["a cat"], references=["a cat"], model_type=EMBEDDED_MODEL_NAME, device="cpu",
+                       cache_device="bogus")
+
+
+@pytest.mark.parametrize("name", ["max_tokens_per_batch", "batch_size", "chunk_size"])
+@pytest.mark.parametrize("size", [0, -5, 2.5, True, "256"])
+def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -> None:
+    """0 tokens was the default, 2.5 and True were sizes, silently; '256' was a bare TypeError."""
+    from bertscore import scorer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"the model loaded before {name} was checked")
+
+    monkeypatch.setattr(scorer, "load_model", refuse)
+    with pytest.raises(InputError, match=f"{name} must be a whole number >= 1"):
+        BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", **{name: size})

@@ -435,7 +435,7 @@ def test_evaluate_module_warns_and_windows():
     cands, refs = ["short", LONG], ["a short one", LONG + " and more"]
     with pytest.warns(UserWarning, match=r"1 text\(s\)|2 text\(s\)") as caught:
         truncated = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME)
-    assert any("predictions[1]" in str(w.message) and "510" in str(w.message) for w in caught)
+    assert any("predictions[1]" in str(w.message) and "510" in str(w.message) for w in caught)  # compute()'s name
     windowed = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME,
                               long_texts="window", window_stride=200)
     (p, r, f), code = score(cands, refs, model_type=EMBEDDED_MODEL_NAME, long_texts="window", window_stride=200,
@@ -481,7 +481,7 @@ def test_space_api_notes_truncation_and_takes_the_window_settings():
     cands, refs = json.dumps(["short", LONG]), json.dumps([["a short one"], [LONG + " more"]])
     old_client = handlers.compute(cands, refs, EMBEDDED_MODEL_NAME, "", False, False, "")  # no new arguments
     assert "error" not in old_client, old_client
-    assert any("truncated" in n and "candidates[1]" in n and "references[1]" in n for n in old_client["notes"])
+    assert any("truncated" in n and "predictions[1]" in n and "references[1]" in n for n in old_client["notes"])
     windowed = handlers.compute(cands, refs, EMBEDDED_MODEL_NAME, "", False, False, "", "window", "100")
     (p, r, f), code = score(["short", LONG], [["a short one"], [LONG + " more"]], model_type=EMBEDDED_MODEL_NAME,
                             long_texts="window", window_stride=100, return_hash=True)

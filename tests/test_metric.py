@@ -115,7 +115,7 @@ def test_confidence_level_adds_means_and_intervals(metric):
     layered = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, all_layers=True,
                              num_layers=6, confidence_level=0.95)
     assert len(layered["f1_mean"]) == 7 and len(layered["f1_ci"]) == 7
-    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+    with pytest.raises(ValueError, match="confidence_level must be between 0 and 1"):
         metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME, confidence_level=95)
     with pytest.raises(ValueError, match="confidence_level needs at least 2 predictions for a bootstrap interval; got 1"):
         metric.compute(predictions=cands[:1], references=refs[:1], model_type=EMBEDDED_MODEL_NAME, confidence_level=0.9)

@@ -226,7 +226,7 @@ def test_space_notes_name_its_controls_and_compute_its_parameters():
         assert summary.count("mostly unknown tokens") == 1 and summary.count("truncated") == 1  # once per call
         out = client.predict(json.dumps([LONG_TEXT, CUNEIFORM]), json.dumps(["a", "b"]), MODEL, api_name="/compute")
         joined = " ".join(out["notes"])
-        assert "pass long_texts='window'" in joined and "unknown token" in joined and "candidates[1]" in joined
+        assert "pass long_texts='window'" in joined and "unknown token" in joined and "predictions[1]" in joined
         assert len(out["notes"]) == 2
     finally:
         demo.close()
@@ -249,6 +249,22 @@ def test_mostly_unknown_texts_are_named(minilm_scorer):
     assert len(unknown) == 1 and "'[UNK]'" in unknown[0]
     named = re.findall(r"candidates\[\d+\]", unknown[0])
     assert named == expected
+
+
+def test_evaluate_notes_name_texts_as_its_errors_do_predictions():
+    """compute(predictions=...) names a bad input `predictions[1]`; its notes said `candidates[1]`."""
+    evaluate = pytest.importorskip("evaluate")
+    metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
+    with pytest.raises(TypeError, match=r"predictions\[1\]"):
+        metric.compute(predictions=["a cat", 3], references=["a cat", "a dog"], model_type=MODEL)
+    with pytest.warns(notes_module.BERTScoreNote) as record:
+        metric.compute(predictions=["a cat sat", CUNEIFORM, LONG_TEXT], references=["a cat", "a dog", CUNEIFORM],
+                       model_type=MODEL)
+    messages = [str(w.message) for w in record]
+    unknown = [m for m in messages if "unknown token" in m]
+    truncated = [m for m in messages if "truncated" in m]
+    assert len(unknown) == 1 and "predictions[1], references[2]" in unknown[0] and "candidates[" not in unknown[0]
+    assert len(truncated) == 1 and "predictions[2]" in truncated[0]
 
 
 # ----- idf_dict and token weights ------------------------------------------------------------------------

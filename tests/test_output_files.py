@@ -376,3 +376,114 @@ def test_the_umask_is_never_touched_and_files_get_open_modes(tmp_path) -> None:
 def test_no_module_sets_the_umask() -> None:
     sources = [*(REPO_ROOT / "bertscore").glob("*.py"), REPO_ROOT / "app.py", REPO_ROOT / "bertscore_metric.py"]
     assert [str(p) for p in sources if "os.umask(" in p.read_text(encoding="utf-8")] == []
+
+
+# ----- found in review: refused before any work, never one output over another ----------------
+class _NoModel(Exception):
+    """Raised by a patched model loader: the check under test must come before any model loads."""
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    from bertscore import models, scorer
+
+    def refuse(*args, **kwargs):
+        raise _NoModel("a model was loaded before the output was checked")
+
+    monkeypatch.setattr(models, "load_model", refuse)
+    monkeypatch.setattr(scorer, "load_model", refuse)
+
+
+def test_baseline_refuses_a_sidecar_that_is_the_output_itself(corpus, tmp_path, capsys, no_model) -> None:
+    """`-o b.tsv --sidecar b.tsv` (or ./b.tsv, or a link to it) wrote the JSON over the baseline, exit 0."""
+    output = tmp_path / "b.tsv"
+    link = tmp_path / "link.json"
+    link.symlink_to(output)
+    for sidecar in (output, tmp_path / "." / "b.tsv", link):
+        assert baseline_main(_baseline_args(corpus, output, "--sidecar", str(sidecar))) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertscore baseline: error: ") and str(output) in err and "Traceback" not in err
+        assert not output.exists()
+    with pytest.raises(UnsafeOutput, match="another output of this run"):
+        baselines.write_baseline(_table(), output, sidecar=output)
+    assert not output.exists()
+
+
+def test_baseline_names_a_missing_corpus_before_making_output_folders(tmp_path, capsys) -> None:
+    output = tmp_path / "new" / "b.tsv"
+    missing = tmp_path / "missing.txt"
+    assert baseline_main(_baseline_args(missing, output)) == 2
+    assert f"corpus file not found: {missing}" in capsys.readouterr().err
+    assert not output.parent.exists()
+
+
+@pytest.mark.parametrize("kind", ["dangling link into a missing folder", "a folder that refuses files",
+                                  "a closed descriptor"])
+def test_unusable_outputs_are_refused_before_the_model_loads(kind, pair_files, corpus, tmp_path, capsys,
+                                                             no_model) -> None:
+    """They passed the up-front check and failed only after scoring (root passes os.access)."""
+    if kind == "dangling link into a missing folder":
+        output = tmp_path / "link.jsonl"
+        output.symlink_to(tmp_path / "nowhere" / "x.jsonl")
+        words = f"{tmp_path / 'nowhere'} does not exist"
+    elif kind == "a folder that refuses files":
+        output, words = Path("/proc/scores.jsonl"), "/proc"  # procfs never accepts a new file, even from root
+    else:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.close(fd)  # a descriptor number this process no longer has
+        output, words = Path(f"/dev/fd/{fd}"), f"/dev/fd/{fd}"
+    for argv in (_score_args(pair_files) + ["-o", str(output)],
+                 ["-r", str(pair_files / "r.txt"), "--systems", str(pair_files / "c.txt"), str(pair_files / "r.txt"),
+                  *MODEL, "-o", str(output)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertscore: error: ") and words in err, err
+    assert baseline_main(_baseline_args(corpus, output, "--sidecar", str(tmp_path / "s.json"))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore baseline: error: ") and words in err, err
+
+
+def test_benchmarks_write_results_through_the_one_writer() -> None:
+    """Results written with Path.write_text were torn by an interrupted run and replaced no device
+    atomically; only the benchmarks' own input files (texts, corpora, scripts) may be written so."""
+    inputs = ("corpus_file.write_text(", "cands.write_text(", "refs.write_text(", "pair_file.write_text(",
+              "script.write_text(", "baseline.write_text(", '(folder / "c.txt").write_text(',
+              '(folder / "r.txt").write_text(')
+    found = []
+    for path in sorted((REPO_ROOT / "benchmarks").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if (".write_text(" in line or ".write_bytes(" in line or "os.replace(" in line) and not any(
+                    allowed in line for allowed in inputs):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_baseline_ctrl_c_exits_130_without_a_traceback_and_keeps_the_old_file(corpus, tmp_path, capsys,
+                                                                               monkeypatch) -> None:
+    from bertscore import calibrate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(calibrate, "compute_baseline", interrupted)
+    output = tmp_path / "b.tsv"
+    output.write_text("LAYER,P,R,F\n0,0.5,0.5,0.5\n", encoding="utf-8")
+    assert baseline_main(_baseline_args(corpus, output)) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip() == f"bertscore baseline: interrupted: {output} is left as it was"
+    assert output.read_text(encoding="utf-8") == "LAYER,P,R,F\n0,0.5,0.5,0.5\n"
+
+
+def test_the_baseline_file_is_never_the_output(pair_files, tmp_path, capsys, no_model) -> None:
+    """`--baseline-path b.tsv -o b.tsv` replaced the user's baseline with scores (it was not an input)."""
+    baseline = tmp_path / "b.tsv"
+    text = "LAYER,P,R,F\n" + "".join(f"{i},0.5,0.5,0.5\n" for i in range(7))
+    baseline.write_text(text, encoding="utf-8")
+    rescaled = ["--rescale-with-baseline", "--baseline-path", str(baseline), "-o", str(baseline)]
+    for argv in (_score_args(pair_files) + rescaled,
+                 ["-r", str(pair_files / "r.txt"), "--systems", str(pair_files / "c.txt"), str(pair_files / "r.txt"),
+                  *MODEL, *rescaled]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertscore: error: ") and f"is the input file {baseline}" in err, err
+    assert baseline.read_text(encoding="utf-8") == text

@@ -526,6 +526,8 @@ def test_the_interval_caution_is_true_small_samples_undercover() -> None:
 @pytest.mark.parametrize("confidence, label", [
     (0.95, "95%"), (0.999, "99.9%"), (0.975, "97.5%"), (0.9, "90%"), (0.5, "50%"), (0.99999, "99.999%"),
     (0.07, "7%"), (np.float64(0.999), "99.9%"),
+    # numpy floats as written in their own precision (float(np.float32(0.95)) is 0.949999988079071)
+    (np.float32(0.95), "95%"), (np.float32(0.999), "99.9%"), (np.float16(0.9), "90%"),
 ])
 def test_confidence_labels_are_printed_as_given(confidence: float, label: str) -> None:
     assert stats.confidence_label(confidence) == label

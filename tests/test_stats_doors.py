@@ -113,6 +113,18 @@ def test_evaluate_warns_once_about_few_predictions_and_resamples() -> None:
     assert not [w for w in caught if str(w.message).startswith("only ")]
 
 
+def test_evaluate_names_its_own_confidence_level_before_any_model_loads() -> None:
+    """The refusal said `confidence must be ...`: compute() has no such argument."""
+    import evaluate
+
+    metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
+    for value in (1.0, 0.0, True, float("nan")):
+        with pytest.raises(ValueError, match=r"^confidence_level must be between 0 and 1") as raised:
+            metric.compute(predictions=["a", "b"], references=["a", "b"], model_type="no/such-model",
+                           confidence_level=value)
+        assert "could not load" not in str(raised.value)
+
+
 # ----- Space -------------------------------------------------------------------------------------------------
 def test_space_statistics_say_each_caution_once() -> None:
     import pandas as pd
