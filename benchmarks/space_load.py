@@ -325,8 +325,11 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
                   f"{fmt(merge['one_by_one_s'], 2)} s, through `RequestQueue` (merged) {fmt(merge['queue_s'], 2)} s: "
                   f"{merge['one_by_one_s'] / merge['queue_s']:.2f}x ({merge['merged_calls']} merged call(s); best of "
                   f"{merge['rounds']} interleaved rounds each)."]
-    lines += ["", "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py "
-              + " ".join(args.argv) + "`", ""]
+    argv = list(args.argv)
+    if "--before" in argv[:-1]:  # a path of this machine: name one every clone can make
+        argv[argv.index("--before") + 1] = "../before"
+    lines += ["", "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py " + " ".join(argv) + "`"
+              + (" after `git worktree add ../before <the before commit above>`" if args.before else ""), ""]
     return "\n".join(lines)
 
 
