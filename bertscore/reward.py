@@ -98,6 +98,9 @@ class BERTScoreReward:
     def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float]:
         """One reward per completion: BERTScore `output` against the row's reference(s)."""
         candidates = [completion_text(completion, index) for index, completion in enumerate(completions)]
+        if not candidates:  # nothing generated this step: nothing to reward (score() refuses an empty list)
+            self._references(columns, 0)
+            return []
         references = self._references(columns, len(candidates))
         # notes name the completions and the reference column, as the trainer passed them
         with spelled(Spelling("reward", candidates="completions", references=self.reference_column)):
@@ -172,6 +175,8 @@ def completion_text(completion: Any, index: int) -> str:
                 content = message.get("content")
                 if isinstance(content, str):
                     return content
+                if _text_parts(content):  # [{"type": "text", "text": ...}, ...]: joined as chat templates do
+                    return "".join(part["text"] for part in content)
                 raise TypeError(
                     f"completion {index}: the last assistant message's content is {_describe(content)}, not text: "
                     "BERTScore scores text (pass a reward that handles other content)"
@@ -182,6 +187,13 @@ def completion_text(completion: Any, index: int) -> str:
         f"completion {index} is {_describe(completion)}: a completion is a string or a conversation "
         "(a list of {'role': ..., 'content': ...} messages)"
     )
+
+
+def _text_parts(content: Any) -> bool:
+    """True for a non-empty list of text parts (the multimodal message format, text only)."""
+    return (isinstance(content, Sequence) and not isinstance(content, str) and bool(content)
+            and all(isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
+                    for part in content))
 
 
 def _describe(value: Any) -> str:

@@ -101,11 +101,27 @@ def test_conversational_completions_score_the_last_assistant_message(reward) -> 
     assert reward(completions=conversations, reference=COLUMN) == reward(completions=COMPLETIONS, reference=COLUMN)
 
 
+def test_text_parts_are_joined_as_chat_templates_join_them(reward) -> None:
+    """The multimodal message format, text only: its parts' texts joined with nothing between."""
+    halves = [(text[: len(text) // 2], text[len(text) // 2:]) for text in COMPLETIONS]
+    parts = [[{"role": "assistant", "content": [{"type": "text", "text": a}, {"type": "text", "text": b}]}]
+             for a, b in halves]
+    assert reward(completions=parts, reference=COLUMN) == reward(completions=COMPLETIONS, reference=COLUMN)
+
+
+def test_a_step_with_no_completions_gets_no_rewards(reward) -> None:
+    assert reward(completions=[], reference=[]) == []
+    with pytest.raises(KeyError, match="reference"):  # the column is still required
+        reward(completions=[], answer=[])
+
+
 @pytest.mark.parametrize(
     "completion, message",
     [(3, "completion 1 is int 3"),
      ([{"role": "user", "content": "hi"}], r"completion 1 is a conversation with no assistant message \(roles: \['user'\]\)"),
      ([{"role": "assistant", "content": [{"type": "image"}]}], "completion 1: the last assistant message's content is list"),
+     ([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}]}],
+      "completion 1: the last assistant message's content is list"),
      (None, "completion 1 is NoneType")],
 )
 def test_completions_that_are_not_text_are_refused_by_index(reward, completion, message) -> None:
