@@ -337,7 +337,9 @@ def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17
     requests += [({"idf": True}, (cands[100:104], refs[100:104])), ({"idf": True}, (cands[104:106], refs[104:106])),
                  ({"num_layers": 3}, (cands[110:113], refs[110:113])),
                  ({"rescale_with_baseline": True, "lang": "en"}, (cands[120:123], refs[120:123])),
-                 ({}, (["", cands[130]], [refs[130], refs[131]]))]  # an empty prediction: its own note
+                 # an empty prediction: its own note. Other options than the requests above: a merged call
+                 # with a note is scored again request by request (each keeps its notes), not counted as merged
+                 ({"num_layers": 4}, (["", cands[130]], [refs[130], refs[131]]))]
     merged_before = demo.bertscore_service.requests.merged_calls
 
     def send(options, body):
