@@ -70,7 +70,7 @@ def maxrss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", long_texts=mode)
 scorer.score(["warm up"], ["warm up the encoder"])
-store = scorer.tokenize([pair["candidate"], pair["reference"]])
+store = scorer.pipeline.tokenize([pair["candidate"], pair["reference"]])
 lengths = [store.content_length(t.strip()) for t in (pair["candidate"], pair["reference"])]
 encoder_seconds[0] = 0.0
 before = maxrss()
@@ -177,7 +177,7 @@ def correlation(args) -> dict:
             else:
                 computed += 1
                 sentence = float(sentence_scorer.score(cands, refs)[2].double().mean())
-            store = sentence_scorer.tokenize(cand_docs + ref_docs)
+            store = sentence_scorer.pipeline.tokenize(cand_docs + ref_docs)
             lengths += [store.content_length(d.strip()) for d in cand_docs + ref_docs]
             rows[system] = {"human": human[system], "truncate": doc_f1["truncate"], "window": doc_f1["window"],
                             "sentence": sentence}

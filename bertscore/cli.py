@@ -386,7 +386,7 @@ def _idf_from_references(scorer, args: argparse.Namespace):
 
     stream = references()
     documents = (ids for chunk in iter(lambda: list(islice(stream, args.chunk_size)), [])
-                 for ids in scorer.document_ids(chunk))
+                 for ids in scorer.pipeline.document_ids(chunk))
     from .idf import TokenWeights
 
     model = scorer.model

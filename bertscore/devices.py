@@ -33,6 +33,61 @@ NATIVE_CPU_FLAGS = {
 }
 
 
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The device to run on: CUDA when available unless told otherwise.
+
+    A device this torch or this machine cannot run on (`"cuda"` on a CPU-only build,
+    `"cuda:3"` with two GPUs, `"mps"` off Apple silicon, `"bogus"`) is a ValueError that
+    names the devices available, raised here rather than as a torch assertion mid-run.
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    accelerators = {"cuda": (torch.cuda.is_available, torch.cuda.device_count),
+                    "mps": (torch.backends.mps.is_available, lambda: 1)}
+    if getattr(torch, "xpu", None) is not None:
+        accelerators["xpu"] = (torch.xpu.is_available, torch.xpu.device_count)
+
+    def available() -> str:
+        names = ["cpu"]
+        for kind, (is_available, count) in accelerators.items():
+            if is_available():
+                names += [kind] + ([f"{kind}:{i}" for i in range(count())] if kind != "mps" else [])
+        return ", ".join(names)
+
+    try:
+        resolved = torch.device(device.strip().lower() if isinstance(device, str) else device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(f"unknown device {device!r}; available: {available()}") from None
+    kind = resolved.type
+    if kind == "cpu":
+        return resolved
+    if kind not in accelerators:
+        raise InputError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
+    is_available, count = accelerators[kind]
+    if not is_available():
+        built_with_cuda = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None
+        if kind != "cuda":
+            lacks = f"this torch or machine has no {kind.upper()}"
+        elif built_with_cuda:
+            lacks = "no CUDA device is visible (torch is built with CUDA; check the driver and CUDA_VISIBLE_DEVICES)"
+        else:
+            lacks = "this torch has no CUDA"
+        raise InputError(f"{kind.upper()} requested but {lacks}; available: {available()}")
+    if resolved.index is not None and resolved.index >= count():
+        raise InputError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
+                         f"available: {available()}")
+    return resolved
+
+
+def resolve_placement(
+    device: str | torch.device | None, dtype: str | torch.dtype | None
+) -> tuple[torch.device, str]:
+    """(device, dtype name) for these options: the one resolver every door goes through, so a
+    device is checked (and "auto" decided) the same way before any model loads."""
+    resolved = resolve_device(device)
+    return resolved, resolve_dtype(dtype, resolved)
+
+
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device | str | None = None) -> str:
     """Canonical dtype name. None -> float32 on every device (the exact numbers);
     "auto" -> bfloat16 on a bf16-capable GPU or CPU, else float32 (the hash records the result).

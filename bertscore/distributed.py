@@ -13,7 +13,7 @@ the same RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT variables) a
 
 Each rank tokenizes the inputs, the candidates (each with all its references) are assigned
 greedily to ranks so that token sums are balanced (same assignment on every rank), each
-rank computes the raw pair scores of its shard with `BERTScorer.score_pairs`, the raw pair
+rank computes the raw pair scores of its shard with `Pipeline.score_aligned`, the raw pair
 scores are gathered with their indices, and the multi-reference max and baseline rescaling
 are applied exactly as `BERTScorer.score` does. The numbers equal one process's (up to
 float rounding from different padding in encoder batches, far below 1e-6).
@@ -149,30 +149,33 @@ def score_distributed(
     me, size = dist.get_rank(), dist.get_world_size()
     candidates, groups = normalize_inputs(cands, refs)
     _check_same_inputs(candidates, groups, scorer.hash)
+    pipeline = scorer.pipeline
+    settings = pipeline.settings
     flat_refs = [ref for group in groups for ref in group]
     owners = [i for i, group in enumerate(groups) for _ in group]
-    token_ids = scorer.tokenize(candidates + flat_refs)
+    token_ids = pipeline.tokenize(candidates + flat_refs)
     # Per-call idf: the weights over every reference, not over this rank's shard.
     if weights is None:
-        weights = scorer.idf_weights_for(flat_refs, token_ids)
+        weights = pipeline.weights_for(flat_refs, token_ids)
     if me == (dst or 0):
-        scorer.note_inputs(candidates, groups, token_ids, weights, notes)
+        pipeline.note_inputs(candidates, groups, token_ids, weights, notes)
 
     # Balance by tokens: a candidate and all its references go to the same rank.
     def cost(text: str) -> int:
         key = text.strip()
-        return 0 if scorer.is_empty(token_ids, key) else token_ids.length(key)
+        return 0 if settings.is_empty(token_ids, key) else token_ids.length(key)
 
     costs = [cost(c) * len(group) + sum(cost(r) for r in group) for c, group in zip(candidates, groups)]
     mine = set(balanced_shards(costs, size)[me])
     pair_indices = [p for p, owner in enumerate(owners) if owner in mine]
     if pair_indices:
-        local = scorer.score_pairs(
+        local = pipeline.score_aligned(
             [candidates[owners[p]] for p in pair_indices], [flat_refs[p] for p in pair_indices],
-            verbose=verbose and me == (dst or 0), warn_empty=False, weights=weights,
+            pipeline.check_weights(weights), verbose=verbose and me == (dst or 0), batch_size=None,
+            warn_empty=False, notes=None,
         )
     else:
-        layers = (scorer.score_layers,) if scorer.all_layers else ()
+        layers = (settings.score_layers,) if settings.all_layers else ()
         local = torch.zeros((0,) + layers + (3,), dtype=torch.float32)
     payload = (pair_indices, local.cpu())
     if dst is None:
@@ -184,7 +187,7 @@ def score_distributed(
         if me != dst:
             return None
     pair_scores = assemble_pair_scores(gathered, len(flat_refs), tuple(local.shape[1:]))
-    return scorer.finish_scores(pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
+    return pipeline.finish(pair_scores, torch.tensor(owners, dtype=torch.long), len(candidates))
 
 
 def assemble_pair_scores(

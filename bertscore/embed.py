@@ -18,7 +18,7 @@ from typing import Callable, Hashable, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from .devices import full_fp32_precision
+from .devices import full_fp32_precision, resolve_device
 from .inputs import InputError
 from .matching import normalize
 from .models import LoadedModel
@@ -27,52 +27,6 @@ from .windows import WindowAssembly, plan_windows
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_BYTES = 512 << 20
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """The device to run on: CUDA when available unless told otherwise.
-
-    A device this torch or this machine cannot run on (`"cuda"` on a CPU-only build,
-    `"cuda:3"` with two GPUs, `"mps"` off Apple silicon, `"bogus"`) is a ValueError that
-    names the devices available, raised here rather than as a torch assertion mid-run.
-    """
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    accelerators = {"cuda": (torch.cuda.is_available, torch.cuda.device_count),
-                    "mps": (torch.backends.mps.is_available, lambda: 1)}
-    if getattr(torch, "xpu", None) is not None:
-        accelerators["xpu"] = (torch.xpu.is_available, torch.xpu.device_count)
-
-    def available() -> str:
-        names = ["cpu"]
-        for kind, (is_available, count) in accelerators.items():
-            if is_available():
-                names += [kind] + ([f"{kind}:{i}" for i in range(count())] if kind != "mps" else [])
-        return ", ".join(names)
-
-    try:
-        resolved = torch.device(device.strip().lower() if isinstance(device, str) else device)
-    except (RuntimeError, TypeError, ValueError):
-        raise InputError(f"unknown device {device!r}; available: {available()}") from None
-    kind = resolved.type
-    if kind == "cpu":
-        return resolved
-    if kind not in accelerators:
-        raise InputError(f"device {str(resolved)!r} cannot run the encoder here; available: {available()}")
-    is_available, count = accelerators[kind]
-    if not is_available():
-        built_with_cuda = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None
-        if kind != "cuda":
-            lacks = f"this torch or machine has no {kind.upper()}"
-        elif built_with_cuda:
-            lacks = "no CUDA device is visible (torch is built with CUDA; check the driver and CUDA_VISIBLE_DEVICES)"
-        else:
-            lacks = "this torch has no CUDA"
-        raise InputError(f"{kind.upper()} requested but {lacks}; available: {available()}")
-    if resolved.index is not None and resolved.index >= count():
-        raise InputError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
-                         f"available: {available()}")
-    return resolved
 
 
 def default_tokens_per_batch(device: torch.device) -> int:

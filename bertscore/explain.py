@@ -12,7 +12,7 @@ are the per-column maxima over its references, as `score()` returns them; `winne
 reference with the highest raw F1 (the first one on ties).
 
 Long texts: in window mode the tokens and embeddings are the whole texts'. A pair whose
-similarity matrix is larger than `score()` matches in one piece (`BERTScorer.needs_tiling`,
+similarity matrix is larger than `score()` matches in one piece (`plan.needs_tiling`,
 64 MB: e.g. beyond ~4,000 x 4,000 tokens) is matched over tiles, as `score()` does; its best
 matches are still given for every token (`tiled_maxima` with indices), but the matrix itself
 is not kept (`similarity` is None, with a note): it would not fit in memory, nor in a figure.
@@ -29,7 +29,7 @@ from . import baselines
 from .devices import full_fp32_precision
 from .inputs import check_text, normalize_group
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, similarity_matrix, tiled_maxima
-from .scorer import BERTScorer
+from .pipeline import HasPipeline, Pipeline
 
 
 @dataclass
@@ -78,35 +78,37 @@ class Explanation:
         return self.rescaled if self.rescaled is not None else (self.precision, self.recall, self.f1)
 
 
-def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[str]) -> Explanation:
+def explain_pair(scorer: HasPipeline, candidate: str, references: str | Sequence[str]) -> Explanation:
     """Explain the score of `candidate` against one reference or a list of references."""
     candidate = check_text(candidate, "candidate")
     references = normalize_group(references, "references")
-    if scorer.all_layers:
+    pipeline = scorer.pipeline
+    settings = pipeline.settings
+    if settings.all_layers:
         raise ValueError("explain_pair needs a scorer on one layer (all_layers=False)")
 
-    token_ids = scorer.tokenize([candidate] + references)
-    weights_table = scorer.idf_weights_for(references, token_ids)  # the weights score() uses for this call
+    token_ids = pipeline.tokenize([candidate] + references)
+    weights_table = pipeline.weights_for(references, token_ids)  # the weights score() uses for this call
     notes: list[str] = []
-    scorer.note_inputs([candidate], [references], token_ids, weights_table, notes)
-    model = scorer.model
+    pipeline.note_inputs([candidate], [references], token_ids, weights_table, notes)
+    model = settings.model
 
-    embeddings = scorer.embed_texts(list(token_ids.index), token_ids)
+    embeddings = pipeline.embed_texts(list(token_ids.index), token_ids)
 
     def encode(text: str) -> tuple[list[str], torch.Tensor, torch.Tensor]:
         key = text.strip()
         ids = token_ids[key]
         tokens = model.tokenizer.convert_ids_to_tokens(ids.tolist())
-        return tokens, embeddings[key].to(scorer.device), weights_table(ids).to(scorer.device)
+        return tokens, embeddings[key].to(settings.device), weights_table(ids).to(settings.device)
 
     cand_tokens, cand_emb, cand_weights = encode(candidate)
-    baseline = scorer.baseline
+    baseline = settings.baseline
     explained: list[ReferenceExplanation] = []
     for reference in references:
         ref_tokens, ref_emb, ref_weights = encode(reference)
-        empty = scorer.is_empty(token_ids, candidate.strip()) or scorer.is_empty(token_ids, reference.strip())
+        empty = settings.is_empty(token_ids, candidate.strip()) or settings.is_empty(token_ids, reference.strip())
         similarity, cand_best_sim, cand_best, ref_best_sim, ref_best, scores = _match_pair(
-            scorer, cand_emb, cand_weights, ref_emb, ref_weights, empty
+            pipeline, cand_emb, cand_weights, ref_emb, ref_weights, empty
         )
         if similarity is None:
             notes.append(
@@ -135,12 +137,12 @@ def explain_pair(scorer: BERTScorer, candidate: str, references: str | Sequence[
     return Explanation(
         candidate=candidate, tokens=cand_tokens, weights=cand_weights.cpu().tolist(), references=explained,
         winner=winner, precision=float(best[0]), recall=float(best[1]), f1=float(best[2]),
-        rescaled=rescaled_best, idf=scorer.settings.idf != "no-idf", hashcode=scorer.hash, notes=notes,
+        rescaled=rescaled_best, idf=settings.idf_mode != "no-idf", hashcode=settings.hash, notes=notes,
     )
 
 
 def _match_pair(
-    scorer: BERTScorer,
+    pipeline: Pipeline,
     cand_emb: torch.Tensor,
     cand_weights: torch.Tensor,
     ref_emb: torch.Tensor,
@@ -152,7 +154,7 @@ def _match_pair(
     The whole matrix and `greedy_match` when `score()` would match the pair in one piece; else
     `tiled_maxima` with indices and `greedy_match_tiled`, as `score()` does, keeping no matrix.
     """
-    tiled = scorer.needs_tiling(cand_emb.shape[0], ref_emb.shape[0])
+    tiled = pipeline.needs_tiling(cand_emb.shape[0], ref_emb.shape[0])
     with full_fp32_precision():
         if tiled:
             similarity = None

@@ -12,15 +12,13 @@ import io
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from matplotlib.figure import Figure
 
 from .explain import Explanation, explain_pair
 from .output_files import write_bytes
-
-if TYPE_CHECKING:
-    from .scorer import BERTScorer
+from .pipeline import HasPipeline
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +97,7 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = 100) -> Pa
     return path
 
 
-def plot_example(scorer: "BERTScorer", candidate: str, reference: str | Sequence[str], fname: str = "") -> Figure:
+def plot_example(scorer: HasPipeline, candidate: str, reference: str | Sequence[str], fname: str = "") -> Figure:
     """The heatmap of one pair, as the official `BERTScorer.plot_example`; saved when `fname` is given.
 
     Unlike the official one (which shows the figure and returns nothing), it returns the

@@ -125,7 +125,7 @@ def test_pairs_with_corpus_weights_finish_as_score(corpus) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw = scorer.score_pairs([cands[i] for i in owners.tolist()], flat, weights=scorer.idf_weights_for(flat))
-    for got, want in zip(scorer.finish_scores(raw, owners, len(cands)), expected):
+    for got, want in zip(scorer.pipeline.finish(raw, owners, len(cands)), expected):
         assert torch.allclose(got, want, atol=1e-6)
 
 

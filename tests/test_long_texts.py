@@ -22,7 +22,8 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
-from bertscore import scorer as scorer_module
+from bertscore import pipeline as pipeline_module
+from bertscore import plan as plan_module
 from bertscore.explain import explain_pair
 from bertscore.models import has_position_limit, load_model
 from conftest import REPO_ROOT, SENTENCES
@@ -112,13 +113,13 @@ def test_tokenizing_long_texts_does_not_log_the_transformers_warning(minilm_dir)
 def test_token_store_keeps_int32_truncated_ids_and_the_whole_length(minilm):
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=minilm, device="cpu")
     text = long_text(900)
-    store = scorer.tokenize([text, "short one"])
+    store = scorer.pipeline.tokenize([text, "short one"])
     n = len(minilm.content_ids([text])[0])
     assert store.flat.dtype == np.int32
     assert store.length(text) == 512 and store.content_length(text) == n > 510
     assert store[text].tolist() == minilm.tokenize([text])[0]
     windowed = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=minilm, device="cpu", long_texts="window")
-    whole = windowed.tokenize([text])
+    whole = windowed.pipeline.tokenize([text])
     assert whole.length(text) == n + 2 and whole.head(text, 510).tolist() == store[text].tolist()
 
 
@@ -292,10 +293,10 @@ def test_short_windows_equal_a_plain_per_window_loop(tiny_bert, tiny_reference_m
     w = scorer.model.content_limit
     assert w == 32 and "window=32/{}".format(stride) in scorer.hash
     texts = [long_text(150, seed=7), long_text(60, seed=8), "short text here", long_text(33, seed=9)]
-    store = scorer.tokenize(texts)
+    store = scorer.pipeline.tokenize(texts)
     keys = [t.strip() for t in texts]
     assert [store.content_length(k) > w for k in keys] == [True, True, False, True]
-    embedded = scorer.embed_texts(keys, store)
+    embedded = scorer.pipeline.embed_texts(keys, store)
     expected = {k: windowed_by_loop(model, tokenizer, k, w, stride) for k in keys}
     for k in keys:
         assert embedded[k].shape == expected[k].shape
@@ -332,14 +333,14 @@ def test_tiled_matching_of_huge_pairs_equals_the_batched_path(tiny_bert, monkeyp
     refs = [long_text(250, seed=16), long_text(100, seed=17), long_text(120, seed=18)]
     batched = torch.stack(scorer.score(cands, refs))
     calls = []
-    original = scorer_module.greedy_match_tiled
+    original = pipeline_module.greedy_match_tiled
 
     def spy(*args, **kwargs):
         calls.append(args[0].shape)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(scorer_module, "greedy_match_tiled", spy)
-    monkeypatch.setattr(scorer_module, "MATCH_BATCH_BYTES", 60 * 60 * 4)  # pairs past 60 x 60 tokens tile
+    monkeypatch.setattr(pipeline_module, "greedy_match_tiled", spy)
+    monkeypatch.setattr(plan_module, "MATCH_BATCH_BYTES", 60 * 60 * 4)  # pairs past 60 x 60 tokens tile
     tiled = torch.stack(scorer.score(cands, refs))
     assert len(calls) == 2  # the pairs past 60 x 60 tokens; "tiny" x 100 words is matched as usual
     torch.testing.assert_close(tiled, batched, atol=1e-6, rtol=0)
@@ -351,7 +352,7 @@ def test_sub_chunks_bound_the_whole_text_embeddings(tiny_bert, monkeypatch):
     refs = [long_text(80 + 10 * i, seed=40 + i) for i in range(6)]
     expected = torch.stack(scorer.score(cands, refs))
     budget_tokens = 400
-    monkeypatch.setattr(scorer_module, "CHUNK_EMBEDDING_BYTES", budget_tokens * 4 * scorer._floats_per_token())
+    monkeypatch.setattr(plan_module, "CHUNK_EMBEDDING_BYTES", budget_tokens * 4 * scorer.pipeline.floats_per_token)
     held = []
     original = scorer.embedder.embed_windows
 
@@ -408,8 +409,8 @@ def test_explain_long_texts_equals_score_and_tiles_large_matrices(tiny_bert, mon
     whole = explain_pair(scorer, cand, refs)
     assert whole.scores == pytest.approx((p.item(), r.item(), f.item()), abs=1e-6)
     assert whole.best.similarity.shape == (len(whole.tokens), len(whole.best.tokens))
-    assert len(whole.tokens) == scorer.tokenize([cand]).length(cand.strip()) > 34  # whole, not cut
-    monkeypatch.setattr(scorer_module, "MATCH_BATCH_BYTES", 50 * 50 * 4)
+    assert len(whole.tokens) == scorer.pipeline.tokenize([cand]).length(cand.strip()) > 34  # whole, not cut
+    monkeypatch.setattr(plan_module, "MATCH_BATCH_BYTES", 50 * 50 * 4)
     tiled = explain_pair(scorer, cand, refs)
     assert tiled.scores == pytest.approx(whole.scores, abs=1e-6)
     big = tiled.references[0]

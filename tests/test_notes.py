@@ -312,11 +312,11 @@ def test_the_returned_hash_names_the_weights_of_the_call(minilm_scorer):
     # label="idf"): still "idf"
     per_call = BERTScorer(loaded_model=minilm_scorer.model, idf=True)
     vocab, zero = minilm_scorer.model.vocab_size, minilm_scorer.model.zero_weight_ids
-    corpus = TokenWeights.from_documents(per_call.document_ids(SENTENCES), vocab, zero, label="idf")
+    corpus = TokenWeights.from_documents(per_call.pipeline.document_ids(SENTENCES), vocab, zero, label="idf")
     assert per_call.score(cands, refs, weights=corpus, return_hash=True)[1] == per_call.hash
     # a table from other documents, built the default way, is named by content on an idf=True scorer
     # too: other numbers than the per-call idf never go out under its "idf" hash
-    other_docs = TokenWeights.from_documents(per_call.document_ids(["the the the cat", "mat mat dog"]), vocab, zero)
+    other_docs = TokenWeights.from_documents(per_call.pipeline.document_ids(["the the the cat", "mat mat dog"]), vocab, zero)
     (scores, code) = per_call.score(cands, refs, weights=other_docs, return_hash=True)
     assert not torch.equal(torch.stack(scores), torch.stack(per_call.score(cands, refs)))
     assert code != per_call.hash and f"_idf-weights:{other_docs.fingerprint()}_" in code

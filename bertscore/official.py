@@ -1,0 +1,80 @@
+"""The official `bert_score.BERTScorer` surface: its attribute and method names, on our scorer.
+
+`baseline_vals`, `idf_dict`, `compute_idf`, `official_hash` (the official hash format, for
+tools that parse it) and `plot_example`, so that code written for the official package runs
+unchanged. A base class of `BERTScorer`: it reads the scorer's `pipeline` and options only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from .settings import Settings
+
+if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
+    from matplotlib.figure import Figure
+
+OFFICIAL_VERSION = "0.3.12"  # what bert-score 0.3.13, the release we reproduce, writes into its hash
+
+
+class OfficialSurface:
+    """The official names; a subclass provides `pipeline` and the options named below."""
+
+    pipeline: Any  # a pipeline.Pipeline (its `settings` are replaced by compute_idf)
+    model_type: str
+    num_layers: int
+    rescale_with_baseline: bool
+    baseline_path: str | None
+    use_fast_tokenizer: bool
+
+    @property
+    def _settings(self) -> Settings:
+        return self.pipeline.settings
+
+    @property
+    def baseline_vals(self) -> torch.Tensor | None:
+        """The official attribute name of `baseline`."""
+        return self._settings.baseline
+
+    @property
+    def idf_dict(self) -> dict[int, float] | None:
+        """Token id -> weight, as the official attribute (a defaultdict); None when idf is per call."""
+        weights = self._settings.idf_weights
+        if weights is None:
+            return None
+        # Ids past the table weigh what the official get_idf_dict gives them: log((M + 1) / 1).
+        default = 0.0 if weights.default is None else float(weights.default)
+        return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(weights.table.tolist())})
+
+    def compute_idf(self, sents: Sequence[str]) -> None:
+        """Fix idf weights from `sents` for every later call (the official method); the hash follows."""
+        self.pipeline.settings = self._settings.with_idf(True, sents)
+
+    def official_hash(self) -> str:
+        """The official package's hash format for these settings, for tools that parse it:
+        `{model}_L{k}_{idf|no-idf}_version={v}(hug_trans={t})[-rescaled|-custom-rescaled][_fast-tokenizer]`.
+
+        `version` is what the official release whose numbers we reproduce (bert-score 0.3.13)
+        writes there. It names less than `hash` (no revision, dtype, baseline or idf source):
+        prefer `hash`.
+        """
+        import transformers
+
+        code = "{}_L{}{}_version={}(hug_trans={})".format(
+            self.model_type, self.num_layers, "_no-idf" if self._settings.idf_mode == "no-idf" else "_idf",
+            OFFICIAL_VERSION, transformers.__version__,
+        )
+        if self.rescale_with_baseline:
+            code += "-custom-rescaled" if self.baseline_path is not None else "-rescaled"
+        if self.use_fast_tokenizer:
+            code += "_fast-tokenizer"
+        return code
+
+    def plot_example(self, candidate: str, reference: str, fname: str = "") -> Figure:
+        """Heatmap of one pair's token similarities (the official method); saved when `fname` is given."""
+        from .plot import plot_example  # matplotlib is optional (the `app` extra): imported on use
+
+        return plot_example(self, candidate, reference, fname=fname)

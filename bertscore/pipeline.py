@@ -1,0 +1,309 @@
+"""The scoring steps: tokenize -> notes -> embed -> weights -> match -> multi-reference max -> rescale.
+
+A `Pipeline` is the settings (frozen, see `settings.py`) plus an `Embedder`. Its public steps
+serve `BERTScorer.score`, `explain_pair` and the distributed path alike, so that each of them
+computes what `score()` computes. The work runs in chunks of pairs (embed, match, release),
+so peak memory depends on the chunk and batch budgets (`plan.py`), not on the corpus;
+embeddings are reused through a bounded cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from . import baselines, input_notes, plan
+from .devices import full_fp32_precision
+from .embed import Embedder
+from .idf import TokenWeights
+from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
+from .notes import name_some, report
+from .settings import Settings
+from .tokens import TokenStore
+
+Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class Pipeline:
+    """The scoring steps of one model and settings; `settings` may be replaced (`compute_idf`)."""
+
+    def __init__(self, settings: Settings, embedder: Embedder):
+        self.settings = settings
+        self.embedder = embedder
+
+    @property
+    def model(self) -> Any:
+        return self.settings.model
+
+    @property
+    def floats_per_token(self) -> int:
+        """Floats in one token's embedding (hidden size x layers kept)."""
+        config = self.model.encoder.config
+        hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 1024
+        return int(hidden) * self.settings.score_layers
+
+    def needs_tiling(self, cand_length: int, ref_length: int) -> bool:
+        """Whether a pair of these lengths is matched over tiles (`plan.needs_tiling`)."""
+        return plan.needs_tiling(cand_length, ref_length, self.settings.score_layers)
+
+    # ----- texts -> tokens, weights, notes --------------------------------------------------------
+    def tokenize(self, texts: Sequence[str]) -> TokenStore:
+        """Token ids of the distinct stripped texts (an empty text has its special tokens only).
+
+        Cut at the model's content limit (truncate mode) or whole (window mode); either way the
+        store knows each text's whole content length.
+        """
+        model = self.model
+        limit = None if self.settings.window is not None else model.content_limit
+        distinct = list(dict.fromkeys(t.strip() for t in texts))
+        return TokenStore(distinct, model.content_ids, model.lead_ids, model.trail_ids, limit)
+
+    def document_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text as idf counts them: whole texts when windowed, else as truncated."""
+        return self.model.tokenize(texts, whole=self.settings.window is not None)
+
+    def weights_for(self, references: Sequence[str], token_ids: TokenStore | None = None) -> TokenWeights:
+        """The token weights a call with these references uses: the fixed table, or idf over them
+        (each reference a document, empty ones included)."""
+        if self.settings.idf_weights is not None:
+            return self.settings.idf_weights
+        token_ids = token_ids if token_ids is not None else self.tokenize(references)
+        documents = (token_ids[r.strip()] for r in references)
+        return TokenWeights.from_documents(documents, self.model.vocab_size, self.model.zero_weight_ids, label="idf")
+
+    def check_weights(self, weights: TokenWeights | None) -> TokenWeights | None:
+        """A call's `weights=` table, checked against the vocabulary (None: the settings' own)."""
+        return None if weights is None else weights.check(self.model.vocab_size, "weights")
+
+    def note_inputs(
+        self,
+        candidates: Sequence[str],
+        groups: Sequence[Sequence[str]],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        notes: list[str] | None = None,
+    ) -> None:
+        """The call's notes on its inputs (`input_notes.note_inputs`)."""
+        input_notes.note_inputs(self.settings, candidates, groups, token_ids, weights, notes)
+
+    # ----- whole calls ----------------------------------------------------------------------------
+    def score_groups(
+        self,
+        candidates: list[str],
+        groups: list[list[str]],
+        weights: TokenWeights | None,
+        verbose: bool,
+        batch_size: int | None,
+        notes: list[str] | None,
+    ) -> tuple[Scores, TokenWeights]:
+        """(P, R, F) of checked candidates against their reference groups, and the weights used."""
+        flat_refs = [ref for group in groups for ref in group]
+        owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
+        token_ids = self.tokenize(candidates + flat_refs)
+        if weights is None:
+            weights = self.weights_for(flat_refs, token_ids)
+        self.note_inputs(candidates, groups, token_ids, weights, notes)
+        pair_scores = self.score_pairs(
+            [candidates[i].strip() for i in owners.tolist()], [r.strip() for r in flat_refs],
+            token_ids, weights, verbose, batch_size,
+        )
+        return self.finish(pair_scores, owners, len(candidates)), weights
+
+    def score_aligned(
+        self,
+        cands: Sequence[str],
+        refs: Sequence[str],
+        weights: TokenWeights | None,
+        verbose: bool,
+        batch_size: int | None,
+        warn_empty: bool,
+        notes: list[str] | None,
+    ) -> torch.Tensor:
+        """Raw scores [n, 3] (or [n, K, 3]) of aligned pairs; pairs with an empty side get one note."""
+        token_ids = self.tokenize(list(cands) + list(refs))
+        cand_keys = [c.strip() for c in cands]
+        ref_keys = [r.strip() for r in refs]
+        if weights is None:
+            weights = self.weights_for(ref_keys, token_ids)
+        if warn_empty:
+            empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
+                     if self.settings.is_empty(token_ids, c) or self.settings.is_empty(token_ids, r)]
+            if empty:
+                report(f"no content tokens in pair {name_some([str(i) for i in empty])}: "
+                       "their raw scores are 0", notes)
+        return self.score_pairs(cand_keys, ref_keys, token_ids, weights, verbose, batch_size)
+
+    def finish(self, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
+        """P, R, F from raw pair scores [n, 3] ([n, K, 3]), owners[i] = the candidate of pair i.
+
+        The max over each candidate's references per column, then rescaling, then the
+        official layout ([K, N] per column with all layers).
+        """
+        shape = (num_candidates,) + tuple(pair_scores.shape[1:])
+        best = torch.full(shape, float("-inf"), dtype=torch.float32).scatter_reduce(
+            0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
+        )
+        if self.settings.baseline is not None:
+            best = baselines.rescale(best, self.settings.baseline)
+        if self.settings.all_layers:
+            best = best.transpose(0, 1)  # [K, N, 3], as the official package
+        return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()
+
+    # ----- pairs -> raw scores, chunk by chunk ----------------------------------------------------
+    def score_pairs(
+        self,
+        cand_keys: list[str],
+        ref_keys: list[str],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        verbose: bool = False,
+        batch_size: int | None = None,
+    ) -> torch.Tensor:
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk.
+
+        Every chunk is first scored exactly as in truncate mode: the texts cut at the content
+        limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
+        the pairs with a long side are then scored again from whole-text embeddings, in
+        sub-chunks bounded by their size. Texts within the limit thus meet the encoder and the
+        matching in the same batches in both modes: bit-identical numbers (batch composition
+        changes float rounding at the 1e-7 level). Window 0 of a long text is its truncated
+        text, so its pass-1 states are reused, not encoded again.
+        """
+        settings = self.settings
+        layers = (settings.score_layers,) if settings.all_layers else ()
+        scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
+        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
+                 if settings.is_empty(token_ids, c) or settings.is_empty(token_ids, r)}
+        limit = self.model.content_limit
+
+        def head_length(key: str) -> int:
+            return token_ids.head_length(key, limit)
+
+        # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
+        order = sorted(
+            (i for i in range(len(cand_keys)) if i not in empty),
+            key=lambda i: (head_length(ref_keys[i]), ref_keys[i], head_length(cand_keys[i])),
+        )
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+        progress.update(len(empty))
+        for chunk in plan.chunks(order, cand_keys, ref_keys, head_length, settings.chunk_size, self.floats_per_token):
+            needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
+            long_pairs = [i for i in chunk if settings.is_windowed(token_ids, cand_keys[i])
+                          or settings.is_windowed(token_ids, ref_keys[i])]
+            heads = {k: token_ids.head(k, limit) for k in needed}
+            advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
+            embeddings = self.embedder.embed(
+                needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
+            )
+            text_weights = {k: weights(heads[k]) for k in needed}  # host tensors, moved per batch
+            self._match(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores)
+            advance(len(needed))
+            del heads, text_weights
+            if long_pairs:
+                self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
+                                       scores, progress, batch_size)
+            del embeddings
+        progress.close()
+        return scores
+
+    def _score_long_pairs(
+        self,
+        pairs: list[int],
+        cand_keys: list[str],
+        ref_keys: list[str],
+        token_ids: TokenStore,
+        weights: TokenWeights,
+        first_windows: dict[str, torch.Tensor],
+        scores: torch.Tensor,
+        progress: Any,
+        batch_size: int | None,
+    ) -> None:
+        """Score pairs with a windowed side from whole-text embeddings (window mode).
+
+        Sub-chunks hold about CHUNK_EMBEDDING_BYTES of whole-text embeddings; the texts within
+        the limit are already embedded (`first_windows` holds the chunk's pass-1 embeddings).
+        """
+        is_windowed = self.settings.is_windowed
+
+        def whole_length(key: str) -> int:
+            return token_ids.length(key) if is_windowed(token_ids, key) else 0
+
+        for sub in plan.chunks(pairs, cand_keys, ref_keys, whole_length, self.settings.chunk_size,
+                               self.floats_per_token):
+            texts = list(dict.fromkeys([cand_keys[i] for i in sub] + [ref_keys[i] for i in sub]))
+            long_keys = [k for k in texts if is_windowed(token_ids, k)]
+            advance = _advancer(progress, len(sub), len(long_keys))
+            embeddings = dict(first_windows)
+            embeddings.update(self.embedder.embed_windows(
+                long_keys, [token_ids[k] for k in long_keys], self.settings.window, first_windows=first_windows,
+                on_progress=advance, batch_size=batch_size,
+            ))
+            text_weights = {k: weights(token_ids[k]) for k in texts}
+            self._match(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores)
+            advance(len(long_keys))
+            del embeddings, text_weights
+
+    def _match(
+        self,
+        pairs: list[int],
+        cand_keys: list[str],
+        ref_keys: list[str],
+        embeddings: Mapping[str, torch.Tensor],
+        text_weights: Mapping[str, torch.Tensor],
+        length: Callable[[str], int],
+        scores: torch.Tensor,
+    ) -> None:
+        """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
+        pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`."""
+        batches = plan.match_batches(pairs, cand_keys, ref_keys, length, self.floats_per_token,
+                                     self.settings.score_layers)
+        with full_fp32_precision():
+            for batch, tiled in batches:
+                cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
+                ref = [(embeddings[ref_keys[i]], text_weights[ref_keys[i]]) for i in batch]
+                if tiled:
+                    (cand_emb, cand_w), (ref_emb, ref_w) = cand[0], ref[0]
+                    device = cand_emb.device
+                    precision, recall, f1 = greedy_match_tiled(
+                        cand_emb, None, cand_w.to(device), ref_emb, None, ref_w.to(device), MATCH_TILE_BYTES
+                    )
+                    precision, recall, f1 = precision[None], recall[None], f1[None]
+                else:
+                    precision, recall, f1 = greedy_match(
+                        *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
+                        *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
+                    )
+                scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
+
+    # ----- inspection -----------------------------------------------------------------------------
+    def embed_texts(self, keys: Sequence[str], token_ids: TokenStore) -> dict[str, torch.Tensor]:
+        """Embeddings of distinct stripped texts as `score()` matches them: cut at the limit, or
+        whole (through windows) in window mode. One pass, no chunking: for inspecting a few texts."""
+        limit = self.model.content_limit
+        embeddings = self.embedder.embed(keys, [token_ids.head(k, limit) for k in keys])
+        long_keys = [k for k in keys if self.settings.is_windowed(token_ids, k)]
+        if long_keys:
+            embeddings.update(self.embedder.embed_windows(
+                long_keys, [token_ids[k] for k in long_keys], self.settings.window, first_windows=embeddings
+            ))
+        return embeddings
+
+
+class HasPipeline(Protocol):
+    """What scores through a `Pipeline` (a `BERTScorer`): all that `explain_pair` and `plot` need."""
+
+    pipeline: Pipeline
+
+
+def _advancer(progress: Any, pairs: int, texts: int) -> Callable[[int], None]:
+    """on_progress for an embedding step: moves the bar (in pairs) by `pairs` as `texts` texts embed."""
+    shown = [0]
+
+    def advance(texts_done: int) -> None:
+        target = pairs * min(texts_done, texts) // max(texts, 1)
+        progress.update(target - shown[0])
+        shown[0] = target
+
+    return advance

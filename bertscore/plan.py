@@ -1,0 +1,85 @@
+"""How pairs are grouped for embedding and matching: pure index arithmetic, no model, no tensors.
+
+Chunks bound what is embedded at once (pairs and tokens), so peak memory depends on these
+budgets, not on the corpus. Match batches bound one batch's padded embeddings and
+similarities; a pair too large for that on its own is matched over tiles. `needs_tiling` is
+the one place that decides it: `score()`, `explain_pair` and the distributed path all ask it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+DEFAULT_CHUNK_PAIRS = 2048
+CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
+MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching batch
+MAX_PAIRS_PER_MATCH = 1024
+
+Length = Callable[[str], int]
+
+
+def needs_tiling(cand_length: int, ref_length: int, layers: int) -> bool:
+    """Whether one pair's similarity ([layers,] Lc x Lr fp32) alone exceeds MATCH_BATCH_BYTES:
+    such a pair is matched by `greedy_match_tiled` (never within the limit of any encoder)."""
+    return cand_length * ref_length * layers * 4 > MATCH_BATCH_BYTES
+
+
+def chunks(
+    order: Sequence[int],
+    cand_keys: Sequence[str],
+    ref_keys: Sequence[str],
+    length: Length,
+    max_pairs: int,
+    floats_per_token: int,
+) -> Iterator[list[int]]:
+    """Consecutive pairs of `order`: at most `max_pairs`, and about CHUNK_EMBEDDING_BYTES of embeddings.
+
+    `length(key)` is a text's embedding rows (0 for one already held). Bounding pairs alone
+    lets a chunk of long texts (the last ones: pairs are sorted by length) hold far more
+    embeddings than a chunk of short ones, so peak memory grew with the corpus.
+    """
+    budget = max(1, CHUNK_EMBEDDING_BYTES // (4 * floats_per_token))  # tokens
+    chunk: list[int] = []
+    seen: set[str] = set()
+    tokens = 0
+    for index in order:
+        texts = {cand_keys[index], ref_keys[index]}
+        cost = sum(length(k) for k in texts - seen)
+        if chunk and (len(chunk) >= max_pairs or tokens + cost > budget):
+            yield chunk
+            chunk, seen, tokens = [], set(), 0
+            cost = sum(length(k) for k in texts)
+        chunk.append(index)
+        seen |= texts
+        tokens += cost
+    if chunk:
+        yield chunk
+
+
+def match_batches(
+    pairs: Sequence[int],
+    cand_keys: Sequence[str],
+    ref_keys: Sequence[str],
+    length: Length,
+    floats_per_token: int,
+    layers: int,
+) -> Iterator[tuple[list[int], bool]]:
+    """(batch, tiled): pairs grouped so that a batch's padded embeddings and similarities stay
+    under MATCH_BATCH_BYTES; a pair too large for that alone comes as ([pair], True)."""
+    budget = MATCH_BATCH_BYTES // 4  # floats
+    batch: list[int] = []
+    longest_cand = longest_ref = 0
+    for index in pairs:
+        lc, lr = length(cand_keys[index]), length(ref_keys[index])
+        if needs_tiling(lc, lr, layers):
+            yield [index], True
+            continue
+        new_cand, new_ref = max(longest_cand, lc), max(longest_ref, lr)
+        floats = (len(batch) + 1) * (new_cand * new_ref * layers + (new_cand + new_ref) * floats_per_token)
+        if batch and (len(batch) >= MAX_PAIRS_PER_MATCH or floats > budget):
+            yield batch, False
+            batch, new_cand, new_ref = [], lc, lr
+        batch.append(index)
+        longest_cand, longest_ref = new_cand, new_ref
+    if batch:
+        yield batch, False
