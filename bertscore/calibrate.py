@@ -118,7 +118,9 @@ def all_layers_scorer(scorer: BERTScorer | None = None, model_type: str | None =
     model's last layer (an encoder truncated at its own depth is whole), serves; an encoder cut
     below its last layer cannot give the upper layers, which a baseline file needs.
     """
-    from .scorer import BERTScorer  # on use: the scorer's module may still be loading when this one is
+    # On use: this module must import while bertscore.scorer is half-loaded, as long as the scorer
+    # imports bertscore.baselines (which re-exports compute_baseline); once no room imports it, hoist.
+    from .scorer import BERTScorer
 
     for name in _FIXED_SETTINGS:
         if name in settings:
