@@ -21,15 +21,15 @@ that filter applies it to the sentences first.)
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import numbers
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 import torch
 
-from .baselines import BaselineTable
+from .baseline_tables import BaselineTable
+from .digests import text_digest
 from .inputs import InputError, InputTypeError
 from .scorer import BERTScorer
 from .version import __version__
@@ -64,15 +64,6 @@ def prepare_corpus(sentences: Iterable[str]) -> Corpus:
         else:
             kept[text] = None
     return Corpus(list(kept), empty, duplicates)
-
-
-def corpus_fingerprint(sentences: Sequence[str]) -> str:
-    """sha256 of the sentences in order, each UTF-8 encoded and followed by a NUL byte."""
-    digest = hashlib.sha256()
-    for sentence in sentences:
-        digest.update(sentence.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def max_pairs(num_sentences: int) -> int:
@@ -190,13 +181,13 @@ def compute_baseline(
     return BaselineTable(
         mean=mean, standard_error=standard_error, model=calibrator.model_type, revision=calibrator.model.revision,
         lang=lang or calibrator.lang, seed=seed, num_pairs=len(candidates), num_sentences=len(texts),
-        corpus_sha256=corpus_fingerprint(texts), scorer_hash=calibrator.hash, device=calibrator.device.type,
+        corpus_sha256=text_digest(texts), scorer_hash=calibrator.hash, device=calibrator.device.type,
         versions={"bertscore": __version__, "transformers": settings.transformers_version,
                   "torch": settings.torch_version},
     )
 
 
 __all__ = [
-    "Corpus", "prepare_corpus", "corpus_fingerprint", "max_pairs", "random_pairs", "mean_and_standard_error",
+    "Corpus", "prepare_corpus", "max_pairs", "random_pairs", "mean_and_standard_error",
     "all_layers_scorer", "compute_baseline",
 ]

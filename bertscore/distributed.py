@@ -229,18 +229,16 @@ def assemble_pair_scores(
 
 def _check_same_inputs(candidates: list[str], groups: list[list[str]], settings_hash: str) -> None:
     """Every rank must score the same texts with the same settings: compare fingerprints first."""
-    import hashlib
-
     import torch.distributed as dist
 
-    digest = hashlib.sha256(settings_hash.encode())
+    from .digests import text_digest
+
+    # Each candidate, its reference count, then its references: the grouping is part of the input.
+    texts = [settings_hash]
     for candidate, group in zip(candidates, groups):
-        digest.update(candidate.encode("utf-8") + b"\1")
-        for reference in group:
-            digest.update(reference.encode("utf-8") + b"\2")
-        digest.update(b"\3")
+        texts += [candidate, str(len(group)), *group]
     fingerprints: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(fingerprints, (len(candidates), digest.hexdigest()))
+    dist.all_gather_object(fingerprints, (len(candidates), text_digest(texts)))
     if len(set(fingerprints)) > 1:
         detail = ", ".join(f"rank {r}: {n} candidates, {h[:10]}" for r, (n, h) in enumerate(fingerprints))
         raise ValueError(

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import torch
 
-from . import baselines
+from .baseline_tables import rescale
 from .devices import full_fp32_precision
 from .inputs import check_text, normalize_group
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, similarity_matrix, tiled_maxima
@@ -118,7 +118,7 @@ def explain_pair(scorer: HasPipeline, candidate: str, references: str | Sequence
         p, r, f = scores
         rescaled = None
         if baseline is not None:
-            rescaled = tuple(baselines.rescale(torch.tensor([p, r, f], dtype=torch.float32), baseline).tolist())
+            rescaled = tuple(rescale(torch.tensor([p, r, f], dtype=torch.float32), baseline).tolist())
         explained.append(ReferenceExplanation(
             text=reference, tokens=ref_tokens, weights=ref_weights.cpu().tolist(), similarity=similarity,
             cand_best=cand_best.tolist(), ref_best=ref_best.tolist(),
@@ -131,7 +131,7 @@ def explain_pair(scorer: HasPipeline, candidate: str, references: str | Sequence
     winner = int(raw[:, 2].argmax())
     rescaled_best = None
     if baseline is not None:
-        rescaled_best = tuple(baselines.rescale(best, baseline).tolist())
+        rescaled_best = tuple(rescale(best, baseline).tolist())
     if len(references) > 1:
         notes.append("multi-reference: P, R and F are each the max over the references (as score())")
     return Explanation(

@@ -1,6 +1,6 @@
 """The one writer of every output (scores, `--systems` tables, baselines and their sidecars, the
-Space's downloads, benchmark results), the one file digest, and the `.meta.json` beside a
-resumable output.
+Space's downloads, benchmark results), the input fingerprints (size, mtime and the one file digest
+of `bertscore.digests`) and the `.meta.json` beside a resumable output.
 
 Pure file handling (no model, no scores). What each output gets:
 - a regular file (or a new one) is written to a temporary file beside it and renamed over it only
@@ -16,7 +16,6 @@ Pure file handling (no model, no scores). What each output gets:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
+from .digests import file_sha256
 from .inputs import InputError
 
 META_SUFFIX = ".meta.json"
@@ -45,15 +45,6 @@ def meta_path(output: Path) -> Path:
 def values_path(output: Path) -> Path:
     """Where a resumable TSV keeps its exact scores (index, P, R, F as Python float reprs)."""
     return output.with_name(output.name + VALUES_SUFFIX)
-
-
-def file_sha256(path: str | Path, block_size: int = 1 << 20) -> str:
-    """The sha256 of a file's contents, streamed (any size): the one file digest of the package."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(block_size):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fingerprint(path: str | Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from . import baselines, input_notes, plan
+from . import baseline_tables, input_notes, plan
 from .devices import full_fp32_precision
 from .embed import Embedder
 from .idf import TokenWeights
@@ -146,7 +146,7 @@ class Pipeline:
             0, owners.view(-1, *([1] * (pair_scores.dim() - 1))).expand_as(pair_scores), pair_scores, "amax"
         )
         if self.settings.baseline is not None:
-            best = baselines.rescale(best, self.settings.baseline)
+            best = baseline_tables.rescale(best, self.settings.baseline)
         if self.settings.all_layers:
             best = best.transpose(0, 1)  # [K, N, 3], as the official package
         return best[..., 0].contiguous(), best[..., 1].contiguous(), best[..., 2].contiguous()

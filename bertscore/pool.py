@@ -10,7 +10,6 @@ Thread-safe: concurrent `compute()` calls may share a pool.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -19,8 +18,9 @@ from typing import Any, Hashable
 
 import torch
 
-from . import baselines
+from . import baseline_tables
 from .devices import resolve_dtype
+from .digests import text_digest
 from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache, resolve_device
 from .inputs import InputError
 from .models import default_model_for_lang, load_model, resolve_source
@@ -30,16 +30,13 @@ from .scorer import BERTScorer
 def _freeze(value: Any) -> Hashable:
     """A hashable stand-in for a setting (mappings and text lists by content)."""
     if isinstance(value, Mapping):
-        digest = hashlib.sha256(repr(sorted((int(k), float(v)) for k, v in value.items())).encode())
+        digest = text_digest([repr(sorted((int(k), float(v)) for k, v in value.items()))])
         default = getattr(value, "default_factory", None)
-        return ("mapping", digest.hexdigest(), default() if default else None)
+        return ("mapping", digest, default() if default else None)
     if getattr(value, "ndim", 0) == 1 and hasattr(value, "tolist"):  # an array or Series of idf texts
         value = value.tolist()
     if isinstance(value, (list, tuple)):
-        digest = hashlib.sha256()
-        for item in value:
-            digest.update(repr(item).encode("utf-8", "surrogatepass") + b"\0")
-        return ("texts", digest.hexdigest())
+        return ("texts", text_digest(repr(item) for item in value))
     if hasattr(value, "fingerprint"):  # TokenWeights
         return ("weights", value.fingerprint())
     try:
@@ -91,7 +88,7 @@ class ScorerPool:
         revision = resolve_source(model_type)[1]
         model_key = (model_type, revision, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)
         baseline_path = settings.get("baseline_path")
-        baseline_key = baselines.file_fingerprint(baseline_path) if baseline_path and Path(baseline_path).is_file() else None
+        baseline_key = baseline_tables.file_fingerprint(baseline_path) if baseline_path and Path(baseline_path).is_file() else None
         scorer_key = model_key + (lang, baseline_key) + tuple(sorted((k, _freeze(v)) for k, v in settings.items()))
         wanted_cache = (self.cache_bytes if cache_bytes is None else int(cache_bytes),
                         self.cache_device if cache_device is None else cache_device)

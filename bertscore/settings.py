@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from . import baselines
+from . import baseline_tables
 from .digests import text_digest
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
@@ -256,10 +256,10 @@ def resolve_baseline(
     if not rescale:
         return None, ""
     if baseline_path is not None:
-        path, tag = baseline_path, f"rescaled-custom:{baselines.file_fingerprint(baseline_path)}"
+        path, tag = baseline_path, f"rescaled-custom:{baseline_tables.file_fingerprint(baseline_path)}"
     else:
-        path = baselines.packaged_baseline_path(model_type, lang)
-        tag = f"rescaled-{baselines.packaged_language(path)}"
-    table = baselines.load_baseline(path)
+        path = baseline_tables.packaged_baseline_path(model_type, lang)
+        tag = f"rescaled-{baseline_tables.packaged_language(path)}"
+    table = baseline_tables.load_baseline(path)
     total = model.total_layers if model.all_layers else None
-    return baselines.baseline_rows(table, None if model.all_layers else model.num_layers, path, total), tag
+    return baseline_tables.baseline_rows(table, None if model.all_layers else model.num_layers, path, total), tag

@@ -16,7 +16,7 @@ import evaluate
 import pytest
 
 import app
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baselines
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baseline_tables, baselines
 from conftest import REPO_ROOT
 
 METRIC_PATH = str(REPO_ROOT / "bertscore_metric.py")
@@ -130,7 +130,7 @@ def test_the_space_refuses_a_malformed_packaged_file(malformed, tmp_path, monkey
     packaged = root / "en" / f"{EMBEDDED_MODEL_NAME}.tsv"
     packaged.parent.mkdir(parents=True)
     packaged.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(baselines, "_baseline_dir", lambda: root)
+    monkeypatch.setattr(baseline_tables, "_baseline_dir", lambda: root)
     service = app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_DEVICE": "cpu"}))
     with pytest.raises(app.UserError) as raised:
         service.scorer(EMBEDDED_MODEL_NAME, str(LAYER), False, True, "en")
@@ -138,7 +138,7 @@ def test_the_space_refuses_a_malformed_packaged_file(malformed, tmp_path, monkey
 
 
 def test_every_packaged_file_passes_the_check() -> None:
-    files = sorted(baselines._baseline_dir().rglob("*.tsv"))
+    files = sorted(baseline_tables._baseline_dir().rglob("*.tsv"))
     assert len(files) == 73  # the 72 files of bert-score 0.3.13 and the embedded MiniLM's
     for path in files:
         table = baselines.load_baseline(path)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertscore import baselines
+from bertscore import baseline_tables
 
 OURS = {"en/sentence-transformers/all-MiniLM-L6-v2.tsv"}  # computed here (see its NOTICE.md)
 
@@ -14,7 +14,7 @@ def test_packaged_tables_are_the_official_files_byte_for_byte():
     bert_score = pytest.importorskip("bert_score")
     official_root = Path(bert_score.__file__).parent / "rescale_baseline"
     official = {p.relative_to(official_root).as_posix(): p for p in official_root.rglob("*.tsv")}
-    root = baselines._baseline_dir()
+    root = baseline_tables._baseline_dir()
     packaged = {p.relative_to(root).as_posix(): p for p in root.rglob("*.tsv")}
     assert len(official) == 72
     assert set(packaged) == set(official) | OURS
@@ -23,74 +23,74 @@ def test_packaged_tables_are_the_official_files_byte_for_byte():
 
 
 def test_roberta_large_row_values():
-    table = baselines.load_baseline(baselines.packaged_baseline_path("roberta-large", "en"))
+    table = baseline_tables.load_baseline(baseline_tables.packaged_baseline_path("roberta-large", "en"))
     assert table.shape == (25, 3)
-    row = baselines.baseline_rows(table, 17, "x")
+    row = baseline_tables.baseline_rows(table, 17, "x")
     assert row.shape == (3,)
     assert 0.5 < row[2].item() < 1.0
 
 
 def test_single_language_model_needs_no_lang():
-    assert baselines.packaged_baseline_path("roberta-large", None).parent.name == "en"
+    assert baseline_tables.packaged_baseline_path("roberta-large", None).parent.name == "en"
 
 
 def test_the_language_of_a_nested_model_name_is_its_top_folder():
     for model in ("microsoft/deberta-xlarge-mnli", "sentence-transformers/all-MiniLM-L6-v2", "roberta-large"):
-        assert baselines.packaged_language(baselines.packaged_baseline_path(model, "en")) == "en"
+        assert baseline_tables.packaged_language(baseline_tables.packaged_baseline_path(model, "en")) == "en"
 
 
 def test_ambiguous_language_is_an_error():
     with pytest.raises(ValueError, match="several languages"):
-        baselines.packaged_baseline_path("bert-base-multilingual-cased", None)
+        baseline_tables.packaged_baseline_path("bert-base-multilingual-cased", None)
 
 
 def test_missing_baseline_is_a_clear_error(tiny_models):
     with pytest.raises(ValueError, match="no packaged rescale baseline"):
-        baselines.packaged_baseline_path(str(tiny_models["electra"]), "en")
+        baseline_tables.packaged_baseline_path(str(tiny_models["electra"]), "en")
     with pytest.raises(ValueError, match="in language 'zz'"):
-        baselines.packaged_baseline_path("roberta-large", "zz")
+        baseline_tables.packaged_baseline_path("roberta-large", "zz")
 
 
 def test_rescale_formula():
     scores = torch.tensor([[0.9, 0.8, 0.85]])
     base = torch.tensor([0.8, 0.6, 0.7])
-    out = baselines.rescale(scores, base)
+    out = baseline_tables.rescale(scores, base)
     assert torch.allclose(out, (scores - base) / (1 - base))
-    assert torch.allclose(baselines.rescale(base, base), torch.zeros(3))
+    assert torch.allclose(baseline_tables.rescale(base, base), torch.zeros(3))
 
 
 def test_bad_files(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("A,B,C,D\n0,1,2,3\n")
     with pytest.raises(ValueError, match="LAYER,P,R,F"):
-        baselines.load_baseline(bad)
+        baseline_tables.load_baseline(bad)
     bad.write_text("LAYER,P,R,F\n0,0.1,zz,0.3\n")
     with pytest.raises(ValueError, match="line 2"):
-        baselines.load_baseline(bad)
+        baseline_tables.load_baseline(bad)
     with pytest.raises(FileNotFoundError):
-        baselines.load_baseline(tmp_path / "missing.tsv")
+        baseline_tables.load_baseline(tmp_path / "missing.tsv")
     good = tmp_path / "good.tsv"
     good.write_text("LAYER,P,R,F\n0,0.1,0.2,0.3\n1,0.4,0.5,0.6\n")
     with pytest.raises(ValueError, match="not layer 5"):
-        baselines.baseline_rows(baselines.load_baseline(good), 5, good)
+        baseline_tables.baseline_rows(baseline_tables.load_baseline(good), 5, good)
 
 
 def test_a_local_model_path_never_picks_a_file_outside_the_package(tmp_path):
     (tmp_path / "mymodel").mkdir()
     (tmp_path / "mymodel.tsv").write_text("LAYER,P,R,F\n0,0.1,0.2,0.3\n")
-    assert baselines.packaged_languages(str(tmp_path / "mymodel")) == []
-    english = baselines._baseline_dir() / "en"
-    assert baselines.packaged_languages("../en/roberta-large") == []  # a real file, reached by '..'
+    assert baseline_tables.packaged_languages(str(tmp_path / "mymodel")) == []
+    english = baseline_tables._baseline_dir() / "en"
+    assert baseline_tables.packaged_languages("../en/roberta-large") == []  # a real file, reached by '..'
     assert (english / "../en/roberta-large.tsv").is_file()
 
 
 def test_written_files_use_the_official_layout_and_refuse_non_finite_values(tmp_path):
-    text = baselines.format_baseline([[0.5, 0.25, 1 / 3], [0.1, -0.2, 0.3]])
+    text = baseline_tables.format_baseline([[0.5, 0.25, 1 / 3], [0.1, -0.2, 0.3]])
     assert text == "LAYER,P,R,F\n0,0.5,0.25,0.33333334\n1,0.1,-0.2,0.3\n"
     with pytest.raises(ValueError, match="layer 1: expected three finite numbers"):
-        baselines.format_baseline([[0.5, 0.25, 0.3], [0.1, float("nan"), 0.3]])
+        baseline_tables.format_baseline([[0.5, 0.25, 0.3], [0.1, float("nan"), 0.3]])
     with pytest.raises(FileNotFoundError, match="no provenance file"):
-        baselines.read_sidecar(tmp_path / "x.tsv")
+        baseline_tables.read_sidecar(tmp_path / "x.tsv")
 
 
 def test_a_file_rewritten_with_the_same_mtime_is_read_again(tmp_path):
@@ -101,10 +101,10 @@ def test_a_file_rewritten_with_the_same_mtime_is_read_again(tmp_path):
     path = tmp_path / "b.tsv"
     path.write_text("LAYER,P,R,F\n0,0.5,0.5,0.5\n1,0.5,0.5,0.5\n")
     os.utime(path, ns=(0, 315532800 * 10**9))  # 1980-01-01, as in a zip
-    first = baselines.load_baseline(path)
-    first_fingerprint = baselines.file_fingerprint(path)
+    first = baseline_tables.load_baseline(path)
+    first_fingerprint = baseline_tables.file_fingerprint(path)
     path.write_text("LAYER,P,R,F\n0,0.6,0.7,0.8\n1,0.6,0.7,0.8\n")
     os.utime(path, ns=(0, 315532800 * 10**9))
     assert torch.equal(first, torch.full((2, 3), 0.5))
-    assert baselines.file_fingerprint(path) != first_fingerprint
-    assert torch.equal(baselines.load_baseline(path), torch.tensor([[0.6, 0.7, 0.8]] * 2))
+    assert baseline_tables.file_fingerprint(path) != first_fingerprint
+    assert torch.equal(baseline_tables.load_baseline(path), torch.tensor([[0.6, 0.7, 0.8]] * 2))
