@@ -53,7 +53,7 @@ import json, resource, sys, time
 sys.path.insert(0, {root!r})
 import torch
 torch.set_num_threads({threads})
-from bertscore.baseline_cli import main
+from bertscore.cli.baseline import main
 start = time.perf_counter()
 code = main(sys.argv[1:])
 usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -19,12 +19,12 @@ from typing import Any, Hashable
 import torch
 
 from . import baseline_tables
-from .devices import resolve_dtype
+from .devices import resolve_device, resolve_placement
 from .digests import text_digest
-from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache, resolve_device
-from .inputs import InputError
-from .models import default_model_for_lang, load_model, resolve_source
+from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache
+from .models import load_model, resolve_source
 from .scorer import BERTScorer
+from .settings import resolve_model_type
 
 
 def _freeze(value: Any) -> Hashable:
@@ -78,12 +78,8 @@ class ScorerPool:
         defaults when None); they change no number, so they never reload the model.
         """
         lang = lang.lower() if isinstance(lang, str) else lang
-        if model_type is None:
-            if lang is None:
-                raise InputError("pass model_type=... or lang=...")
-            model_type = default_model_for_lang(lang)
-        resolved_device = resolve_device(device)
-        resolved_dtype = resolve_dtype(dtype, resolved_device)
+        model_type = resolve_model_type(model_type, lang)
+        resolved_device, resolved_dtype = resolve_placement(device, dtype)
         # A local folder's revision is a content fingerprint: rewritten weights reload.
         revision = resolve_source(model_type)[1]
         model_key = (model_type, revision, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)

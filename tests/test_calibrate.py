@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bertscore import BERTScorer, baselines
-from bertscore.baseline_cli import main as baseline_main
+from bertscore.cli.baseline import main as baseline_main
 from bertscore.calibrate import all_layers_scorer, compute_baseline, mean_and_standard_error, prepare_corpus, random_pairs
 from bertscore.cli import main as cli_main
 from tiny_models import training_corpus

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
-from bertscore.baseline_cli import main as baseline_main
+from bertscore.cli.baseline import main as baseline_main
 from bertscore.cli import main
 from bertscore.inputs import InputError, InputTypeError
 

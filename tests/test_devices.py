@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
-from bertscore.embed import resolve_device
+from bertscore.devices import resolve_device
 from conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"

@@ -23,7 +23,7 @@ import torch
 
 import app
 from bertscore import EMBEDDED_MODEL_NAME, baselines
-from bertscore.baseline_cli import main as baseline_main
+from bertscore.cli.baseline import main as baseline_main
 from bertscore.cli import main
 from bertscore.output_files import UnsafeOutput, write_text
 from conftest import REPO_ROOT

@@ -16,17 +16,19 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .cli import InputError, _lines, _name_lines, _open_text, build_scorer, read_files
-from .output_files import check_output, write_text
-from .stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, confidence_label
+from ..inputs import InputError
+from ..output_files import check_output, write_text
+from ..stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, confidence_label
+from .io import decoded_lines, name_lines, open_text, read_files
+from .options import build_scorer
 
 SIGNIFICANCE = 0.05
 CI_RESAMPLES = 1000
 
 
 def _read_all(path: str) -> list[str]:
-    with _open_text(path) as handle:
-        return list(_lines(handle, path))
+    with open_text(path) as handle:
+        return list(decoded_lines(handle, path))
 
 
 def _names(paths: list[str]) -> list[str]:
@@ -66,7 +68,7 @@ def run_systems(args: argparse.Namespace) -> int:
         precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.verbose, notes=notes, weights=weights)
         places = argparse.Namespace(input=None, candidates=path, references=args.references)
         for note in notes:
-            print(f"bertscore: note ({name}): {_name_lines(note, 0, places)}", file=sys.stderr)
+            print(f"bertscore: note ({name}): {name_lines(note, 0, places)}", file=sys.stderr)
         scores[name] = {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
     cautions: list[str] = []  # few segments or resamples: said once, before the table

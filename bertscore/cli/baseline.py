@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator, Sequence
 
-from .cli import _lines, cli_logging, internal_error
-from .inputs import InputError
+from ..inputs import InputError
+from .io import cli_logging, decoded_lines, internal_error
 
 logger = logging.getLogger("bertscore")
 
@@ -62,7 +62,7 @@ def read_lines(path: str) -> Iterator[str]:
     """The lines of one corpus file, decoded; a bad byte names the file and line."""
     with _open_lines(path) as handle:
         try:
-            yield from _lines(handle, path)
+            yield from decoded_lines(handle, path)
         except (OSError, EOFError) as error:  # e.g. a damaged .gz
             raise InputError(f"{path}: cannot be read ({error})") from error
 
@@ -71,8 +71,8 @@ def check_output(output: str, corpus: Sequence[str], sidecar: str | None = None)
     """The output path, checked before any work: it and its sidecar are not corpus files, their
     folders exist (created) and are usable, and no sidecar lands beside an output that is not a
     regular file."""
-    from .baselines import sidecar_path
-    from .output_files import check_output as check_target, written_in_place
+    from ..baselines import sidecar_path
+    from ..output_files import check_output as check_target, written_in_place
 
     path = Path(output)
     meta = sidecar_path(path) if sidecar is None else Path(sidecar)
@@ -99,9 +99,9 @@ def _summary(table, corpus: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .baselines import write_baseline
-    from .output_files import written_in_place
-    from .calibrate import compute_baseline, max_pairs, prepare_corpus
+    from ..baselines import write_baseline
+    from ..output_files import written_in_place
+    from ..calibrate import compute_baseline, max_pairs, prepare_corpus
 
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model (offline: --model sentence-transformers/all-MiniLM-L6-v2) or --lang")

@@ -1,0 +1,113 @@
+"""What every command of the CLI shares: reading input files line by line, naming the user's
+files and lines, and how a command speaks on stderr (its log lines, an internal error).
+
+The subcommands (`score`, `compare`, `baseline`) import from here, never from each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import sys
+import traceback
+from typing import IO, Iterator, Sequence
+
+from ..inputs import InputError
+
+STRING_MODE_HINT = (
+    "-c and -r take files, one text per line; the official bert-score command's mode that scores an argument "
+    "that is not a file as the text itself is not supported, because a mistyped path would be scored as text"
+)
+
+
+def open_text(path: str) -> IO[bytes]:
+    """The file (or stdin for '-') as bytes: lines are decoded one by one to name a bad line."""
+    if path == "-":
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a folder: give a file with one text per line")
+    if not os.path.isfile(path):
+        raise InputError(f"file not found: {path} ({STRING_MODE_HINT})")
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror}") from None
+
+
+def decoded_lines(handle: IO[bytes], path: str) -> Iterator[str]:
+    """Lines without their newline; a decoding error names the file and line."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is not text
+        except UnicodeDecodeError as error:
+            raise InputError(f"{path}, line {number}: not valid UTF-8 ({error.reason}); re-encode it as UTF-8")
+        yield line.rstrip("\n").rstrip("\r")
+
+
+def input_paths(args: argparse.Namespace) -> list[str]:
+    """Every input file: the --input table, or the candidates file and the reference files."""
+    return [args.input] if args.input else [args.candidates, *args.references]
+
+
+def read_files(args: argparse.Namespace, texts: Sequence[str]) -> list[str]:
+    """The user's files, never to be an output: the text files and the --baseline-path file."""
+    return [*texts, *([args.baseline_path] if args.baseline_path else [])]
+
+
+_PLACE = re.compile(r"(candidates|references)\[(\d+)\](?:\[(\d+)\])?")
+
+
+def name_lines(note: str, first_index: int, args: argparse.Namespace) -> str:
+    """A scorer note about one chunk, with its places named as input lines: `candidates[3]` of a
+    chunk starting at row 2048 becomes `line 2052 of cands.txt`."""
+
+    def line(match: re.Match[str]) -> str:
+        row = first_index + int(match.group(2)) + 1
+        if args.input:
+            return f"row {row} of {args.input}" + (f" (reference {int(match.group(3)) + 1})"
+                                                   if match.group(1) == "references" and match.group(3) else "")
+        if match.group(1) == "candidates":
+            return f"line {row} of {args.candidates}"
+        return f"line {row} of {args.references[int(match.group(3) or 0)]}"
+
+    return _PLACE.sub(line, note)
+
+
+@contextlib.contextmanager
+def cli_logging(level: int, package_level: int | None = None) -> Iterator[None]:
+    """Log lines as "bertscore: ..." on stderr for one command, then the logging setup as found.
+
+    As `logging.basicConfig(level=level)` where the process has not configured logging (a root
+    logger without handlers), else its own setup serves; `package_level` sets the "bertscore"
+    logger's level too. Everything is put back afterwards: `main()` also runs inside other
+    processes (a notebook, a test, a script calling `bertscore.cli.main([...])`), whose root
+    handlers and levels are theirs.
+    """
+    root, package = logging.getLogger(), logging.getLogger("bertscore")
+    saved_root_level, saved_package_level = root.level, package.level
+    handler = None
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("bertscore: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(level)
+    if package_level is not None:
+        package.setLevel(package_level)
+    try:
+        yield
+    finally:
+        package.setLevel(saved_package_level)
+        if handler is not None:
+            root.removeHandler(handler)
+            root.setLevel(saved_root_level)
+
+
+def internal_error(program: str) -> int:
+    """Print the traceback of the exception being handled and say it is a bug: exit code 1."""
+    traceback.print_exc()
+    print(f"{program}: internal error (not a problem with your input): please report it with the traceback above",
+          file=sys.stderr)
+    return 1

@@ -1,0 +1,61 @@
+"""Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
+
+`main` dispatches: `bertscore baseline ...` to `baseline.py`; otherwise the options are parsed and
+checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
+(an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
+where; anything else is a bug: its traceback is shown and the exit code is 1. The official
+`bert-score` command's flags are accepted as aliases (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from ..inputs import InputError
+from ..notes import CLI, spelled
+from .baseline import main as baseline_main
+from .compare import run_systems
+from .io import cli_logging, internal_error
+from .options import build_parser, check_baseline_file, check_statistics_options
+from .score import run as score_pairs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check what every mode of `bertscore` shares, then run `--systems` or the scoring of pairs."""
+    if args.model_type is None and args.lang is None:
+        raise InputError("pass --model or --lang (offline: --model sentence-transformers/all-MiniLM-L6-v2)")
+    if args.chunk_size < 1:
+        raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
+    check_statistics_options(args)
+    if args.rescale_with_baseline and args.baseline_path is not None:
+        check_baseline_file(args)
+    if args.systems:
+        return run_systems(args)
+    return score_pairs(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `bertscore` command (its exit code): 0 done, 2 bad input, 1 a bug, 130 interrupted."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "baseline":
+        return baseline_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI):
+            return run(args)  # notes name options as this program spells them (--long-texts window)
+    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
+        print(f"bertscore: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.resume:
+            kept = ": the rows written so far are kept; rerun with --resume to continue"
+        else:
+            kept = f": {args.output} is left as it was" if args.output else ""
+        print(f"bertscore: interrupted{kept}", file=sys.stderr)
+        return 130
+    except Exception:  # not the input: a bug, shown with its traceback
+        return internal_error("bertscore")

@@ -1,0 +1,197 @@
+"""Where the per-pair rows of `bertscore -c/-r` (or `--input`) go: their formats, the output
+plan checked before the model loads, and resuming an interrupted `--resume` file.
+
+`--resume` (JSONL/TSV) continues an interrupted run after its last complete row, if its settings
+and input files are unchanged; a TSV keeps every score's full precision in `OUTPUT.meta.values`,
+so means and intervals equal an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from ..inputs import InputError
+from ..output_files import (
+    changed_inputs, check_not_an_input, check_output, fingerprint, meta_path, open_output, read_meta, values_path,
+    write_meta,
+)
+from .io import input_paths, read_files
+
+logger = logging.getLogger("bertscore")
+
+TSV_HEADER = "index\tprecision\trecall\tf1\n"
+
+
+@dataclass
+class Row:
+    """One scored pair of the output: its 0-based index and its P, R, F1."""
+
+    index: int
+    precision: float
+    recall: float
+    f1: float
+
+
+def format_row(row: Row, fmt: str) -> str:
+    """The row as written in `fmt` (jsonl, tsv, or the text output's line)."""
+    if fmt == "jsonl":
+        return json.dumps({"index": row.index, "precision": row.precision, "recall": row.recall, "f1": row.f1}) + "\n"
+    if fmt == "tsv":
+        return f"{row.index}\t{row.precision:.6f}\t{row.recall:.6f}\t{row.f1:.6f}\n"
+    return f"{row.index}\tP={row.precision:.6f}\tR={row.recall:.6f}\tF1={row.f1:.6f}\n"
+
+
+def parse_row(line: str, fmt: str) -> Row | None:
+    """A complete output row, or None for a header or a damaged (partly written) line."""
+    if not line.endswith("\n"):
+        return None
+    try:
+        if fmt == "jsonl":
+            data = json.loads(line)
+            return Row(int(data["index"]), float(data["precision"]), float(data["recall"]), float(data["f1"]))
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 4 or fields[0] == "index":
+            return None
+        return Row(int(fields[0]), float(fields[1]), float(fields[2]), float(fields[3]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row], list[int]]:
+    """The complete rows 0, 1, 2, ... at the start of `path`, and the byte offset after the header
+    (or 0) followed by the offset after each row; a damaged or out-of-order line ends them."""
+    rows: list[Row] = []
+    offsets = [0]
+    with open(path, "r", encoding="utf-8", newline="") as handle:
+        offset = 0
+        for line in handle:
+            offset += len(line.encode("utf-8"))
+            row = parse_row(line, fmt)
+            if row is not None and row.index == len(rows):
+                rows.append(row)
+                offsets.append(offset)
+            elif line == header and not rows:
+                offsets[0] = offset
+            else:
+                break
+    return rows, offsets
+
+
+def _recover(path: Path, fmt: str) -> list[Row]:
+    """Rows of an interrupted output file, at full precision; cut the file after its last complete
+    row. A TSV shows 6 decimals: its exact values come from the values file beside it (written
+    before each chunk's rows), and only rows present, and equal, in both are kept."""
+    rows, offsets = _complete_rows(path, fmt, TSV_HEADER)
+    if fmt == "tsv":
+        values_file = values_path(path)
+        exact, value_offsets = _complete_rows(values_file, "tsv", None) if values_file.exists() else ([], [0])
+        kept = 0
+        while kept < min(len(rows), len(exact)) and format_row(exact[kept], fmt) == format_row(rows[kept], fmt):
+            kept += 1
+        rows = exact[:kept]
+        with open(values_file, "ab") as handle:
+            handle.truncate(value_offsets[kept])
+    with open(path, "r+b") as handle:
+        handle.truncate(offsets[len(rows)] if rows else 0)  # no row: start afresh (the header is written again)
+    return rows
+
+
+@dataclass
+class OutputPlan:
+    """Where and how the results go, decided (and checked) before the model loads."""
+
+    path: Path | None = None  # None: stdout
+    in_place: bool = False  # a device or pipe (e.g. /dev/null): written directly, no meta
+    resume: bool = False  # a resumable file: appended to, with a meta file beside it
+    fingerprints: dict[str, Any] | None = None  # of the inputs (resumable runs)
+
+
+def _input_fingerprints(args: argparse.Namespace) -> dict[str, Any]:
+    first, *references = input_paths(args)
+    return {"candidates": fingerprint(first), "references": [fingerprint(p) for p in references]}
+
+
+def _check_resumable(output: Path, args: argparse.Namespace, fingerprints: dict[str, Any]) -> None:
+    """An existing output may be continued only if our CLI started it, in this format, on these inputs."""
+    meta = read_meta(output)
+    if meta.get("format") != args.format:
+        raise InputError(f"{output} holds {meta.get('format')} rows, not {args.format}: use the same --format")
+    recorded = meta.get("inputs") or {}
+    if len(recorded.get("references", [])) != len(args.references):
+        raise InputError(f"{output} was started with {len(recorded.get('references', []))} reference file(s), "
+                         f"now {len(args.references)}: use the same inputs, or another -o")
+    changed = changed_inputs(
+        [recorded["candidates"], *recorded["references"]],
+        [fingerprints["candidates"], *fingerprints["references"]],
+        input_paths(args),
+    )
+    if changed:
+        raise InputError(f"{', '.join(changed)} changed since {output} was started (size or sha256 differ from "
+                         f"{meta_path(output).name}): resuming would mix scores of different inputs; "
+                         "restore the file, or run without --resume to start afresh")
+
+
+def plan_output(args: argparse.Namespace) -> OutputPlan:
+    """Check the output before anything is loaded or written: never an input, a usable folder,
+    and for --resume a file our CLI started on the same inputs (or none yet)."""
+    if args.output is None:
+        return OutputPlan()
+    output = Path(args.output)
+    inputs = read_files(args, input_paths(args))
+    check_not_an_input(output, inputs, [meta_path(output), values_path(output)])  # both are removed or written
+    if check_output(output, inputs):
+        if args.resume:
+            raise InputError(f"--resume needs a regular file as --output, not {output}: its meta file would go "
+                             f"beside it in {output.parent}")
+        return OutputPlan(output, in_place=True)
+    if not args.resume:
+        return OutputPlan(output)
+    fingerprints = _input_fingerprints(args)
+    if output.exists():
+        _check_resumable(output, args, fingerprints)
+    return OutputPlan(output, resume=True, fingerprints=fingerprints)
+
+
+def resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
+    """The complete rows of the resumable output being continued (none for a new one)."""
+    plan: OutputPlan = args.output_plan
+    if not plan.resume or not plan.path.exists():
+        return []
+    previous = read_meta(plan.path).get("hashcode")
+    if previous != scorer.hash:
+        raise InputError(
+            f"{plan.path} was written with other settings ({previous}); now {scorer.hash}. "
+            "Use the same options, or a new --output"
+        )
+    done = _recover(plan.path, args.format)
+    logger.info("resuming after %d complete rows of %s", len(done), plan.path)
+    return done
+
+
+@contextlib.contextmanager
+def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tuple[IO[str], IO[str] | None]]:
+    """The rows' file and, for a resumable TSV, its full-precision values file: stdout; a
+    resumable file appended to (its meta first); otherwise the one writer (a device in place, a
+    regular file through a temporary file that replaces it only if the run succeeds)."""
+    plan: OutputPlan = args.output_plan
+    if plan.path is None:
+        yield sys.stdout, None
+    elif plan.resume:
+        if not appending:
+            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
+        mode = "a" if appending else "w"
+        with contextlib.ExitStack() as stack:
+            values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))
+                      if args.format == "tsv" else None)
+            yield stack.enter_context(open(plan.path, mode, encoding="utf-8", newline="\n")), values
+    else:
+        with open_output(plan.path) as handle:
+            yield handle, None
+
