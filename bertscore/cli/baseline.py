@@ -71,7 +71,7 @@ def check_output(output: str, corpus: Sequence[str], sidecar: str | None = None)
     """The output path, checked before any work: it and its sidecar are not corpus files, their
     folders exist (created) and are usable, and no sidecar lands beside an output that is not a
     regular file."""
-    from ..baselines import sidecar_path
+    from ..baseline_tables import sidecar_path
     from ..output_files import check_output as check_target, written_in_place
 
     path = Path(output)
@@ -99,7 +99,7 @@ def _summary(table, corpus: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..baselines import write_baseline
+    from ..baseline_tables import write_baseline
     from ..output_files import written_in_place
     from ..calibrate import compute_baseline, max_pairs, prepare_corpus
 
