@@ -807,7 +807,7 @@ def run_command(carry: Path) -> str:
 
 def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
     """Fill `carry` with the MiniLM tokenizer files, a WMT17 slice and the wheels; print the run."""
-    from bertscore.models import embedded_model_dir
+    from bertscore.sources import embedded_model_dir
 
     source = embedded_model_dir()
     if source is None:
@@ -866,7 +866,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from bertscore.models import embedded_model_dir
+    from bertscore.sources import embedded_model_dir
     from machine import machine_info, machine_line
 
     if not args.dry_run and not torch.cuda.is_available():

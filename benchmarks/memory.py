@@ -67,7 +67,7 @@ def build_model(folder: Path, layers: int, ffn: int) -> Path:
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     sys.path.insert(0, str(ROOT))
-    from bertscore.models import embedded_model_dir
+    from bertscore.sources import embedded_model_dir
 
     source = embedded_model_dir()
     if source is None:

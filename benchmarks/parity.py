@@ -27,7 +27,7 @@ import bert_score  # noqa: E402
 import torch  # noqa: E402
 
 from bertscore import score  # noqa: E402
-from bertscore.models import embedded_model_dir  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
 from machine import machine_info, machine_line  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402

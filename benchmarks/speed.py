@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
-from bertscore.models import EMBEDDED_MODEL_NAME, embedded_model_dir, load_model  # noqa: E402
+from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import machine_info, machine_line, write_results  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))

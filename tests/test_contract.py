@@ -246,7 +246,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
     import socket
     import time
 
-    from bertscore import models
+    from bertscore import models, sources
 
     with socket.socket() as sock:  # a local port with nothing listening: connection refused at once
         sock.bind(("127.0.0.1", 0))
@@ -255,7 +255,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache
-    monkeypatch.setattr(models, "_HUB_REACHABLE", {})
+    monkeypatch.setattr(sources, "_HUB_REACHABLE", {})
     start = time.perf_counter()
     with pytest.raises(OSError, match="Hugging Face Hub is not reachable from here"):
         models.load_model("someone/not-a-local-model")

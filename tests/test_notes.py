@@ -336,12 +336,12 @@ def test_hash_names_tokenizers_and_sentencepiece_where_used(minilm_scorer, tiny_
 
 # ----- hub probes expire -------------------------------------------------------------------------------------
 def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
-    from bertscore import models
+    from bertscore import sources
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "https://hub.example:8443")
-    monkeypatch.setattr(models, "_HUB_REACHABLE", {})
+    monkeypatch.setattr(sources, "_HUB_REACHABLE", {})
     answers = iter([False, True])
     probes: list[tuple[str, int]] = []
 
@@ -350,17 +350,17 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
         return next(answers)
 
     clock = [1000.0]
-    monkeypatch.setattr(models, "_probe_hub", probe)
-    monkeypatch.setattr(models, "_now", lambda: clock[0])
-    assert models.hub_reachable() is False
-    clock[0] += models.HUB_FAILURE_TTL / 2
-    assert models.hub_reachable() is False and len(probes) == 1  # cached for a short while
-    clock[0] += models.HUB_FAILURE_TTL
-    assert models.hub_reachable() is True and len(probes) == 2  # then probed again: the blip is over
-    clock[0] += models.HUB_FAILURE_TTL * 2
-    assert models.hub_reachable() is True and len(probes) == 2  # a success is kept longer
+    monkeypatch.setattr(sources, "_probe_hub", probe)
+    monkeypatch.setattr(sources, "_now", lambda: clock[0])
+    assert sources.hub_reachable() is False
+    clock[0] += sources.HUB_FAILURE_TTL / 2
+    assert sources.hub_reachable() is False and len(probes) == 1  # cached for a short while
+    clock[0] += sources.HUB_FAILURE_TTL
+    assert sources.hub_reachable() is True and len(probes) == 2  # then probed again: the blip is over
+    clock[0] += sources.HUB_FAILURE_TTL * 2
+    assert sources.hub_reachable() is True and len(probes) == 2  # a success is kept longer
     assert probes[0] == ("hub.example", 8443)
-    assert 10 <= models.HUB_FAILURE_TTL <= 120 and models.HUB_SUCCESS_TTL > models.HUB_FAILURE_TTL
+    assert 10 <= sources.HUB_FAILURE_TTL <= 120 and sources.HUB_SUCCESS_TTL > sources.HUB_FAILURE_TTL
 
 
 @pytest.mark.parametrize("hub, transformers, probed", [
@@ -370,17 +370,17 @@ def test_a_failed_hub_probe_is_retried_after_a_short_wait(monkeypatch):
     (None, None, True),
 ])
 def test_offline_mode_is_read_as_huggingface_hub_reads_it(monkeypatch, hub, transformers, probed):
-    from bertscore import models
+    from bertscore import sources
 
     for name, value in (("HF_HUB_OFFLINE", hub), ("TRANSFORMERS_OFFLINE", transformers)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    monkeypatch.setattr(models, "_HUB_REACHABLE", {})
+    monkeypatch.setattr(sources, "_HUB_REACHABLE", {})
     probes: list[tuple[str, int]] = []
-    monkeypatch.setattr(models, "_probe_hub", lambda host, port: probes.append((host, port)) or True)
-    assert models.hub_reachable() is probed and bool(probes) is probed
+    monkeypatch.setattr(sources, "_probe_hub", lambda host, port: probes.append((host, port)) or True)
+    assert sources.hub_reachable() is probed and bool(probes) is probed
 
 
 def test_notes_from_python_dash_c_and_stdin_are_shown_not_raised():

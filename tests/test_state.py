@@ -12,7 +12,8 @@ import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, TokenWeights
 from bertscore.embed import Embedder, EmbeddingCache, NonFiniteEmbeddingError
-from bertscore.models import _folder_fingerprint, load_model
+from bertscore.models import load_model
+from bertscore.sources import folder_fingerprint
 from bertscore.pool import ScorerPool
 from conftest import SENTENCES
 
@@ -96,11 +97,11 @@ def test_weights_rewritten_in_place_with_the_same_size_change_the_fingerprint(tm
     data = bytearray(torch.randn(5 << 18).numpy().tobytes())  # 5 MiB: more than the first and last MiB
     weights.write_bytes(bytes(data))
     (folder / "config.json").write_text("{}")
-    before = _folder_fingerprint(folder)
+    before = folder_fingerprint(folder)
     data[len(data) // 2] ^= 0xFF  # one byte in the middle, same size
     weights.write_bytes(bytes(data))
     assert weights.stat().st_size == len(data)
-    assert _folder_fingerprint(folder) != before
+    assert folder_fingerprint(folder) != before
 
 
 def test_the_device_type_is_in_the_hash(minilm_scorer):

@@ -81,7 +81,7 @@ def test_empty_generations_score_zero(counted_loads) -> None:
     import evaluate
     from transformers import AutoTokenizer, EvalPrediction
 
-    from bertscore.models import embedded_model_dir
+    from bertscore.sources import embedded_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir()))
     metric = evaluate.load(recipe.METRIC_PATH)
