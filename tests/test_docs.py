@@ -2,9 +2,9 @@
 
 The rules a block follows (write new blocks by them):
 - ```python blocks run as `python -` (the text on stdin, cwd on sys.path), ```bash/```sh/```shell
-  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout, in a temporary copy
-  of the clone (the files git lists, untracked ones included, copied once per session: a block can
-  never rewrite the repository's files), with what the two set-up commands give: the venv's bin
+  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout, two at a time, each in
+  its own temporary copy of the clone (the files git lists, untracked ones included: a block can
+  never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
   first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
   (HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1). The model is the embedded MiniLM; files are those the
   repository ships (examples/, tests/data/).
@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,8 @@ RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 NEEDS = ("# needs the Hub", "# needs a GPU", "# needs data outside the clone")
 LINE_MARKS = ("# set-up", "# serves")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
-TIMEOUT_S = 120
+TIMEOUT_S = 180
+WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,15 @@ def check_marked_line(line: str, clone: Path) -> None:
         assert (Path(sys.executable).parent / "activate").is_file(), "the tests run outside a venv"
 
 
-@pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
-def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path) -> None:
+def needs_line(block: Block) -> str | None:
+    """The block's `# needs ...` first line, if it has one."""
     first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
-    if first.startswith(NEEDS):
-        pytest.skip(f"{block.id}: {first.lstrip('# ')}")
+    return first if first.startswith(NEEDS) else None
+
+
+def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.CompletedProcess | None]:
+    """Check the block's marked lines, then run the rest in its own copy of the clone (so that
+    blocks running side by side cannot meet in a file)."""
     kept = []
     for line in block.text.splitlines():
         if any(mark in line for mark in LINE_MARKS):
@@ -126,15 +132,44 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path) -> None
             kept.append(line)
     text = "\n".join(kept) + "\n"
     if not text.strip():
-        return  # every line was a checked set-up line
+        return text, None  # every line was a checked set-up line
+    work = folder / "clone"
+    shutil.copytree(clone, work, symlinks=True)
     if RUNNABLE[block.language] == "python":  # as typed into `python`: the current folder on sys.path
         command, stdin = [sys.executable, "-"], text
-    else:  # from a file outside the clone, so that a command reading stdin cannot eat the script
-        script = tmp_path / "block.sh"
+    else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
+        script = folder / "block.sh"
         script.write_text(text, encoding="utf-8")
         command, stdin = ["bash", "-e", "-o", "pipefail", str(script)], ""
-    done = subprocess.run(command, input=stdin, cwd=clone, env=block_env(clone), capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    try:
+        done = subprocess.run(command, input=stdin, cwd=work, env=block_env(work), capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return text, done
+
+
+@pytest.fixture(scope="session")
+def block_runs(request, clone: Path, tmp_path_factory):
+    """The selected blocks, started two at a time as soon as the first is asked for: each is mostly
+    one process loading torch and the model, so two overlap well on two cores."""
+    selected = [item.callspec.params["block"] for item in request.session.items
+                if item.module is sys.modules[__name__] and getattr(item, "originalname", "") == "test_block_runs_as_pasted"]
+    pool = ThreadPoolExecutor(max_workers=WORKERS)
+    runs = {block.id: pool.submit(run_block, block, clone, tmp_path_factory.mktemp("block"))
+            for block in selected if needs_line(block) is None}
+    yield runs
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
+def test_block_runs_as_pasted(block: Block, block_runs) -> None:
+    reason = needs_line(block)
+    if reason:
+        pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
+    text, done = block_runs[block.id].result()
+    if done is None:
+        return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"
                                   f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-5000:]}")
 
