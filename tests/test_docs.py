@@ -193,3 +193,39 @@ def test_needs_marks_are_spelled_as_the_test_reads_them() -> None:
     wrong = [f"{b.id}: {line}" for b in RUN_BLOCKS for line in b.text.splitlines()[:1]
              if line.lstrip().lower().startswith("# needs") and not line.lstrip().startswith(NEEDS)]
     assert wrong == [] and len(RUN_BLOCKS) >= 10
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a markdown file's headings (lower case, punctuation dropped, spaces to -)."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+
+
+def test_every_relative_link_leads_somewhere() -> None:
+    """A deep dive moved or renamed leaves no link (or #anchor) in README or docs pointing at nothing."""
+    broken = []
+    for path in DOC_FILES:
+        text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # http(s):, mailto:
+            name, _, anchor = target.partition("#")
+            linked = (path.parent / name).resolve() if name else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_readme_keeps_the_space_front_matter() -> None:
+    """The README's YAML header is the Hugging Face Space's configuration: it must stay first and whole."""
+    import yaml
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    header = yaml.safe_load(text.split("\n---\n", 1)[0][4:])
+    assert header["sdk"] == "gradio" and (ROOT / header["app_file"]).is_file()
+    assert {"title", "sdk_version", "python_version", "license", "short_description"} <= set(header)
+    assert "evaluate" in header["tags"] and "metric" in header["tags"]
