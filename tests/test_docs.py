@@ -14,7 +14,8 @@ The rules a block follows (write new blocks by them):
   (make app: runs until Ctrl-C) is not run: those targets build virtual environments and run this
   very test. A marked `make TARGET` line is checked instead: the target must exist (`make -n`).
 - Sample output, transcripts and templates with placeholders use a fence that is not run:
-  ```text or ```console.
+  ```text or ```console. A ```text block right after the line `<!-- output of the block above -->`
+  is the exact stdout of the runnable block before it, and is checked against a real run.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ NEEDS = ("# needs the Hub", "# needs a GPU", "# needs data outside the clone")
 LINE_MARKS = ("# set-up", "# serves")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 TIMEOUT_S = 180
+OUTPUT_MARK = "<!-- output of the block above -->"
 WORKERS = 2
 
 
@@ -47,6 +49,7 @@ class Block:
     line: int  # of the opening fence, 1-based
     language: str
     text: str
+    shows_output: bool = False  # a ```text block marked as the output of the block before it
 
     @property
     def id(self) -> str:
@@ -68,13 +71,18 @@ def blocks_of(path: Path) -> list[Block]:
             body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
             i += 1
         assert i < len(lines), f"{path.name}:{start + 1}: a ``` fence that is never closed"
-        found.append(Block(path.relative_to(ROOT).as_posix(), start + 1, language, "\n".join(body) + "\n"))
+        before = [line.strip() for line in lines[:start] if line.strip()][-1:]
+        found.append(Block(path.relative_to(ROOT).as_posix(), start + 1, language, "\n".join(body) + "\n",
+                           before == [OUTPUT_MARK]))
         i += 1
     return found
 
 
 ALL_BLOCKS = [block for path in DOC_FILES for block in blocks_of(path)]
 RUN_BLOCKS = [block for block in ALL_BLOCKS if block.language in RUNNABLE]
+# runnable block id -> the sample output the docs show for it
+SHOWN_OUTPUT = {previous.id: block.text for previous, block in zip(ALL_BLOCKS, ALL_BLOCKS[1:])
+                if block.shows_output and previous.file == block.file and previous.language in RUNNABLE}
 
 
 @pytest.fixture(scope="session")
@@ -172,6 +180,8 @@ def test_block_runs_as_pasted(block: Block, block_runs) -> None:
         return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"
                                   f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-5000:]}")
+    if block.id in SHOWN_OUTPUT:  # the docs' sample output is this command's real output
+        assert done.stdout.rstrip() == SHOWN_OUTPUT[block.id].rstrip(), f"{block.id}: paste the real output:\n{done.stdout}"
 
 
 def test_every_fence_says_what_it_is() -> None:
@@ -229,3 +239,10 @@ def test_readme_keeps_the_space_front_matter() -> None:
     assert header["sdk"] == "gradio" and (ROOT / header["app_file"]).is_file()
     assert {"title", "sdk_version", "python_version", "license", "short_description"} <= set(header)
     assert "evaluate" in header["tags"] and "metric" in header["tags"]
+
+
+def test_every_output_mark_follows_a_runnable_block() -> None:
+    """An output mark in the wrong place would check nothing."""
+    marked = sum(path.read_text(encoding="utf-8").count(OUTPUT_MARK) for path in DOC_FILES)
+    checked = [block for block in ALL_BLOCKS if block.shows_output and block.language == "text"]
+    assert marked == len(checked) == len(SHOWN_OUTPUT) >= 1
