@@ -78,10 +78,13 @@ test-compat: $(VENV_TF4)/.installed
 		assert transformers.__version__ == '$(TF4_VERSION)'"
 	$(VENV_TF4)/bin/python -m pytest -q $(CORE_TESTS) $(COMPAT_SKIP)
 
+# Benchmarks write to benchmarks/scratch/ (git-ignored); make bench BENCH_FLAGS=--update-results
+# rewrites the tracked figures in benchmarks/results/.
+BENCH_FLAGS ?=
 bench: setup
-	$(BIN)/python benchmarks/correlation.py
-	$(BIN)/python benchmarks/speed.py
-	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/correlation.py $(BENCH_FLAGS)
+	$(BIN)/python benchmarks/speed.py $(BENCH_FLAGS)
+	$(BIN)/python benchmarks/memory.py $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(VENV) $(VENV_TF4) build *.egg-info .pytest_cache

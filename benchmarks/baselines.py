@@ -18,7 +18,8 @@ Corpus: every distinct English sentence of the Tatoeba test set of LASER (column
    all random pairs of half B (seed 0) are scored at every layer and rescaled with it: the mean
    rescaled F per layer must lie within 0.01 of 0. Identical pairs (1,000 sentences of B against
    themselves) rescaled with it must give 1.
-Writes benchmarks/results/baselines.md and baselines.json (after every step).
+Writes baselines.md and baselines.json (after every step) to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from machine import add_output_options, output_folder  # noqa: E402
+
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
 TOLERANCE = 0.01
@@ -282,13 +285,14 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--counts", default="1000,5000", help="pair counts to compare with all pairs")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     parser.add_argument("--refresh-shipped", action="store_true",
                         help="copy the recomputed baseline over the shipped files when they differ (after a code "
                              "change that moves the numbers or the sidecar; what differed is recorded)")
     parser.add_argument("--steps", default="shipped,counts,calibration",
                         help="steps to run; the others are kept from an existing baselines.json")
     args = parser.parse_args()
+    args.out = output_folder(args)
     steps = set(args.steps.split(","))
 
     import torch

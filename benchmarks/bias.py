@@ -7,7 +7,7 @@ vendored here: fetch them and pass the folder,
 
     git clone https://github.com/txsun1997/Metric-Fairness /tmp/Metric-Fairness
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bias.py --data /tmp/Metric-Fairness/measuring_bias/data \\
-        --json benchmarks/results/bias.json
+        --update-results
 
 Method (their `get_bias_score.py`, re-implemented in `benchmarks/bias_score.py`): per metric and
 file, min-max normalise the scores to 0..100, then 2 x sum over pairs |a - b| / number of rows.
@@ -16,7 +16,7 @@ BERTScore-BERT-base, BERTScore-RoBERTa-large) and checks it to 0.01, and checks 
 read as the authors scored them (their stored sentence BLEU recomputed from the texts as read);
 then it scores every row with the embedded default model (F1, precision, recall; one
 BERTScorer, one call per file) and any --model given, and writes OUT (JSON: {"metrics": {NAME:
-{CATEGORY: score}}, "hash": ...}) and bias.json/bias.md in --out (default benchmarks/results/).
+{CATEGORY: score}}, "hash": ...}) and bias.json/bias.md in benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 from __future__ import annotations
@@ -41,11 +41,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 CATEGORIES = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
-RESULTS = ROOT / "benchmarks" / "results"
 SOURCE = "https://github.com/txsun1997/Metric-Fairness"
 SOURCE_COMMIT = "0ff3c54aaeea0dae56f370f951a9e89898edb13a"
 # Our name -> their column, for the stored scores we reproduce.
@@ -111,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", default=[], metavar="M",
                         help="also score with this model (hub id or local folder; repeatable)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for bias.json and bias.md (default: benchmarks/results)")
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
 
     torch.set_num_threads(args.threads)
     frames = load_files(args.data)

@@ -24,7 +24,8 @@ Corruptions (stated rules; the text is lowercased and Moses-tokenised):
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/blind_spots.py [--data ../shared/data] [--sentences 100]
 
-Writes benchmarks/results/blind_spots.json and .md (pass --out elsewhere for a trial run).
+Writes blind_spots.json and .md to benchmarks/scratch/ (git-ignored), or to benchmarks/results/ with
+--update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from machine import machine_info, machine_line, write_results  # noqa: E402
-from system_level import DEFAULT_DATA, RESULTS, load_data  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from system_level import DEFAULT_DATA, load_data  # noqa: E402
 
 NEGATED = {"don": "do", "doesn": "does", "didn": "did", "isn": "is", "aren": "are", "wasn": "was", "weren": "were",
            "hasn": "has", "haven": "have", "hadn": "had", "couldn": "could", "wouldn": "would", "shouldn": "should",
@@ -205,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-doc-sentences", type=int, default=32, help="sentences per long pseudo-document")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

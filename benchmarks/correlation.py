@@ -7,7 +7,8 @@ where it covers the rows (a sanity check of the protocol).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py [--data ../shared/data]
 
-Writes benchmarks/results/correlation.md and correlation.json.
+Writes correlation.md and correlation.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
-from machine import machine_info, machine_line  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 # Published official sentBLEU r on this data (data README) for the sanity check.
 PUBLISHED_SENTBLEU = {"cs": 0.435, "de": 0.432, "fi": 0.571, "ru": 0.484, "tr": 0.538, "zh": 0.512}
 
@@ -54,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
 
     folder = args.data / "wmt17"
     missing = [lp for lp in PAIRS if not (folder / f"wmt17_{lp}-en.tsv").is_file()]

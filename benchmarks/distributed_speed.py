@@ -4,7 +4,7 @@
 
 Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
 as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
-split between ranks), and writes benchmarks/results/distributed_cpu.md (and .json). "scoring s" is the
+split between ranks), and writes distributed_cpu.md (and .json) to benchmarks/scratch/ (--update-results: benchmarks/results/). "scoring s" is the
 time inside `score_distributed` (model loading excluded); "wall s" includes start-up.
 """
 
@@ -45,10 +45,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=600)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "distributed_cpu.md"))
+    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
+
+    add_output_options(parser)
     args = parser.parse_args()
-    from machine import machine_info, machine_line
-    from bertscore.output_files import write_text
+    args.out = output_folder(args)
 
     machine = machine_info(torch_threads=args.threads)  # per process: see the table
     print(machine_line(machine), flush=True)
@@ -103,13 +104,11 @@ def main() -> None:
         f"--ranks {args.ranks}`",
         "",
     ]
-    write_text(args.out, "\n".join(lines))
     figures = {"pairs": args.pairs, "ranks": args.ranks, "threads": args.threads, "max_abs_delta": delta,
                "seconds": {"one_process": one["seconds"], "one_process_thin": one_thin["seconds"], "torchrun": many["seconds"]},
                "wall_s": {"one_process": one_wall, "one_process_thin": one_thin_wall, "torchrun": many_wall},
                "machine": machine}
-    write_text(Path(args.out).with_suffix(".json"), json.dumps(figures, indent=2) + "\n")
-    print("\n".join(lines))
+    write_results(args.out, "distributed_cpu", figures, "\n".join(lines))
 
 
 if __name__ == "__main__":

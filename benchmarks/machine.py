@@ -8,6 +8,7 @@ without these flags. Used by every script in benchmarks/.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -21,6 +22,11 @@ if str(ROOT) not in sys.path:
 
 from bertscore.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
+
+# The figures the docs quote (tracked); a run rewrites them only when asked (--update-results).
+RESULTS = ROOT / "benchmarks" / "results"
+# Where a run writes otherwise (git-ignored), so that trying a benchmark never rewrites tracked files.
+SCRATCH = ROOT / "benchmarks" / "scratch"
 
 # Vector/matrix features that set CPU matmul speed per precision (x86, then Arm names).
 SPEED_FLAGS = (
@@ -71,3 +77,22 @@ def write_results(folder: Path, stem: str, result: dict[str, Any], markdown: str
     write_text(folder / f"{stem}.json", json.dumps(result, indent=2) + "\n")
     write_text(folder / f"{stem}.md", markdown)
     print(markdown)
+    print(f"wrote {folder / stem}.json and .md", flush=True)
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The one output switch of every benchmark: `--out FOLDER`, or `--update-results` to rewrite the
+    tracked benchmarks/results/; by default a run writes to the git-ignored benchmarks/scratch/."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--out", type=Path, default=None,
+                       help="folder for the result files (default: benchmarks/scratch/, git-ignored)")
+    group.add_argument("--update-results", action="store_true",
+                       help="rewrite the tracked files in benchmarks/results/ (the figures the docs quote)")
+
+
+def output_folder(args: argparse.Namespace) -> Path:
+    """The folder `add_output_options` chose, said aloud so that a run tells where its files went."""
+    folder = args.out if args.out is not None else RESULTS if args.update_results else SCRATCH
+    hint = "" if args.out is not None or args.update_results else " (--update-results rewrites benchmarks/results/)"
+    print(f"results go to {folder}{hint}", flush=True)
+    return folder

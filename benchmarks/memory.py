@@ -12,7 +12,8 @@ and after it (the peak of the whole process).
 
 Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
 official runs `bert_score.score`; both fp32 on CPU, batch_size=64, idf off.
-Writes benchmarks/results/memory.md and memory.json.
+Writes memory.md and memory.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 
 CHILD = r"""
 import csv, json, os, resource, sys, time
@@ -108,6 +108,8 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from machine import add_output_options, output_folder
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
     parser.add_argument("--official-sizes", default="5000,50000", help="pair counts for the official package")
@@ -117,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
     if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():

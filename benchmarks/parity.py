@@ -6,11 +6,13 @@ layers) and tiny random models of other tokenizer families built offline.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py
 
-Writes benchmarks/results/parity.md and .json.
+Writes parity.md and .json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import os
@@ -29,18 +31,20 @@ import torch  # noqa: E402
 from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
-from machine import machine_info, machine_line  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from tiny_models import build_all  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
 
 
 def max_delta(ours, theirs) -> float:
     return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    out = output_folder(args)
     torch.set_num_threads(2)
     machine = machine_info()
     print(machine_line(machine), flush=True)
@@ -89,10 +93,7 @@ def main() -> int:
              machine_line(machine), "",
              "| model family | mode | pairs | max abs delta (P, R, F) |", "|---|---|---|---|"]
     lines += [f"| {r['family']} | {r['mode']} | {r['pairs']} | {r['max_abs_delta']:.2e} |" for r in rows]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    write_text(RESULTS / "parity.md", "\n".join(lines) + "\n")
-    write_text(RESULTS / "parity.json", json.dumps({"rows": rows, "machine": machine}, indent=2) + "\n")
-    print("\n".join(lines))
+    write_results(out, "parity", {"rows": rows, "machine": machine}, "\n".join(lines) + "\n")
     return 0 if all(r["max_abs_delta"] <= 1e-5 for r in rows) else 1
 
 

@@ -18,7 +18,8 @@ stopped (also on Ctrl-C).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py [--before ../main] [--clients 1 10 60 200]
 
-Writes benchmarks/results/space_load.md and space_load.json.
+Writes space_load.md and space_load.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -345,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each level (the median one is reported)")
     parser.add_argument("--merge-check", type=int, default=10,
                         help="requests scored in-process one by one and through the merging queue (0: skip)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if max(args.clients) > 500 or min(args.clients) < 1:
         parser.error("--clients: between 1 and 500 each")

@@ -18,7 +18,8 @@ is reported. Peak RSS = the process's resident-set high-water mark sampled durin
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1]
 
-Writes benchmarks/results/speed_cpu.md and speed_cpu.json.
+Writes speed_cpu.md and speed_cpu.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -48,10 +49,9 @@ from bertscore import BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 LAYER = 6
 
 
@@ -154,9 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     parser.add_argument("--skip", default="", help="comma-separated methods to skip (e.g. torchmetrics)")
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
     print(machine_line(machine_info()), flush=True)

@@ -8,7 +8,8 @@ of memory it allocated (numpy reports its buffers to tracemalloc). The one-shot 
 
     .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
 
-Writes benchmarks/results/stats_speed.md and stats_speed.json.
+Writes stats_speed.md and stats_speed.json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import stats  # noqa: E402
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
 TARGET_SECONDS = 3.0
 
@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
 
     scores = synthetic_scores(args.segments, 5)
     a, b = scores[0], scores[1]

@@ -18,7 +18,8 @@ statistics does not rescore. Quick runs: --lps de-en --limit-systems 3 --limit-s
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/system_level.py [--lps cs-en,de-en] [--dtype-check 600]
 
-Writes benchmarks/results/system_level.md and system_level.json (quick runs: pass --out elsewhere).
+Writes system_level.md and system_level.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
+with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -46,12 +47,11 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
-from machine import machine_info, machine_line, write_results  # noqa: E402
+from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results"
 CACHE = RESULTS / "tmp" / "system_level"
 ALPHA = 0.05
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
@@ -208,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
 
     lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]

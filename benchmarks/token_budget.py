@@ -5,7 +5,8 @@ pairs, for several budgets, interleaved over --reps repetitions (best time kept)
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py [--pairs 300] [--reps 3]
 
-Writes benchmarks/results/token_budget_cpu.md and .json.
+Writes token_budget_cpu.md and .json to benchmarks/scratch/ (git-ignored), or
+to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import machine_info, machine_line  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
-from speed import DEFAULT_DATA, RESULTS, load_pairs, make_floor  # noqa: E402
+from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
 
 from bertscore.embed import default_tokens_per_batch  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
@@ -36,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", default="1024,2048,4096,8192,16384")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    args.out = output_folder(args)
     torch.set_num_threads(args.threads)
     machine = machine_info()
     print(machine_line(machine), flush=True)

@@ -8,7 +8,7 @@ and every other waiting request for the same scorer (same model and options), up
 `max_batch_pairs` pairs, scores them in one call and hands each request its own slice.
 
 Each request gets the numbers it would get alone (the library's scores do not depend on
-batching, to 1e-6; see "Exactness" in the README), with two things that do depend on the call
+batching, to 1e-6; see docs/exactness.md), with two things that do depend on the call
 kept apart: idf weights computed over a call's references (a scorer with per-call idf is never
 merged) and notes, which name indices within a call (when a merged call has notes, its
 requests are scored again one by one, each with its own notes).

@@ -1,0 +1,248 @@
+"""Every code block of README.md and docs/*.md runs as pasted from a clone, so the docs cannot rot.
+
+The rules a block follows (write new blocks by them):
+- ```python blocks run as `python -` (the text on stdin, cwd on sys.path), ```bash/```sh/```shell
+  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout, two at a time, each in
+  its own temporary copy of the clone (the files git lists, untracked ones included: a block can
+  never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
+  first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
+  (HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1). The model is the embedded MiniLM; files are those the
+  repository ships (examples/, tests/data/).
+- A block whose first line is `# needs the Hub`, `# needs a GPU` or `# needs data outside the
+  clone` (more words may follow) is not run: the test is skipped with that line as the reason.
+- A line marked `# set-up` (make demo, make test, `. .venv/bin/activate`, installs) or `# serves`
+  (make app: runs until Ctrl-C) is not run: those targets build virtual environments and run this
+  very test. A marked `make TARGET` line is checked instead: the target must exist (`make -n`).
+- Sample output, transcripts and templates with placeholders use a fence that is not run:
+  ```text or ```console. A ```text block right after the line `<!-- output of the block above -->`
+  is the exact stdout of the runnable block before it, and is checked against a real run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
+NEEDS = ("# needs the Hub", "# needs a GPU", "# needs data outside the clone")
+LINE_MARKS = ("# set-up", "# serves")
+FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
+TIMEOUT_S = 180
+OUTPUT_MARK = "<!-- output of the block above -->"
+WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Block:
+    file: str
+    line: int  # of the opening fence, 1-based
+    language: str
+    text: str
+    shows_output: bool = False  # a ```text block marked as the output of the block before it
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def blocks_of(path: Path) -> list[Block]:
+    """The fenced blocks of one markdown file (fences may be indented, as in lists)."""
+    found, lines, i = [], path.read_text(encoding="utf-8").splitlines(), 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening or not opening.group(2):
+            i += 1
+            continue
+        indent, language, start = opening.group(1), opening.group(2).lower(), i
+        body = []
+        i += 1
+        while i < len(lines) and not re.match(rf"^{re.escape(indent)}```\s*$", lines[i]):
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            i += 1
+        assert i < len(lines), f"{path.name}:{start + 1}: a ``` fence that is never closed"
+        before = [line.strip() for line in lines[:start] if line.strip()][-1:]
+        found.append(Block(path.relative_to(ROOT).as_posix(), start + 1, language, "\n".join(body) + "\n",
+                           before == [OUTPUT_MARK]))
+        i += 1
+    return found
+
+
+ALL_BLOCKS = [block for path in DOC_FILES for block in blocks_of(path)]
+RUN_BLOCKS = [block for block in ALL_BLOCKS if block.language in RUNNABLE]
+# runnable block id -> the sample output the docs show for it
+SHOWN_OUTPUT = {previous.id: block.text for previous, block in zip(ALL_BLOCKS, ALL_BLOCKS[1:])
+                if block.shows_output and previous.file == block.file and previous.language in RUNNABLE}
+
+
+@pytest.fixture(scope="session")
+def clone(tmp_path_factory) -> Path:
+    """A copy of the files a clone has (tracked, plus untracked ones git does not ignore)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode("utf-8").split("\0")
+    target = tmp_path_factory.mktemp("clone")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file() or source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name, follow_symlinks=False)
+    return target
+
+
+def block_env(clone: Path) -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(clone), MPLBACKEND="Agg",
+               VIRTUAL_ENV=str(Path(bin_dir).parent), PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    for name in ("OUT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    return env
+
+
+def check_marked_line(line: str, clone: Path) -> None:
+    """A `# set-up`/`# serves` line is not run; its make target must exist, its venv be this one."""
+    command = shlex.split(line.split("#", 1)[0])
+    while command and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", command[0]):
+        command = command[1:]  # VAR=value make ...
+    if command[:1] == ["make"]:
+        targets = [word for word in command[1:] if not word.startswith("-") and "=" not in word]
+        assert targets, line
+        done = subprocess.run(["make", "-n", *targets], cwd=clone, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"{line!r}: make -n {' '.join(targets)}: {done.stderr}"
+    elif command[:1] in (["."], ["source"]):
+        assert command[1:] == [".venv/bin/activate"], line
+        assert (Path(sys.executable).parent / "activate").is_file(), "the tests run outside a venv"
+
+
+def needs_line(block: Block) -> str | None:
+    """The block's `# needs ...` first line, if it has one."""
+    first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
+    return first if first.startswith(NEEDS) else None
+
+
+def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.CompletedProcess | None]:
+    """Check the block's marked lines, then run the rest in its own copy of the clone (so that
+    blocks running side by side cannot meet in a file)."""
+    kept = []
+    for line in block.text.splitlines():
+        if any(mark in line for mark in LINE_MARKS):
+            check_marked_line(line, clone)
+        else:
+            kept.append(line)
+    text = "\n".join(kept) + "\n"
+    if not text.strip():
+        return text, None  # every line was a checked set-up line
+    work = folder / "clone"
+    shutil.copytree(clone, work, symlinks=True)
+    if RUNNABLE[block.language] == "python":  # as typed into `python`: the current folder on sys.path
+        command, stdin = [sys.executable, "-"], text
+    else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
+        script = folder / "block.sh"
+        script.write_text(text, encoding="utf-8")
+        command, stdin = ["bash", "-e", "-o", "pipefail", str(script)], ""
+    try:
+        done = subprocess.run(command, input=stdin, cwd=work, env=block_env(work), capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return text, done
+
+
+@pytest.fixture(scope="session")
+def block_runs(request, clone: Path, tmp_path_factory):
+    """The selected blocks, started two at a time as soon as the first is asked for: each is mostly
+    one process loading torch and the model, so two overlap well on two cores."""
+    selected = [item.callspec.params["block"] for item in request.session.items
+                if item.module is sys.modules[__name__] and getattr(item, "originalname", "") == "test_block_runs_as_pasted"]
+    pool = ThreadPoolExecutor(max_workers=WORKERS)
+    runs = {block.id: pool.submit(run_block, block, clone, tmp_path_factory.mktemp("block"))
+            for block in selected if needs_line(block) is None}
+    yield runs
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
+def test_block_runs_as_pasted(block: Block, block_runs) -> None:
+    reason = needs_line(block)
+    if reason:
+        pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
+    text, done = block_runs[block.id].result()
+    if done is None:
+        return
+    assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"
+                                  f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-5000:]}")
+    if block.id in SHOWN_OUTPUT:  # the docs' sample output is this command's real output
+        assert done.stdout.rstrip() == SHOWN_OUTPUT[block.id].rstrip(), f"{block.id}: paste the real output:\n{done.stdout}"
+
+
+def test_every_fence_says_what_it_is() -> None:
+    """A bare ``` fence is neither run nor marked as output: name it (python, bash, text, console, ...)."""
+    bare = []
+    for path in DOC_FILES:
+        depth = 0
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            opening = FENCE.match(line)
+            if opening:
+                if depth == 0 and not opening.group(2):
+                    bare.append(f"{path.relative_to(ROOT)}:{number}")
+                depth = 0 if depth else 1
+    assert bare == []
+
+
+def test_needs_marks_are_spelled_as_the_test_reads_them() -> None:
+    """A misspelled `# needs` line would run a block that cannot run here, or skip none."""
+    wrong = [f"{b.id}: {line}" for b in RUN_BLOCKS for line in b.text.splitlines()[:1]
+             if line.lstrip().lower().startswith("# needs") and not line.lstrip().startswith(NEEDS)]
+    assert wrong == [] and len(RUN_BLOCKS) >= 10
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a markdown file's headings (lower case, punctuation dropped, spaces to -)."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+
+
+def test_every_relative_link_leads_somewhere() -> None:
+    """A deep dive moved or renamed leaves no link (or #anchor) in README or docs pointing at nothing."""
+    broken = []
+    for path in DOC_FILES:
+        text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # http(s):, mailto:
+            name, _, anchor = target.partition("#")
+            linked = (path.parent / name).resolve() if name else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_readme_keeps_the_space_front_matter() -> None:
+    """The README's YAML header is the Hugging Face Space's configuration: it must stay first and whole."""
+    import yaml
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    header = yaml.safe_load(text.split("\n---\n", 1)[0][4:])
+    assert header["sdk"] == "gradio" and (ROOT / header["app_file"]).is_file()
+    assert {"title", "sdk_version", "python_version", "license", "short_description"} <= set(header)
+    assert "evaluate" in header["tags"] and "metric" in header["tags"]
+
+
+def test_every_output_mark_follows_a_runnable_block() -> None:
+    """An output mark in the wrong place would check nothing."""
+    marked = sum(path.read_text(encoding="utf-8").count(OUTPUT_MARK) for path in DOC_FILES)
+    checked = [block for block in ALL_BLOCKS if block.shows_output and block.language == "text"]
+    assert marked == len(checked) == len(SHOWN_OUTPUT) >= 1
