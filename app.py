@@ -40,12 +40,13 @@ from bertscore.explain import explain_pair
 from bertscore.markup import shown_as_typed
 from bertscore.notes import spelled
 from bertscore.plot import heatmap_figure, histogram_figure
-from bertscore.space import reports, requests
+from bertscore.space import reports, user_input
 from bertscore.space.api import ComputeEndpoint
 from bertscore.space.batch import score_batch
 from bertscore.space.config import AppConfig
 from bertscore.space.messages import PAGE_SPELLING, WHOLE_TEXTS_LABEL, user_message
 from bertscore.space.service import ScorerSettings, ScoringService
+
 
 def _mode(whole_texts: bool) -> str:
     """The long_texts mode of the page's checkbox."""
@@ -67,7 +68,7 @@ class Handlers:
              lang: str, whole_texts: bool = False) -> tuple[str, str, Any, pd.DataFrame]:
         """The "One pair" tab: (error, scores, heatmap, token table)."""
         try:
-            candidate, references = requests.pair_texts(self.config, candidate, references_text)
+            candidate, references = user_input.pair_texts(self.config, candidate, references_text)
             scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             with spelled(PAGE_SPELLING):
                 explanation = explain_pair(scorer, candidate, references)
@@ -82,8 +83,8 @@ class Handlers:
         """The "Batch" tab: (error, per-row table, summary, F1 histogram, results CSV path)."""
         try:
             progress(0.0, desc="reading input")
-            candidates, groups = requests.batch_texts(self.config, upload, pasted)
-            candidates_b = requests.system_b_texts(self.config, upload_b, groups)
+            candidates, groups = user_input.batch_texts(self.config, upload, pasted)
+            candidates_b = user_input.system_b_texts(self.config, upload_b, groups)
             progress(0.05, desc="loading model")
             settings = ScorerSettings(model, num_layers, idf, rescale, lang, _mode(whole_texts))
             scored = score_batch(self.service, settings, candidates, groups, candidates_b)

@@ -22,7 +22,7 @@ import app  # noqa: E402
 import bertscore  # noqa: E402
 from bertscore.space.messages import UserError  # noqa: E402
 from bertscore.space.reports import comparison_md  # noqa: E402
-from bertscore.space.requests import parse_layer  # noqa: E402
+from bertscore.space.user_input import parse_layer  # noqa: E402
 from conftest import free_port  # noqa: E402
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME

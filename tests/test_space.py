@@ -22,7 +22,7 @@ from bertscore.space.api import compute_error
 from bertscore.space.config import AppConfig
 from bertscore.space.messages import UserError, shortened, user_message
 from bertscore.space.reports import results_csv, shown_scores
-from bertscore.space.requests import api_texts, batch_texts, pair_texts, system_b_texts
+from bertscore.space.user_input import api_texts, batch_texts, pair_texts, system_b_texts
 from bertscore.tables import TableError
 from conftest import REPO_ROOT
 
@@ -45,7 +45,7 @@ def test_the_rooms_import_neither_gradio_nor_pyplot() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-# ----- requests ---------------------------------------------------------------------------------
+# ----- user input -------------------------------------------------------------------------------
 def test_pair_texts_reads_one_reference_per_line_and_checks_the_limits() -> None:
     assert pair_texts(SMALL, "a cat", "  one \n\n two\n") == ("a cat", ["one", "two"])
     for candidate, references, message in [

@@ -2,7 +2,7 @@
 
 - `config`: the allow-list and limits, read from BERTSCORE_APP_* variables.
 - `messages`: `UserError`, how an error reads in the page, how notes name the page's controls.
-- `requests`: what a user sends (texts, uploads, JSON), read and checked against the limits.
+- `user_input`: what a user sends (texts, uploads, JSON), read and checked against the limits.
 - `service`: settings -> a scorer from the shared pool; the queue that merges API requests.
 - `reports`: scores, statistics and notes as the page shows them (Markdown, tables, the CSV).
 - `batch`: one batch scored (raw next to rescaled, a second system compared).

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ..serving import QueueFull
 from .messages import COMPUTE_SPELLING, UserError, shortened
-from .requests import api_texts
+from .user_input import api_texts
 from .service import ScoringService
 
 

@@ -16,7 +16,7 @@ from ..pool import ScorerPool
 from ..serving import RequestQueue
 from .config import AppConfig
 from .messages import UserError, shortened
-from .requests import parse_layer
+from .user_input import parse_layer
 
 
 class ScorerSettings(NamedTuple):
