@@ -11,7 +11,7 @@ same numbers for pairs of any length, holding at most a byte budget of similarit
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -194,42 +194,87 @@ def tiled_maxima(
     maximum on ties, -1 at padded positions): (best_for_cand, cand_best, best_for_ref, ref_best).
     Only one tile of similarities (plus its fp32 copies of the embedding tiles) is held at once.
     """
+    _check_tiling_inputs(cand_embeddings, ref_embeddings, cand_mask, ref_mask)
+    leading, device = cand_embeddings.shape[:-2], cand_embeddings.device
+    rows, columns = cand_embeddings.shape[-2], ref_embeddings.shape[-2]
+    cand_mask = _broadcast_to_leading(cand_mask, leading, rows, "cand_mask", device)
+    ref_mask = _broadcast_to_leading(ref_mask, leading, columns, "ref_mask", device)
+    # Work on [*M, L, D] with M non-empty (one pair gets a leading 1: views only).
+    maxima = _start_maxima(leading or torch.Size([1]), rows, columns, device, with_indices)
+    _fold_tiles_(maxima, _with_items(cand_embeddings, leading), _with_items(ref_embeddings, leading),
+                 _padding_to_fill(cand_mask, leading), _padding_to_fill(ref_mask, leading), max_bytes)
+    best_for_cand = _fill_padding_(maxima.best_for_cand.reshape(*leading, rows), cand_mask, 0.0)
+    best_for_ref = _fill_padding_(maxima.best_for_ref.reshape(*leading, columns), ref_mask, 0.0)
+    if maxima.cand_best is None or maxima.ref_best is None:
+        return best_for_cand, best_for_ref
+    cand_best = _fill_padding_(maxima.cand_best.reshape(*leading, rows), cand_mask, -1)
+    ref_best = _fill_padding_(maxima.ref_best.reshape(*leading, columns), ref_mask, -1)
+    return best_for_cand, cand_best, best_for_ref, ref_best
+
+
+def _check_tiling_inputs(cand_embeddings: torch.Tensor, ref_embeddings: torch.Tensor,
+                         cand_mask: torch.Tensor | None, ref_mask: torch.Tensor | None) -> None:
+    """ValueError unless both are [*N, L, D] with the same N and D; TypeError for a non-bool mask."""
     if cand_embeddings.dim() < 2 or ref_embeddings.dim() != cand_embeddings.dim():
         raise ValueError(
             f"embeddings must be [*N, L, D] with the same leading dims, got {tuple(cand_embeddings.shape)} "
             f"and {tuple(ref_embeddings.shape)}"
         )
-    leading = cand_embeddings.shape[:-2]
-    if ref_embeddings.shape[:-2] != leading or ref_embeddings.shape[-1] != cand_embeddings.shape[-1]:
+    if (ref_embeddings.shape[:-2] != cand_embeddings.shape[:-2]
+            or ref_embeddings.shape[-1] != cand_embeddings.shape[-1]):
         raise ValueError(
             f"candidate {tuple(cand_embeddings.shape)} and reference {tuple(ref_embeddings.shape)} embeddings "
             "differ in leading dims or hidden size"
         )
-    device = cand_embeddings.device
-    rows, columns = cand_embeddings.shape[-2], ref_embeddings.shape[-2]
     for name, mask in (("cand_mask", cand_mask), ("ref_mask", ref_mask)):
         if mask is not None and mask.dtype != torch.bool:
             raise TypeError(f"{name} must be a bool tensor (True = real token), got {mask.dtype}")
-    cand_mask = _broadcast_to_leading(cand_mask, leading, rows, "cand_mask", device)
-    ref_mask = _broadcast_to_leading(ref_mask, leading, columns, "ref_mask", device)
-    # Work on [*M, L, D] with M non-empty (one pair gets a leading 1: views only).
 
-    def with_items(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor if leading else tensor[None]
 
-    items_shape = leading or torch.Size([1])
-    cand, ref = with_items(cand_embeddings), with_items(ref_embeddings)
-    # Masks with no padding need no -inf fill at all (one check, not one per tile).
-    cand_fill = None if cand_mask is None or bool(cand_mask.all()) else with_items(cand_mask)
-    ref_fill = None if ref_mask is None or bool(ref_mask.all()) else with_items(ref_mask)
+def _with_items(tensor: torch.Tensor, leading: torch.Size) -> torch.Tensor:
+    """`tensor` with at least one leading dim: one pair [L, D] becomes the view [1, L, D]."""
+    return tensor if leading else tensor[None]
 
-    best_for_cand = torch.full((*items_shape, rows), float("-inf"), dtype=torch.float32, device=device)
-    best_for_ref = torch.full((*items_shape, columns), float("-inf"), dtype=torch.float32, device=device)
-    cand_best = torch.full((*items_shape, rows), -1, dtype=torch.long, device=device) if with_indices else None
-    ref_best = torch.full((*items_shape, columns), -1, dtype=torch.long, device=device) if with_indices else None
+
+def _padding_to_fill(mask: torch.Tensor | None, leading: torch.Size) -> torch.Tensor | None:
+    """The mask [*M, L] whose padding the tiles fill with -inf; None when there is no padding.
+
+    Masks with no padding need no -inf fill at all (one check here, not one per tile).
+    """
+    return None if mask is None or bool(mask.all()) else _with_items(mask, leading)
+
+
+class _Maxima(NamedTuple):
+    """Running maxima both ways over [*M, L] (M non-empty), and their argmax indices (or None)."""
+
+    best_for_cand: torch.Tensor
+    cand_best: torch.Tensor | None
+    best_for_ref: torch.Tensor
+    ref_best: torch.Tensor | None
+
+
+def _start_maxima(items_shape: torch.Size, rows: int, columns: int, device: torch.device,
+                  with_indices: bool) -> _Maxima:
+    """Maxima at -inf (fp32) and indices at -1 (int64, only `with_indices`), before any tile."""
+    def filled(length: int, value: float, dtype: torch.dtype) -> torch.Tensor:
+        return torch.full((*items_shape, length), value, dtype=dtype, device=device)
+
+    return _Maxima(
+        filled(rows, float("-inf"), torch.float32), filled(rows, -1, torch.long) if with_indices else None,
+        filled(columns, float("-inf"), torch.float32), filled(columns, -1, torch.long) if with_indices else None,
+    )
+
+
+def _fold_tiles_(maxima: _Maxima, cand: torch.Tensor, ref: torch.Tensor, cand_fill: torch.Tensor | None,
+                 ref_fill: torch.Tensor | None, max_bytes: int) -> None:
+    """Walk cand [*M, Lc, D] x ref [*M, Lr, D] in tiles of at most `max_bytes`, folding each into `maxima`.
+
+    Tiles are views along the last leading dim; any dims before it are walked one by one, so
+    strided inputs (e.g. pad_sequences' [B, K, L, D]) are never copied whole. Each candidate
+    tile is cast to fp32 once for all the reference tiles it meets.
+    """
+    items_shape, rows, columns = cand.shape[:-2], cand.shape[-2], ref.shape[-2]
     tile_items, tile_rows, tile_columns = _tile_sizes(items_shape[-1], rows, columns, max_bytes)
-    # Tiles are views along the last leading dim; any dims before it are walked one by one, so
-    # strided inputs (e.g. pad_sequences' [B, K, L, D]) are never copied whole.
     for outer in itertools.product(*(range(size) for size in items_shape[:-1])):
         for n0 in range(0, items_shape[-1], tile_items):
             items = (*outer, slice(n0, n0 + tile_items))
@@ -238,30 +283,39 @@ def tiled_maxima(
                 cand_tile = cand[items][:, row_span].float()
                 for c0 in range(0, columns, tile_columns):
                     column_span = slice(c0, c0 + tile_columns)
-                    similarity = torch.matmul(cand_tile, ref[items][:, column_span].float().transpose(-1, -2))
-                    if ref_fill is not None:
-                        similarity.masked_fill_(~ref_fill[items][:, None, column_span], float("-inf"))
-                    _fold_(similarity.max(dim=-1) if with_indices else similarity.amax(dim=-1), c0,
-                           best_for_cand[items][:, row_span], None if cand_best is None else cand_best[items][:, row_span])
-                    if cand_fill is not None:
-                        similarity.masked_fill_(~cand_fill[items][:, row_span, None], float("-inf"))
-                    _fold_(similarity.max(dim=-2) if with_indices else similarity.amax(dim=-2), r0,
-                           best_for_ref[items][:, column_span], None if ref_best is None else ref_best[items][:, column_span])
-                    del similarity  # before the next tile is allocated: one tile at a time
+                    _fold_tile_(maxima, cand_tile, ref[items][:, column_span], items, row_span, column_span,
+                                cand_fill, ref_fill)
 
-    best_for_cand, best_for_ref = best_for_cand.reshape(*leading, rows), best_for_ref.reshape(*leading, columns)
-    if cand_mask is not None:
-        best_for_cand.masked_fill_(~cand_mask, 0.0)
-    if ref_mask is not None:
-        best_for_ref.masked_fill_(~ref_mask, 0.0)
-    if not with_indices:
-        return best_for_cand, best_for_ref
-    cand_best, ref_best = cand_best.reshape(*leading, rows), ref_best.reshape(*leading, columns)
-    if cand_mask is not None:
-        cand_best.masked_fill_(~cand_mask, -1)
-    if ref_mask is not None:
-        ref_best.masked_fill_(~ref_mask, -1)
-    return best_for_cand, cand_best, best_for_ref, ref_best
+
+def _fold_tile_(maxima: _Maxima, cand_tile: torch.Tensor, ref_tile: torch.Tensor, items: tuple,
+                row_span: slice, column_span: slice, cand_fill: torch.Tensor | None,
+                ref_fill: torch.Tensor | None) -> None:
+    """One tile's similarities (padding at -inf) folded into the running maxima both ways.
+
+    The tile is freed on return, before the next one is allocated: one tile at a time.
+    """
+    with_indices = maxima.cand_best is not None
+    similarity = torch.matmul(cand_tile, ref_tile.float().transpose(-1, -2))
+    if ref_fill is not None:
+        similarity.masked_fill_(~ref_fill[items][:, None, column_span], float("-inf"))
+    _fold_(similarity.max(dim=-1) if with_indices else similarity.amax(dim=-1), column_span.start,
+           maxima.best_for_cand[items][:, row_span], _part(maxima.cand_best, items, row_span))
+    if cand_fill is not None:
+        similarity.masked_fill_(~cand_fill[items][:, row_span, None], float("-inf"))
+    _fold_(similarity.max(dim=-2) if with_indices else similarity.amax(dim=-2), row_span.start,
+           maxima.best_for_ref[items][:, column_span], _part(maxima.ref_best, items, column_span))
+
+
+def _part(running: torch.Tensor | None, items: tuple, span: slice) -> torch.Tensor | None:
+    """The view of a tile's items and span in running indices (None when indices are not kept)."""
+    return None if running is None else running[items][:, span]
+
+
+def _fill_padding_(values: torch.Tensor, mask: torch.Tensor | None, fill: float) -> torch.Tensor:
+    """`values` with `fill` at the mask's padded positions, in place (no mask: unchanged)."""
+    if mask is not None:
+        values.masked_fill_(~mask, fill)
+    return values
 
 
 def _fold_(

@@ -20,6 +20,9 @@ gradio_client = pytest.importorskip("gradio_client")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import app  # noqa: E402
 import bertscore  # noqa: E402
+from bertscore.space.messages import UserError  # noqa: E402
+from bertscore.space.reports import comparison_md  # noqa: E402
+from bertscore.space.user_input import parse_layer  # noqa: E402
 from conftest import free_port  # noqa: E402
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME
@@ -40,9 +43,9 @@ def test_config_from_env() -> None:
     assert (config.max_chars, config.max_rows) == (50, 7)
     with pytest.raises(ValueError, match="BERTSCORE_APP_MAX_ROWS"):
         app.AppConfig.from_env({"BERTSCORE_APP_MAX_ROWS": "many"})
-    assert app.parse_layer("") is None and app.parse_layer("3") == 3
-    with pytest.raises(app.UserError):
-        app.parse_layer("-1")
+    assert parse_layer("") is None and parse_layer("3") == 3
+    with pytest.raises(UserError):
+        parse_layer("-1")
 
 
 def test_queue_is_sized_by_the_wait_it_allows() -> None:
@@ -67,9 +70,9 @@ def test_queue_is_sized_by_the_wait_it_allows() -> None:
 def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
     for text in ("inf", "-inf", "nan", "1e400"):
-        with pytest.raises(app.UserError, match=f"window stride must be a non-negative whole number or blank, got '{text}'"):
-            app.parse_layer(text, "window stride")
-    assert app.parse_layer(" 3 ") == 3 and app.parse_layer("") is None
+        with pytest.raises(UserError, match=f"window stride must be a non-negative whole number or blank, got '{text}'"):
+            parse_layer(text, "window stride")
+    assert parse_layer(" 3 ") == 3 and parse_layer("") is None
 
 
 def _serve(env: dict[str, str]):
@@ -299,11 +302,11 @@ def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> No
 
 def test_comparison_of_identical_systems_says_no_difference() -> None:
     f1 = [0.91, 0.85, 0.78, 0.88, 0.93, 0.81, 0.9, 0.87, 0.86, 0.92, 0.84, 0.89, 0.8]
-    text = app._comparison_md(f1, list(f1))
+    text = comparison_md(f1, list(f1))
     assert "p = 0.0001" in text and "no difference: every row scores the same" in text
     assert "significant at" not in text
     better = [x + 0.05 for x in f1]
-    assert "(significant at p < 0.05;" in app._comparison_md(f1, better)
+    assert "(significant at p < 0.05;" in comparison_md(f1, better)
 
 
 def _solo(**options):

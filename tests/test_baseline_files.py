@@ -17,6 +17,7 @@ import pytest
 
 import app
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baseline_tables, baselines
+from bertscore.space.messages import UserError
 from conftest import REPO_ROOT
 
 METRIC_PATH = str(REPO_ROOT / "bertscore_metric.py")
@@ -132,7 +133,7 @@ def test_the_space_refuses_a_malformed_packaged_file(malformed, tmp_path, monkey
     packaged.write_text(text, encoding="utf-8")
     monkeypatch.setattr(baseline_tables, "_baseline_dir", lambda: root)
     service = app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_DEVICE": "cpu"}))
-    with pytest.raises(app.UserError) as raised:
+    with pytest.raises(UserError) as raised:
         service.scorer(EMBEDDED_MODEL_NAME, str(LAYER), False, True, "en")
     _assert_names(str(raised.value), packaged, words)
 

@@ -374,7 +374,7 @@ def test_the_umask_is_never_touched_and_files_get_open_modes(tmp_path) -> None:
 
 
 def test_no_module_sets_the_umask() -> None:
-    sources = [*(REPO_ROOT / "bertscore").glob("*.py"), REPO_ROOT / "app.py", REPO_ROOT / "bertscore_metric.py"]
+    sources = [*(REPO_ROOT / "bertscore").rglob("*.py"), REPO_ROOT / "app.py", REPO_ROOT / "bertscore_metric.py"]
     assert [str(p) for p in sources if "os.umask(" in p.read_text(encoding="utf-8")] == []
 
 

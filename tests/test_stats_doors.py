@@ -129,16 +129,15 @@ def test_evaluate_names_its_own_confidence_level_before_any_model_loads() -> Non
 def test_space_statistics_say_each_caution_once() -> None:
     import pandas as pd
 
-    sys.path.insert(0, str(REPO_ROOT))
-    import app
+    from bertscore.space.reports import comparison_md, means_md
 
     f1_a, f1_b = [0.81, 0.84, 0.9], [0.91, 0.93, 0.95]
-    text = app._comparison_md(f1_a, f1_b)
+    text = comparison_md(f1_a, f1_b)
     assert text.count(stats.few_segments_note(3)) == 1 and "see below" in text
     frame = pd.DataFrame({"precision": f1_a, "recall": f1_b, "f1": f1_a})
     notes: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing escapes as a warning in the server process
-        summary = app._means_md(frame, notes)
+        summary = means_md(frame, notes)
     assert notes == [stats.few_segments_note(3, "interval")]
     assert "95% bootstrap intervals" in summary

@@ -1,0 +1,108 @@
+"""Read candidate/reference tables (CSV, TSV, JSONL, JSON) for the CLI and the Space.
+
+A table has one candidate column and one or several reference columns. Without explicit
+`candidate_column` / `reference_columns`, they are found by name (case-insensitive):
+candidate / prediction / hypothesis (and plurals, cand / pred / hyp) for the candidate;
+reference / references / ref / refs / target / targets, plus numbered reference_1 .. reference_n
+(ref_1, reference1, ...), for the references. Two candidate-like (or two plain reference-like)
+columns are an error: name the one to use.
+
+Formats: `format=` wins; else the file extension (.csv, .tsv/.tab, .jsonl/.ndjson, .json);
+else the content: a first character `[` is a JSON array of objects, `{` is JSONL, otherwise a
+header line with a tab is TSV and one without is CSV.
+- CSV follows RFC 4180 (fields with commas, quotes or line breaks are quoted); malformed
+  quoting is an error, never a guess.
+- TSV has no quoting (as WMT and Moses files): a field is everything between two tabs. A field
+  written with CSV quoting (`"a ""b"" c"`, as `pandas.to_csv(sep="\\t")` writes it) is an error.
+- JSONL: one object per line (blank lines skipped); JSON: an array of objects.
+
+Cells (every format): a missing cell (a short or long CSV/TSV row, an absent JSON key, a JSON
+`null`) is an error naming the row and column; an empty string is a valid, empty text (it
+scores 0); a JSON number, boolean or object is an error, never stringified. A reference cell
+may hold several references: a JSON list of strings (in JSON), or a CSV/TSV cell that is a
+JSON list of strings such as `["a", "b"]`. With several reference columns a row may have fewer
+references than columns: its blank reference cells are skipped (a row whose reference cells
+are all blank has one empty reference, as with one column).
+
+Encoding: UTF-8 only (a byte-order mark is allowed and dropped); anything else is an error
+naming the byte offset. Errors are `TableError` (a ValueError) naming the source, the row (and
+line) and the column.
+
+Streaming: `open_table` reads the header (or first record) at once, so column errors come
+before any work, then yields `TableRow`s lazily (CSV, TSV, JSONL; a JSON array is parsed
+whole). `read_table` / `parse_table` return `(candidates, reference_groups)` as `score()` takes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+from .cells import TableRow
+from .columns import CANDIDATE_COLUMNS, REFERENCE_COLUMNS, resolve_columns
+from .errors import TableError
+from .lines import HEAD_BYTES, file_lines, text_lines
+from .reader import EXTENSIONS, FORMATS, TableReader
+
+
+def open_table(
+    path: str | os.PathLike[str], *, format: str | None = None, candidate_column: str | None = None,
+    reference_columns: Sequence[str] | None = None, max_rows: int | None = None, name: str | None = None,
+) -> TableReader:
+    """A lazy reader of the table in `path` (`name`: how errors call it; default the path)."""
+    source = name or os.fspath(path)
+    handle = open(path, "rb")
+    try:
+        extension = EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
+        return TableReader(file_lines(handle, source), source, format=format, extension_format=extension,
+                           candidate_column=candidate_column, reference_columns=reference_columns,
+                           max_rows=max_rows, close=handle.close)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def table_from_text(
+    text: str, *, name: str = "input", format: str | None = None, candidate_column: str | None = None,
+    reference_columns: Sequence[str] | None = None, max_rows: int | None = None,
+) -> TableReader:
+    """A lazy reader of a table given as text (pasted rows, a string in memory)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return TableReader(text_lines(text), name, format=format, candidate_column=candidate_column,
+                       reference_columns=reference_columns, max_rows=max_rows)
+
+
+def collect(rows: Iterable[TableRow]) -> tuple[list[str], list[list[str]]]:
+    """(candidates, reference groups) of some rows, as `score()` takes them."""
+    candidates: list[str] = []
+    groups: list[list[str]] = []
+    for row in rows:
+        candidates.append(row.candidate)
+        groups.append(row.references)
+    return candidates, groups
+
+
+def read_table(
+    path: str | os.PathLike[str], *, format: str | None = None, candidate_column: str | None = None,
+    reference_columns: Sequence[str] | None = None, max_rows: int | None = None, name: str | None = None,
+) -> tuple[list[str], list[list[str]]]:
+    """(candidates, reference groups) of the table in `path`; see the module docstring."""
+    with open_table(path, format=format, candidate_column=candidate_column, reference_columns=reference_columns,
+                    max_rows=max_rows, name=name) as table:
+        return collect(table)
+
+
+def parse_table(
+    text: str, *, name: str = "input", format: str | None = None, candidate_column: str | None = None,
+    reference_columns: Sequence[str] | None = None, max_rows: int | None = None,
+) -> tuple[list[str], list[list[str]]]:
+    """(candidates, reference groups) of a table given as text."""
+    return collect(table_from_text(text, name=name, format=format, candidate_column=candidate_column,
+                                   reference_columns=reference_columns, max_rows=max_rows))
+
+
+__all__ = [
+    "CANDIDATE_COLUMNS", "FORMATS", "HEAD_BYTES", "REFERENCE_COLUMNS", "TableError", "TableReader", "TableRow",
+    "collect", "open_table", "parse_table", "read_table", "resolve_columns", "table_from_text",
+]
