@@ -77,14 +77,8 @@ class Pipeline:
         """A call's `weights=` table, checked against the vocabulary (None: the settings' own)."""
         return None if weights is None else weights.check(self.model.vocab_size, "weights")
 
-    def note_inputs(
-        self,
-        candidates: Sequence[str],
-        groups: Sequence[Sequence[str]],
-        token_ids: TokenStore,
-        weights: TokenWeights,
-        notes: list[str] | None = None,
-    ) -> None:
+    def note_inputs(self, candidates: Sequence[str], groups: Sequence[Sequence[str]], token_ids: TokenStore,
+                    weights: TokenWeights, notes: list[str] | None = None) -> None:
         """The call's notes on its inputs (`input_notes.note_inputs`)."""
         input_notes.note_inputs(self.settings, candidates, groups, token_ids, weights, notes)
 
