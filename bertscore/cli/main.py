@@ -4,7 +4,7 @@
 checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
 (an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
 where; anything else is a bug: its traceback is shown and the exit code is 1. The official
-`bert-score` command's flags are accepted as aliases (see the README).
+`bert-score` command's flags are accepted as aliases (see docs/cli.md).
 """
 
 from __future__ import annotations
