@@ -1,0 +1,123 @@
+"""Same numbers as another revision: every scoring path, bit for bit, on this machine.
+
+For a change that must not move a number (a restructuring): the checkout and an earlier git
+revision each score the same inputs in a fresh interpreter, on the same machine (parity figures
+against the official package differ between machines at the 1e-7 level, so they cannot show
+this); the tensors are then compared with `torch.equal`, and the hashes as strings.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against 00229ed
+
+Paths: plain, per-call idf, multi-reference idf, packaged-baseline rescaling, idf from fixed
+texts, long texts truncated and windowed, `score_pairs`, `explain_pair` (window mode, two
+references), all layers; 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+# Runs inside each checkout (cwd = that checkout, which is first on sys.path): writes its tensors.
+PROBE = r'''
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path.cwd() / "tests"))
+from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.explain import explain_pair
+
+cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+long_c = [" ".join([c] * 12) for c in cands[:20]]
+long_r = [" ".join([r] * 9) for r in refs[:20]]
+groups = [[refs[i], refs[(i + 1) % len(refs)]] for i in range(len(refs))]
+notes = []
+base = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu")
+model = base.model
+windowed = BERTScorer(loaded_model=model, long_texts="window")
+fixed = BERTScorer(loaded_model=model, idf=refs[:50])
+out = {
+    "plain": torch.stack(base.score(cands, refs, notes=notes)),
+    "idf": torch.stack(BERTScorer(loaded_model=model, idf=True).score(cands, refs, notes=notes)),
+    "multi-reference idf": torch.stack(BERTScorer(loaded_model=model, idf=True).score(cands, groups, notes=notes)),
+    "rescaled (packaged baseline)": torch.stack(
+        BERTScorer(loaded_model=model, rescale_with_baseline=True, lang="en").score(cands, groups, notes=notes)),
+    "idf from fixed texts": torch.stack(fixed.score(cands, refs, notes=notes)),
+    "long texts, truncated": torch.stack(base.score(long_c, long_r, notes=notes)),
+    "long texts, windowed": torch.stack(windowed.score(long_c + cands[:30], long_r + refs[:30], notes=notes)),
+    "score_pairs": base.score_pairs(cands[:100], refs[:100], notes=notes),
+}
+explained = explain_pair(windowed, long_c[0], [long_r[0], refs[0]])
+out["explain_pair"] = torch.tensor([explained.precision, explained.recall, explained.f1]
+                                   + explained.best.cand_best_sim + explained.best.ref_best_sim)
+out["all layers"] = torch.stack(
+    BERTScorer(model_type=EMBEDDED_MODEL_NAME, all_layers=True, device="cpu").score(cands[:60], refs[:60]))
+hashes = [base.hash, windowed.hash, fixed.hash]
+torch.save({"tensors": out, "hashes": hashes, "notes": notes}, sys.argv[1])
+'''
+
+
+def run_probe(checkout: Path, target: Path) -> None:
+    """The probe in a fresh interpreter that imports `checkout`'s bertscore."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", PROBE, str(target)], cwd=checkout, check=True, env=env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", required=True, help="the git revision to compare with (e.g. main~5, a tag)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    out = output_folder(args)
+    import torch
+
+    revision = subprocess.run(["git", "rev-parse", "--short", args.against], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as scratch:
+        old_tree = Path(scratch) / "old"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old_tree), revision], cwd=ROOT, check=True)
+        try:
+            run_probe(old_tree, Path(scratch) / "old.pt")
+            run_probe(ROOT, Path(scratch) / "new.pt")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=ROOT, check=False)
+        old, new = torch.load(Path(scratch) / "old.pt"), torch.load(Path(scratch) / "new.pt")
+    rows = []
+    for name, before in old["tensors"].items():
+        after = new["tensors"][name]
+        same = before.shape == after.shape and torch.equal(before, after)
+        delta = float((before - after).abs().max()) if before.shape == after.shape else float("nan")
+        rows.append({"path": name, "values": before.numel(), "bit_identical": same, "max_abs_delta": delta})
+    same_hashes = old["hashes"] == new["hashes"]
+    same_notes = old["notes"] == new["notes"]
+    machine = machine_info()
+    lines = [
+        f"# Same numbers: {head} (this checkout) against {revision}", "",
+        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against {args.against}`", "",
+        machine_line(machine), "",
+        "| path | values | bit-identical | max abs delta |", "|---|---|---|---|",
+        *[f"| {r['path']} | {r['values']} | {'yes' if r['bit_identical'] else 'NO'} | {r['max_abs_delta']:.3g} |"
+          for r in rows],
+        "", f"- hashes identical: {'yes' if same_hashes else 'NO'} ({len(old['hashes'])} scorers)",
+        f"- notes identical: {'yes' if same_notes else 'NO'} ({len(old['notes'])} notes)",
+    ]
+    write_results(out, "same_numbers", {"against": revision, "head": head, "rows": rows, "hashes_identical": same_hashes,
+                                        "notes_identical": same_notes, "machine": machine}, "\n".join(lines) + "\n")
+    return 0 if all(r["bit_identical"] for r in rows) and same_hashes and same_notes else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
