@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bertscore import stats  # noqa: E402
+from bertscore import resampling, stats  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         "segments": args.segments,
         "resamples": r,
         "rounds": args.rounds,
-        "block_elements": stats.BLOCK_ELEMENTS,
+        "block_elements": resampling.BLOCK_ELEMENTS,
         "rows": rows,
         "machine": {**machine_info(), "numpy": np.__version__,
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},

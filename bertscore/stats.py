@@ -16,7 +16,7 @@ too few segments (`few_segments_note`), fewer than 1,000 resamples (`few_resampl
 
 Random draws follow sacrebleu exactly and are made in blocks of rows so memory stays bounded
 whatever the corpus size; blocks continue one random stream, so results do not depend on the
-block size (see `_index_blocks` and `_selector_blocks`).
+block size (see `bertscore.resampling`).
 """
 
 from __future__ import annotations
@@ -26,24 +26,17 @@ import math
 import numbers
 from decimal import Decimal
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from .notes import report
+from .resampling import TIE_TOLERANCE, permutation_exceedances, resampled_means, scale
 
 logger = logging.getLogger(__name__)
 
-# Random draws per block: 8 MiB of int64 indices, small enough for malloc to reuse between blocks.
-BLOCK_ELEMENTS = 1 << 20
-# numpy draws booleans from a 32-bit buffer that each `integers` call starts afresh: blocks of
-# a multiple of 32 rows (of any length) consume whole buffers, so they continue the same stream.
-SELECTOR_ROW_MULTIPLE = 32
 METHODS = ("permutation", "bootstrap")
 DEFAULT_RESAMPLES = {"bootstrap": 1000, "permutation": 10000}
-# Resampled statistics within this fraction of the score scale of the observed one are ties
-# (equal in exact arithmetic, apart by float rounding only); ties never count as exceeding.
-TIE_TOLERANCE = 1e-9
 # Fewer resamples than this give intervals and p-values that move with the seed: a note says so.
 MIN_RESAMPLES = 1000
 
@@ -134,7 +127,7 @@ def bootstrap_ci(
     values = _as_scores(scores, "scores")
     _check_settings(n_resamples, seed, confidence)
     _report_weak(few_segments_note(len(values), "interval"), few_resamples_note(n_resamples, "interval"), notes=notes)
-    resampled = _resampled_means(values[None, :], n_resamples, seed)[0]
+    resampled = resampled_means(values[None, :], n_resamples, seed)[0]
     low, high = _percentile_interval(resampled, confidence)
     return BootstrapCI(
         mean=float(np.mean(values)),
@@ -170,7 +163,7 @@ def paired_bootstrap(
     _check_settings(n_resamples, seed, confidence)
     _report_weak(few_segments_note(len(a)), few_resamples_note(n_resamples, "both"), notes=notes)
     _warn_if_identical(b - a, "paired_bootstrap")
-    resampled = _resampled_means(np.stack([a, b]), n_resamples, seed)
+    resampled = resampled_means(np.stack([a, b]), n_resamples, seed)
     deltas = resampled[1] - resampled[0]
     mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
     low, high = _percentile_interval(deltas, confidence)
@@ -178,7 +171,7 @@ def paired_bootstrap(
         difference=mean_b - mean_a,
         low=low,
         high=high,
-        p_value=_bootstrap_p_value(deltas, abs(mean_a - mean_b), _scale(b - a)),
+        p_value=_bootstrap_p_value(deltas, abs(mean_a - mean_b), scale(b - a)),
         confidence=float(confidence),
         n_resamples=int(n_resamples),
         seed=_seed_value(seed),
@@ -206,7 +199,7 @@ def paired_permutation(
     mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
     diffs = (b - a)[None, :]
     observed = np.array([abs(mean_a - mean_b)])
-    count = _permutation_exceedances(diffs, observed, n_resamples, seed)[0]
+    count = permutation_exceedances(diffs, observed, n_resamples, seed)[0]
     return PairedPermutation(
         difference=mean_b - mean_a,
         p_value=(int(count) + 1) / (n_resamples + 1),
@@ -266,11 +259,11 @@ def compare_systems(
     matrix = np.stack(arrays)
     base = names.index(baseline)
     means = matrix.mean(axis=1)
-    resampled = _resampled_means(matrix, n_resamples if method == "bootstrap" else ci_resamples, seed)
+    resampled = resampled_means(matrix, n_resamples if method == "bootstrap" else ci_resamples, seed)
     others = [i for i in range(len(names)) if i != base]
     if method == "permutation" and others:
         observed = np.abs(means[base] - means[others])
-        counts = _permutation_exceedances(matrix[others] - matrix[base], observed, n_resamples, seed)
+        counts = permutation_exceedances(matrix[others] - matrix[base], observed, n_resamples, seed)
         permutation_p = {i: (int(c) + 1) / (n_resamples + 1) for i, c in zip(others, counts)}
 
     rows = []
@@ -287,7 +280,7 @@ def compare_systems(
                 "difference_low": d_low,
                 "difference_high": d_high,
                 "p_value": permutation_p[i] if method == "permutation"
-                else _bootstrap_p_value(deltas, observed_gap, _scale(matrix[i] - matrix[base])),
+                else _bootstrap_p_value(deltas, observed_gap, scale(matrix[i] - matrix[base])),
                 "identical": not (matrix[i] - matrix[base]).any(),
             }
         rows.append(SystemComparison(
@@ -353,74 +346,6 @@ def confidence_label(confidence: float) -> str:
     return f"{percent:f}%"
 
 
-# ----- random draws, in blocks of one stream -------------------------------------------------------
-def _index_blocks(n: int, n_resamples: int, seed: int | None) -> Iterator[np.ndarray]:
-    """The rows of `default_rng(seed).choice(n, size=(n_resamples, n))`, a block at a time.
-
-    `choice` draws int64 indices from 32-bit halves that the generator itself keeps between
-    calls, so blocks of any size give exactly the one-shot draw.
-    """
-    rng = np.random.default_rng(seed)
-    rows = max(1, BLOCK_ELEMENTS // n)
-    for start in range(0, n_resamples, rows):
-        yield rng.choice(n, size=(min(rows, n_resamples - start), n))
-
-
-def _selector_blocks(n: int, n_resamples: int, seed: int | None) -> Iterator[np.ndarray]:
-    """The rows of `default_rng(seed).integers(2, size=(n_resamples, n), dtype=bool)`, in blocks.
-
-    Booleans come from a 32-bit buffer local to each call, so every block but the last holds a
-    multiple of 32 rows: it uses whole buffers and the next block continues the same stream.
-    """
-    rng = np.random.default_rng(seed)
-    rows = max(1, BLOCK_ELEMENTS // (n * SELECTOR_ROW_MULTIPLE)) * SELECTOR_ROW_MULTIPLE
-    for start in range(0, n_resamples, rows):
-        yield rng.integers(2, size=(min(rows, n_resamples - start), n), dtype=bool)
-
-
-def _resampled_means(matrix: np.ndarray, n_resamples: int, seed: int | None) -> np.ndarray:
-    """[k, n_resamples]: each row of `matrix` [k, n] averaged over the same bootstrap resamples."""
-    k, n = matrix.shape
-    means = np.empty((k, n_resamples))
-    gathered = np.empty((max(1, min(n_resamples, BLOCK_ELEMENTS // n)), n))
-    start = 0
-    for indices in _index_blocks(n, n_resamples, seed):
-        rows = len(indices)
-        block = gathered[:rows]
-        for row in range(k):
-            np.take(matrix[row], indices, out=block)
-            means[row, start:start + rows] = block.mean(axis=1)
-        start += rows
-    return means
-
-
-def _permutation_exceedances(diffs: np.ndarray, observed: np.ndarray, n_resamples: int, seed: int | None) -> np.ndarray:
-    """Per row of `diffs` [m, n] (= b - a): how many randomizations exceed `observed` [m].
-
-    Swapping the systems on the selected segments turns mean(a') - mean(b') into
-    (sum(d) - 2 * sum(d over selected)) / n; all rows share the same selectors. A block of
-    selectors is summed a slice of segments at a time, so memory stays bounded for long corpora.
-    """
-    m, n = diffs.shape
-    totals = diffs.sum(axis=1)
-    thresholds = observed + TIE_TOLERANCE * np.array([_scale(row) for row in diffs])
-    counts = np.zeros(m, dtype=np.int64)
-    as_float = None
-    for selectors in _selector_blocks(n, n_resamples, seed):
-        if as_float is None:
-            as_float = np.empty((len(selectors), min(n, max(1, BLOCK_ELEMENTS // len(selectors)))))
-        rows, columns = len(selectors), as_float.shape[1]
-        selected_sums = np.zeros((rows, m))
-        for start in range(0, n, columns):
-            part = selectors[:, start:start + columns]
-            block = as_float[:rows, : part.shape[1]]
-            np.copyto(block, part)
-            selected_sums += block @ diffs[:, start:start + columns].T
-        statistics = np.abs(totals - 2.0 * selected_sums) / n
-        counts += np.count_nonzero(statistics > thresholds, axis=0)
-    return counts
-
-
 # ----- small helpers ------------------------------------------------------------------------------
 def _report_weak(*messages: str | None, notes: list[str] | None) -> None:
     """Each caution that applies, once: a warning at the caller of the public function, or into `notes`."""
@@ -458,10 +383,6 @@ def _stderr(resampled: np.ndarray) -> float:
 
 def _seed_value(seed: int | None) -> int | None:
     return None if seed is None else int(seed)
-
-
-def _scale(values: np.ndarray) -> float:
-    return float(np.max(np.abs(values)))
 
 
 def _as_scores(values: Any, name: str) -> np.ndarray:

@@ -24,7 +24,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore import stats
+from bertscore import resampling, stats
 
 FIXTURE = Path(__file__).with_name("data") / "wmt17_de-en_f1.tsv"
 # Many tests here use few resamples or segments on purpose (speed, exact enumeration); the
@@ -117,7 +117,7 @@ def test_paired_p_values_equal_sacrebleu_itself(pair: int) -> None:
 # ----- random streams in blocks ---------------------------------------------------------------------
 @pytest.mark.parametrize("n", [7, 1000, 1001])
 def test_numpy_boolean_draws_continue_only_in_blocks_of_32_rows(n: int) -> None:
-    """The claim behind `_selector_blocks`: numpy buffers 32 random bits per call for booleans."""
+    """The claim behind `resampling.selector_blocks`: numpy buffers 32 random bits per call for booleans."""
     one_shot = np.random.default_rng(1).integers(2, size=(96, n), dtype=bool)
     rng = np.random.default_rng(1)
     blocks_of_32 = np.concatenate([rng.integers(2, size=(rows, n), dtype=bool) for rows in (32, 64)])
@@ -130,12 +130,12 @@ def test_numpy_boolean_draws_continue_only_in_blocks_of_32_rows(n: int) -> None:
 @pytest.mark.parametrize("budget", [1, 50, 333, 1 << 20])
 @pytest.mark.parametrize("n", [7, 100])
 def test_blocks_reproduce_the_one_shot_draws(monkeypatch, budget: int, n: int) -> None:
-    monkeypatch.setattr(stats, "BLOCK_ELEMENTS", budget)
-    indices = np.concatenate(list(stats._index_blocks(n, 203, seed=5)))
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", budget)
+    indices = np.concatenate(list(resampling.index_blocks(n, 203, seed=5)))
     assert np.array_equal(indices, np.random.default_rng(5).choice(n, size=(203, n)))
     # scipy.stats.bootstrap draws integers(0, n, ...): the same indices.
     assert np.array_equal(indices, np.random.default_rng(5).integers(0, n, size=(203, n)))
-    selectors = list(stats._selector_blocks(n, 203, seed=5))
+    selectors = list(resampling.selector_blocks(n, 203, seed=5))
     assert np.array_equal(np.concatenate(selectors), np.random.default_rng(5).integers(2, size=(203, n), dtype=bool))
     if budget < n * 64:
         assert len(selectors) > 1  # several blocks were really drawn
@@ -144,7 +144,7 @@ def test_blocks_reproduce_the_one_shot_draws(monkeypatch, budget: int, n: int) -
 def test_results_do_not_depend_on_the_block_size(monkeypatch) -> None:
     a, b = ONLINE_B, KIT
     before = (stats.bootstrap_ci(a, 300), stats.paired_bootstrap(a, b, 300), stats.paired_permutation(a, b, 300))
-    monkeypatch.setattr(stats, "BLOCK_ELEMENTS", 1000)
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", 1000)
     after = (stats.bootstrap_ci(a, 300), stats.paired_bootstrap(a, b, 300), stats.paired_permutation(a, b, 300))
     assert before == after
 
@@ -161,7 +161,7 @@ def test_bootstrap_ci_equals_scipy_given_the_same_indices(confidence: float, see
     )
     # Same indices -> bit-identical resampled means; the interval differs at most by float
     # rounding of the interpolation (numpy's quantile vs scipy's, one ulp).
-    assert np.array_equal(stats._resampled_means(scores[None], 2000, seed)[0], theirs.bootstrap_distribution)
+    assert np.array_equal(resampling.resampled_means(scores[None], 2000, seed)[0], theirs.bootstrap_distribution)
     assert ours.low == pytest.approx(theirs.confidence_interval.low, rel=1e-15, abs=0)
     assert ours.high == pytest.approx(theirs.confidence_interval.high, rel=1e-15, abs=0)
     assert ours.stderr == theirs.standard_error
