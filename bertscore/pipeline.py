@@ -19,6 +19,7 @@ from .devices import full_fp32_precision
 from .embed import Embedder
 from .idf import TokenWeights
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
+from .models import LoadedModel
 from .notes import name_some, report
 from .settings import Settings
 from .tokens import TokenStore
@@ -34,7 +35,8 @@ class Pipeline:
         self.embedder = embedder
 
     @property
-    def model(self) -> Any:
+    def model(self) -> LoadedModel:
+        """The encoder, tokenizer and limits these steps run with."""
         return self.settings.model
 
     @property
