@@ -168,8 +168,12 @@ def score_layers(
     layer is then an InputError, raised after the probe and before any scoring.
     """
     total = model_layers(model_type)
+    # Relative ranking scores the better and the worse outputs of a chunk in two calls: the cache keeps
+    # the references' embeddings between them. For direct scores a call embeds each distinct text of
+    # its chunk once anyway: a cache would only copy every layer's embeddings.
+    cache = {} if judgements.kind == RELATIVE else {"cache_bytes": 0}
     settings: dict[str, Any] = dict(model_type=model_type, lang=lang, device=device, dtype=dtype,
-                                    batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch)
+                                    batch_size=batch_size, max_tokens_per_batch=max_tokens_per_batch, **cache)
     all_layers = BERTScorer(all_layers=True, **settings)
     probe_layer = max(0, total - 1)
     difference = _passes_equal(all_layers, settings, judgements, probe_layer)

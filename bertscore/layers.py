@@ -54,7 +54,7 @@ class LayerReport:
     idf: bool
     total_layers: int
     default_layer: int
-    default_from: str  # "the official table" or "the last layer (no official default)"
+    default_from: str  # "the official table" or "its last layer: no official default"
     best_layer: int
     recommended_layer: int
     significant: bool
@@ -76,7 +76,7 @@ def default_layer(model_type: str, total_layers: int) -> tuple[int, str]:
     """The layer `score()` uses without num_layers, and where it comes from."""
     if model_type in MODEL_TO_LAYERS:
         return MODEL_TO_LAYERS[model_type], "the official table"
-    return total_layers, "the last layer (no official default)"
+    return total_layers, "its last layer: no official default"
 
 
 def _finite(value: float) -> float | None:
@@ -99,7 +99,7 @@ def _direct_layers(scores: dict[str, np.ndarray], human: np.ndarray, default: in
             else:
                 entry[column] = agreement
         layers.append(entry)
-    best = _best(layers, "pearson")
+    best = _best(layers, "pearson", default)
     r_default = layers[default]["pearson"]
     for k, entry in enumerate(layers):
         entry["vs_default"] = None
@@ -109,7 +109,7 @@ def _direct_layers(scores: dict[str, np.ndarray], human: np.ndarray, default: in
                 test = williams_test(entry["pearson"], r_default, max(-1.0, min(1.0, between)), len(human))
                 entry["vs_default"] = {"difference": entry["pearson"] - r_default, "statistic": test.statistic,
                                        "p_value": test.p_value}
-    test = {"name": "Williams' test for dependent correlations (one-sided: r(best) > r(default))",
+    test = {"name": "Williams' test for dependent correlations, one-sided: r(layer) > r(default)",
             "measure": "Pearson r of F1", "df": len(human) - 3}
     return layers, best, test
 
@@ -140,16 +140,17 @@ def _relative_layers(better: dict[str, np.ndarray], worse: dict[str, np.ndarray]
         layers.append(entry)
     test = {"name": f"paired approximate randomization of each pair's concordance (two-sided, {PERMUTATIONS} "
                     "resamples)", "measure": "WMT relative-ranking Kendall tau of F1"}
-    return layers, _best(layers, "kendall"), test
+    return layers, _best(layers, "kendall", default), test
 
 
-def _best(layers: list[dict[str, Any]], measure: str) -> int:
-    """The layer with the highest agreement (the lowest such layer on a tie)."""
+def _best(layers: list[dict[str, Any]], measure: str, default: int) -> int:
+    """The layer with the highest agreement: on a tie the default if it is among them, else the lowest."""
     scored = [(entry[measure], entry["layer"]) for entry in layers if entry[measure] is not None]
     if not scored:
         raise InputError("the scores are constant at every layer (all texts empty?): no agreement to measure")
     top = max(value for value, _ in scored)
-    return min(layer for value, layer in scored if value == top)
+    tied = [layer for value, layer in scored if value == top]
+    return default if default in tied else min(tied)
 
 
 def agreement_report(

@@ -187,24 +187,25 @@ def render(report: Any) -> str:
                             for i, (cell, width) in enumerate(zip(line, widths))).rstrip() + "\n")
     test = report.test
     best, default = report.best_layer, report.default_layer
-    out.write(f"p: {test['name']}; {report.bootstrap['n_resamples']} bootstrap resamples for the intervals, seed "
+    out.write(f"p: {test['name']}; intervals: {report.bootstrap['n_resamples']} bootstrap resamples, seed "
               f"{report.bootstrap['seed']}\n")
     out.write(f"default layer: {default} ({report.default_from}); ")
     if best == default:
         out.write(f"best layer: {best}, the default\n")
     else:
-        out.write(f"best layer: {best} ({measure} {_cell(report.layers[best][report.measure], signed=True)} vs "
+        out.write(f"best layer: {best} ({measure} {_cell(report.layers[best][report.measure])} vs "
                   f"{_cell(report.layers[default][report.measure])}), p = {_p(test['p_value'])}, "
                   f"{_p(test['p_value_adjusted'])} adjusted for the {test['comparisons']} layers it was picked from: "
                   + ("significant at " if report.significant else "not significant at ") + f"{test['level']}\n")
-    scoring = report.scoring
-    out.write(("every layer scored in one pass (its all-layers row " if scoring["one_pass"]
-               else "each layer scored by its own encoder (the all-layers row ")
-              + f"{scoring['probe_layer']} {'equals' if scoring['one_pass'] else 'differs from'} num_layers="
-              f"{scoring['probe_layer']} on a probe by {scoring['probe_difference']:.1g})\n")
+    scoring, probe = report.scoring, report.scoring["probe_layer"]
+    if scoring["one_pass"]:
+        out.write(f"every layer scored in one pass (its all-layers row {probe} equals num_layers={probe} on a probe)\n")
+    else:
+        out.write(f"each layer scored by its own encoder (its all-layers row {probe} differs from num_layers={probe} "
+                  f"by {scoring['probe_difference']:.2g} on a probe: a final norm after the stack)\n")
     chosen = report.recommended_layer
     why = ("it beats the default significantly" if report.significant else
-           "the default: no layer beats it significantly" if best != default else "the default and the best")
+           "the default: no layer beats it significantly" if best != default else "the default, and the best here")
     out.write(f"use num_layers={chosen} (--num-layers {chosen}): {why}\n")
     return out.getvalue()
 
