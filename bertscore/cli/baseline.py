@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..inputs import InputError
 from .corpus import check_baseline_output, open_corpus, read_corpus
-from .io import cli_logging, internal_error
+from .io import cli_logging, run_command
 
 logger = logging.getLogger("bertscore")
 
@@ -87,17 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def logged() -> int:
         with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
             return run(args)
-    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
-        print(f"bertscore baseline: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C: no traceback; the writer left any old output as it was
-        print(f"bertscore baseline: interrupted: {args.output} is left as it was", file=sys.stderr)
-        return 130
-    except Exception:  # not the input: a bug, shown with its traceback
-        return internal_error("bertscore baseline")
+
+    return run_command("bertscore baseline", logged, lambda: f": {args.output} is left as it was")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
 from .corpus import check_baseline_output, read_corpus
-from .io import cli_logging, internal_error
+from .io import cli_logging, run_command
 
 PROGRAM = "bertscore layers"
 
@@ -212,18 +212,12 @@ def render(report: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def logged() -> int:
         with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
             return run(args)
-    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
-        print(f"{PROGRAM}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        kept = f": {args.json_output} is left as it was" if args.json_output else ""
-        print(f"{PROGRAM}: interrupted{kept}", file=sys.stderr)
-        return 130
-    except Exception:  # not the input: a bug, shown with its traceback
-        return internal_error(PROGRAM)
+
+    return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")
 
 
 if __name__ == "__main__":
