@@ -31,7 +31,7 @@ import torch
 from .correlation import bootstrap_pearson_ci, concordance, kendall_tau_b, pearson, williams_test
 from .inputs import InputError
 from .judgements import DIRECT, Judgements, judgements_from_lists, read_judgements
-from .layer_scores import COLUMNS, LayerScores, model_layers, score_layers
+from .layer_scores import COLUMNS, LayerScores, score_layers
 from .models import MODEL_TO_LAYERS
 from .settings import resolve_model_type
 from .stats import check_bootstrap_settings, compare_systems, few_resamples_note
@@ -107,8 +107,8 @@ def _direct_layers(scores: dict[str, np.ndarray], human: np.ndarray, default: in
             between = pearson(f1[k], f1[default])
             if math.isfinite(between):
                 test = williams_test(entry["pearson"], r_default, max(-1.0, min(1.0, between)), len(human))
-                entry["vs_default"] = {"difference": entry["pearson"] - r_default, "statistic": test.statistic,
-                                       "p_value": test.p_value}
+                entry["vs_default"] = {"difference": entry["pearson"] - r_default,
+                                       "statistic": _finite(test.statistic), "p_value": test.p_value}
     test = {"name": "Williams' test for dependent correlations, one-sided: r(layer) > r(default)",
             "measure": "Pearson r of F1", "df": len(human) - 3}
     return layers, best, test
@@ -224,7 +224,6 @@ def choose_layer(
         data = read_judgements(data, human_column=human_column, better_column=better_column,
                                worse_column=worse_column, candidate_column=candidate_column,
                                reference_columns=reference_columns)
-    model_layers(model_type)  # a model with layers to choose among, from its config (no weights yet)
     measured = score_layers(data, model_type, idf=idf, lang=lang, device=device, dtype=dtype, batch_size=batch_size,
                             max_tokens_per_batch=max_tokens_per_batch, chunk_size=chunk_size, verbose=verbose,
                             notes=notes)

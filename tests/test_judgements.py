@@ -134,3 +134,25 @@ def test_lists_get_the_same_checks() -> None:
         judgements_from_lists(refs[:3], better=["a"] * 3, worse=["b"] * 3)
     with pytest.raises(TypeError, match="candidates\\[1\\]"):
         judgements_from_lists(refs, candidates=["c", None] + ["c"] * 38, human=np.arange(40))
+
+
+def test_memory_holds_the_scores_not_the_texts(tmp_path) -> None:
+    """4,000 rows of 800-character texts (6.4 MB): checking the file and streaming it back in chunks
+    keeps far less than the file in memory (the human scores, one chunk of texts)."""
+    import tracemalloc
+
+    path = tmp_path / "large.tsv"
+    text = "word " * 160
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("candidate\treference\thuman_score\n")
+        for i in range(4_000):
+            handle.write(f"{i} {text}\t{text} {i}\t{i % 101}\n")
+    tracemalloc.start()
+    try:
+        judged = read_judgements(path)
+        rows = sum(len(chunk.candidates) for chunk in judged.chunks(128))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows == 4_000 and path.stat().st_size > 6_400_000
+    assert peak < 1_500_000, f"peak {peak / 1e6:.1f} MB"

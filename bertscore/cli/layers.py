@@ -88,7 +88,7 @@ def check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..judgements import read_judgements
-    from ..layer_scores import model_layers, score_layers
+    from ..layer_scores import score_layers
     from ..layers import agreement_report
     from ..output_files import check_output, write_text
     from ..settings import resolve_model_type
@@ -105,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
                                  worse_column=args.worse_column, candidate_column=args.candidate_column,
                                  reference_columns=args.reference_columns)
     model_type = resolve_model_type(args.model_type, args.lang)
-    model_layers(model_type)  # layers to choose among, from the config alone
     notes: list[str] = []
     measured = score_layers(
         judgements, model_type, idf=args.idf, lang=args.lang, device=args.device, dtype=args.dtype,
