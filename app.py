@@ -44,6 +44,7 @@ from bertscore.space import reports, user_input
 from bertscore.space.api import ComputeEndpoint
 from bertscore.space.batch import score_batch
 from bertscore.space.config import AppConfig
+from bertscore.space.layer_hint import layer_hint
 from bertscore.space.messages import PAGE_SPELLING, WHOLE_TEXTS_LABEL, user_message
 from bertscore.space.service import ScorerSettings, ScoringService
 
@@ -128,6 +129,9 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             rescale = gr.Checkbox(value=True, label="Rescale with baseline (raw scores are shown too)",
                                   elem_id="rescale")
             lang = gr.Textbox(value="", label="Baseline language (blank = auto)", scale=1, elem_id="lang")
+        layer_note = gr.Markdown(layer_hint(config.default_model), elem_id="layer-hint", latex_delimiters=[])
+        for control in (model, layer):  # a model without an official default layer: which one, how to choose
+            control.change(layer_hint, [model, layer], layer_note, api_visibility="private")
         options = [model, layer, idf, rescale, lang, whole_texts]
         with gr.Tab("One pair", elem_id="tab-pair"):
             with gr.Row():

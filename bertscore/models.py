@@ -19,6 +19,7 @@ import torch
 
 from .devices import DTYPES
 from .inputs import InputError
+from .notes import advice
 from .sources import EMBEDDED_MODEL_NAME, hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,13 @@ MODEL_TO_LAYERS: dict[str, int] = {**_OFFICIAL["model_to_layers"], EMBEDDED_MODE
 def default_model_for_lang(lang: str) -> str:
     """The official default model for a language code (any unknown code -> multilingual BERT)."""
     return LANG_TO_MODEL.get(lang.lower(), DEFAULT_MULTILINGUAL_MODEL)
+
+
+def unknown_layer_message(model_type: str, last_layer: int) -> str:
+    """What a door says when `model_type` has no official default layer (its last one is used)."""
+    return (f"no default layer is known for {model_type!r}: using its last layer ({last_layer}); "
+            f"{advice('num_layers', last_layer)} to keep it, or measure which layer agrees best with human "
+            f"judgements: `bertscore layers --model {model_type} --data JUDGEMENTS` (docs/layers.md)")
 
 
 def count_layers(config: Any) -> int:
@@ -313,11 +321,7 @@ def _load_model(
         if num_layers is None:
             num_layers = total_layers
             if not all_layers:  # with all layers no layer is chosen: nothing to warn about
-                logger.warning(
-                    "no default layer is known for %r: using its last layer (%d); pass num_layers to choose",
-                    model_type,
-                    num_layers,
-                )
+                logger.warning(unknown_layer_message(model_type, num_layers))
     if not 0 <= num_layers <= total_layers:
         raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:

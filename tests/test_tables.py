@@ -374,3 +374,37 @@ def test_collect_and_rows_agree(tmp_path: Path) -> None:
     assert [r.row for r in rows] == [1, 2, 3] and all(r.line is None for r in rows)
     assert tables.collect(rows) == read_table(path) == EXPECTED
     assert tables.collect(table_from_text(path.read_text())) == EXPECTED
+
+
+# ----- columns besides the texts (a human score, a second candidate) -------------------------------
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "json"])
+def test_extra_columns_come_back_as_read_and_table_columns_lists_the_header(tmp_path, fmt) -> None:
+    rows = [{"candidate": "a b", "reference": "a c", "human": "0.5", "sys": "x"},
+            {"candidate": "d", "reference": "e", "human": "-1", "sys": "y"}]
+    path = tmp_path / f"t.{fmt}"
+    if fmt in ("csv", "tsv"):
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, list(rows[0]), delimiter="\t" if fmt == "tsv" else ",",
+                                    **({"quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}))
+            writer.writeheader()
+            writer.writerows(rows)
+    elif fmt == "jsonl":
+        path.write_text("".join(json.dumps({**r, "human": float(r["human"])}) + "\n" for r in rows), encoding="utf-8")
+    else:
+        path.write_text(json.dumps([{**r, "human": float(r["human"])} for r in rows]), encoding="utf-8")
+    assert tables.table_columns(path) == ("candidate", "reference", "human", "sys")
+    with open_table(path, extra_columns=["human", "sys"]) as table:
+        read = [(row.candidate, row.references, row.extras) for row in table]
+    human = [r["human"] if fmt in ("csv", "tsv") else float(r["human"]) for r in rows]
+    assert read == [(r["candidate"], [r["reference"]], (h, r["sys"])) for r, h in zip(rows, human)]
+
+
+def test_a_missing_extra_column_or_cell_is_named() -> None:
+    with pytest.raises(TableError, match=r"no column 'score'; found columns: 'candidate', 'reference'"):
+        table_from_text("candidate,reference\na,b\n", extra_columns=["score"])
+    with pytest.raises(TableError, match="already the candidate or a reference column"):
+        table_from_text("candidate,reference\na,b\n", extra_columns=["reference"])
+    reader = table_from_text('{"candidate": "a", "reference": "b", "score": 1}\n{"candidate": "a", "reference": "b"}\n',
+                             extra_columns=["score"])
+    with pytest.raises(TableError, match=r"row 2 \(line 2\), column 'score': is missing"):
+        list(reader)

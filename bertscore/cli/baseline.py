@@ -13,16 +13,14 @@ it. Bad input exits with code 2 and names the file; anything else is a bug (trac
 from __future__ import annotations
 
 import argparse
-import gzip
 import logging
 import math
-import os
 import sys
-from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import Sequence
 
 from ..inputs import InputError
-from .io import cli_logging, decoded_lines, internal_error
+from .corpus import check_baseline_output, open_corpus, read_corpus
+from .io import cli_logging, run_command
 
 logger = logging.getLogger("bertscore")
 
@@ -50,40 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open_lines(path: str) -> IO[bytes]:
-    if not os.path.exists(path):
-        raise InputError(f"corpus file not found: {path}")
-    if not os.path.isfile(path):
-        raise InputError(f"corpus {path} is not a file")
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
-def read_lines(path: str) -> Iterator[str]:
-    """The lines of one corpus file, decoded; a bad byte names the file and line."""
-    with _open_lines(path) as handle:
-        try:
-            yield from decoded_lines(handle, path)
-        except (OSError, EOFError) as error:  # e.g. a damaged .gz
-            raise InputError(f"{path}: cannot be read ({error})") from error
-
-
-def check_output(output: str, corpus: Sequence[str], sidecar: str | None = None) -> Path:
-    """The output path, checked before any work: it and its sidecar are not corpus files, their
-    folders exist (created) and are usable, and no sidecar lands beside an output that is not a
-    regular file."""
-    from ..baseline_tables import sidecar_path
-    from ..output_files import check_output as check_target, written_in_place
-
-    path = Path(output)
-    meta = sidecar_path(path) if sidecar is None else Path(sidecar)
-    for target in (path, meta):  # as write_baseline does: a missing output folder is created
-        if not written_in_place(target) and not target.parent.exists():
-            target.parent.mkdir(parents=True)
-    check_target(path, corpus, sidecars=[meta] if sidecar is None else ())
-    check_target(meta, [*corpus, path])
-    return path
-
-
 def _summary(table, corpus: Sequence[str]) -> str:
     def cell(mean: float, error: float) -> str:
         return f"{mean:.6f} ± {error:.6f}" if not math.isnan(error) else f"{mean:.6f} ± n/a"
@@ -101,27 +65,14 @@ def _summary(table, corpus: Sequence[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..baseline_tables import write_baseline
     from ..output_files import written_in_place
-    from ..calibrate import compute_baseline, max_pairs, prepare_corpus
+    from ..calibrate import compute_baseline
 
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model (offline: --model sentence-transformers/all-MiniLM-L6-v2) or --lang")
     for path in args.corpus:
-        _open_lines(path).close()  # every file exists before any is read (or any output folder made)
-    output = check_output(args.output, args.corpus, args.sidecar)
-    lines = [line for path in args.corpus for line in read_lines(path)]
-    corpus = prepare_corpus(lines)  # checked here to name the files; compute_baseline prepares the lines again
-    names = ", ".join(args.corpus)
-    usable = len(corpus.sentences)
-    if usable < 2:
-        raise InputError(
-            f"{names}: {usable} usable line(s) after dropping {corpus.empty} empty and {corpus.duplicates} duplicate "
-            "lines; a baseline needs at least 2 distinct sentences (thousands for a stable one)"
-        )
-    if args.pairs is not None and not 1 <= args.pairs <= max_pairs(usable):
-        raise InputError(
-            f"--pairs {args.pairs}: {names} has {usable} distinct non-empty lines, which allow 1..{max_pairs(usable)} "
-            "pairs (each sentence is used at most once)"
-        )
+        open_corpus(path).close()  # every file exists before any output folder is made
+    output = check_baseline_output(args.output, args.corpus, args.sidecar)
+    lines = read_corpus(args.corpus, args.pairs)
     table = compute_baseline(
         lines, model_type=args.model_type, num_pairs=args.pairs, seed=args.seed, lang=args.lang,
         verbose=not args.quiet, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
@@ -136,17 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def logged() -> int:
         with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
             return run(args)
-    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
-        print(f"bertscore baseline: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C: no traceback; the writer left any old output as it was
-        print(f"bertscore baseline: interrupted: {args.output} is left as it was", file=sys.stderr)
-        return 130
-    except Exception:  # not the input: a bug, shown with its traceback
-        return internal_error("bertscore baseline")
+
+    return run_command("bertscore baseline", logged, lambda: f": {args.output} is left as it was")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import traceback
-from typing import IO, Iterator, Sequence
+from typing import IO, Callable, Iterator, Sequence
 
 from ..inputs import InputError
 
@@ -103,6 +103,22 @@ def cli_logging(level: int, package_level: int | None = None) -> Iterator[None]:
         if handler is not None:
             root.removeHandler(handler)
             root.setLevel(saved_root_level)
+
+
+def run_command(program: str, run: Callable[[], int], interrupted: Callable[[], str] = lambda: "") -> int:
+    """A subcommand's exit code around `run`: 0 done; 2 for bad input (an `InputError`, or a file that
+    cannot be read or written), said in one line; 130 on Ctrl-C (`interrupted()` says what was kept);
+    1 for anything else, a bug, shown with its traceback."""
+    try:
+        return run()
+    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
+        print(f"{program}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # no traceback; the one writer left any old output as it was
+        print(f"{program}: interrupted{interrupted()}", file=sys.stderr)
+        return 130
+    except Exception:  # not the input: a bug, shown with its traceback
+        return internal_error(program)
 
 
 def internal_error(program: str) -> int:

@@ -1,6 +1,6 @@
 """Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
 
-`main` dispatches: `bertscore baseline ...` to `baseline.py`; otherwise the options are parsed and
+`main` dispatches: `bertscore baseline ...` to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
 checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
 (an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
 where; anything else is a bug: its traceback is shown and the exit code is 1. The official
@@ -19,6 +19,7 @@ from ..notes import CLI, spelled
 from .baseline import main as baseline_main
 from .compare import run_systems
 from .io import cli_logging, internal_error
+from .layers import main as layers_main
 from .options import build_parser, check_baseline_file, check_statistics_options
 from .score import run as score_pairs
 
@@ -42,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "baseline":
         return baseline_main(argv[1:])
+    if argv and argv[0] == "layers":
+        return layers_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

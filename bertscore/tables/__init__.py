@@ -48,29 +48,44 @@ from .reader import EXTENSIONS, FORMATS, TableReader
 def open_table(
     path: str | os.PathLike[str], *, format: str | None = None, candidate_column: str | None = None,
     reference_columns: Sequence[str] | None = None, max_rows: int | None = None, name: str | None = None,
+    extra_columns: Sequence[str] = (),
 ) -> TableReader:
-    """A lazy reader of the table in `path` (`name`: how errors call it; default the path)."""
+    """A lazy reader of the table in `path` (`name`: how errors call it; default the path).
+
+    `extra_columns`: further columns every row must have, read as they are into `TableRow.extras`
+    (a human score, a second candidate): their meaning is the caller's."""
     source = name or os.fspath(path)
     handle = open(path, "rb")
     try:
         extension = EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
         return TableReader(file_lines(handle, source), source, format=format, extension_format=extension,
                            candidate_column=candidate_column, reference_columns=reference_columns,
-                           max_rows=max_rows, close=handle.close)
+                           max_rows=max_rows, close=handle.close, extra_columns=extra_columns)
     except BaseException:
         handle.close()
         raise
 
 
+def table_columns(path: str | os.PathLike[str], *, format: str | None = None, name: str | None = None) -> tuple[str, ...]:
+    """Every column of the table in `path` (its header, or its first JSON object's keys), in order,
+    whatever they hold: for a caller that chooses its columns from what a table has."""
+    source = name or os.fspath(path)
+    with open(path, "rb") as handle:
+        extension = EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
+        reader = TableReader(file_lines(handle, source), source, format=format, extension_format=extension,
+                             columns_only=True)
+        return reader.columns
+
+
 def table_from_text(
     text: str, *, name: str = "input", format: str | None = None, candidate_column: str | None = None,
-    reference_columns: Sequence[str] | None = None, max_rows: int | None = None,
+    reference_columns: Sequence[str] | None = None, max_rows: int | None = None, extra_columns: Sequence[str] = (),
 ) -> TableReader:
-    """A lazy reader of a table given as text (pasted rows, a string in memory)."""
+    """A lazy reader of a table given as text (pasted rows, a string in memory); `extra_columns` as `open_table`."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return TableReader(text_lines(text), name, format=format, candidate_column=candidate_column,
-                       reference_columns=reference_columns, max_rows=max_rows)
+                       reference_columns=reference_columns, max_rows=max_rows, extra_columns=extra_columns)
 
 
 def collect(rows: Iterable[TableRow]) -> tuple[list[str], list[list[str]]]:
@@ -104,5 +119,5 @@ def parse_table(
 
 __all__ = [
     "CANDIDATE_COLUMNS", "FORMATS", "HEAD_BYTES", "REFERENCE_COLUMNS", "TableError", "TableReader", "TableRow",
-    "collect", "open_table", "parse_table", "read_table", "resolve_columns", "table_from_text",
+    "collect", "open_table", "table_columns", "parse_table", "read_table", "resolve_columns", "table_from_text",
 ]

@@ -24,6 +24,7 @@ class TableRow:
     references: list[str]
     row: int
     line: int | None
+    extras: tuple[Any, ...] = ()  # the cells of the caller's `extra_columns`, as read (a JSON number stays one)
 
 
 MISSING = object()
@@ -73,7 +74,7 @@ def _reference_cell(value: Any, where: Where, column: str, lists_in_text: bool) 
 
 
 def make_row(get: Callable[[str], Any], where: Where, candidate_column: str, reference_columns: Sequence[str],
-              lists_in_text: bool) -> TableRow:
+              lists_in_text: bool, extra_columns: Sequence[str] = ()) -> TableRow:
     def cell(column: str) -> Any:
         value = get(column)
         if value is MISSING:
@@ -91,4 +92,5 @@ def make_row(get: Callable[[str], Any], where: Where, candidate_column: str, ref
         if several and isinstance(value, str) and not value.strip():
             continue  # a row with fewer references than columns
         references.extend(_reference_cell(value, where, column, lists_in_text))
-    return TableRow(candidate, references or [""], where.row, where.line)
+    extras = tuple(cell(column) for column in extra_columns)
+    return TableRow(candidate, references or [""], where.row, where.line, extras)

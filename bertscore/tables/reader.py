@@ -52,8 +52,11 @@ class TableReader:
 
     def __init__(self, lines: Lines, source: str, *, format: str | None = None, extension_format: str | None = None,
                  candidate_column: str | None = None, reference_columns: Sequence[str] | None = None,
-                 max_rows: int | None = None, close: Callable[[], None] = lambda: None):
+                 max_rows: int | None = None, close: Callable[[], None] = lambda: None,
+                 extra_columns: Sequence[str] = (), columns_only: bool = False):
         self.source = source
+        self.extra_columns = tuple(extra_columns)
+        self.columns_only = columns_only  # read the header (or first object) alone: `columns`, no rows
         self.max_rows = max_rows
         self._close = close
         self._auto_columns = candidate_column is None and reference_columns is None
@@ -79,6 +82,7 @@ class TableReader:
             close()
             raise
 
+    columns: tuple[str, ...]
     candidate_column: str
     reference_columns: tuple[str, ...]
 
@@ -106,9 +110,18 @@ class TableReader:
 
     def _columns(self, columns: Sequence[str], candidate_column: str | None,
                  reference_columns: Sequence[str] | None) -> None:
+        self.columns = tuple(columns)  # every column of the header (or of the first JSON object)
+        if self.columns_only:
+            self.candidate_column, self.reference_columns = "", ()
+            return
         self.candidate_column, self.reference_columns = resolve_columns(
             columns, self.source, candidate_column, reference_columns
         )
+        for name in self.extra_columns:  # columns the caller reads besides the texts (a human score, ...)
+            if name not in columns:
+                raise TableError(self.source, f"no column {name!r}; found columns: {', '.join(map(repr, columns))}")
+            if name == self.candidate_column or name in self.reference_columns:
+                raise TableError(self.source, f"column {name!r} is already the candidate or a reference column")
 
     # CSV / TSV -----------------------------------------------------------------------------------
     def _delimited(self, lines: Lines, candidate_column: str | None,
@@ -140,7 +153,9 @@ class TableReader:
         header_line, header = next(rows)
         columns = [name.strip() for name in header]
         self._columns(columns, candidate_column, reference_columns)
-        wanted = [self.candidate_column, *self.reference_columns]
+        if self.columns_only:
+            return iter(())
+        wanted = [self.candidate_column, *self.reference_columns, *self.extra_columns]
         index = {}
         for name in wanted:
             positions = [i for i, c in enumerate(columns) if c == name]
@@ -164,7 +179,7 @@ class TableReader:
                         raise where.error(name, "looks CSV-quoted (\"...\"\"...\"); TSV is read without quoting, "
                                                 "as WMT and Moses files: save it unquoted, or as CSV")
             yield make_row(lambda c: fields[index[c]], where, self.candidate_column, self.reference_columns,
-                            lists_in_text=True)
+                            lists_in_text=True, extra_columns=self.extra_columns)
 
     # JSONL / JSON --------------------------------------------------------------------------------
     def _json_lines(self, lines: Lines, candidate_column: str | None,
@@ -204,7 +219,9 @@ class TableReader:
         line, first = next(records)
         self._check_object(first, Where(self.source, 1, line))
         self._columns(list(first), candidate_column, reference_columns)
-        expected = {self.candidate_column, *self.reference_columns}
+        if self.columns_only:
+            return iter(())
+        expected = {self.candidate_column, *self.reference_columns, *self.extra_columns}
         return self._record_rows(itertools.chain([(line, first)], records), expected)
 
     def _record_rows(self, records: Iterator[tuple[int | None, Any]], expected: set[str]) -> Iterator[TableRow]:
@@ -218,7 +235,7 @@ class TableReader:
                     raise where.error(extra[0], "is not a column of row 1 (its columns decide the table's); give "
                                                 "every row the same candidate and reference keys")
             yield make_row(lambda c: record.get(c, MISSING), where, self.candidate_column, self.reference_columns,
-                            lists_in_text=False)
+                            lists_in_text=False, extra_columns=self.extra_columns)
 
     @staticmethod
     def _check_object(record: Any, where: Where) -> None:

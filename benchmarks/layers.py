@@ -1,0 +1,133 @@
+"""`bertscore layers` at WMT17 scale: every layer's agreement with human judgements, against the
+official package's all-layer scores and scipy, side by side in one run.
+
+For each to-English pair of WMT17 (560 Direct Assessment segments each, 3,920 in all), the
+embedded MiniLM is scored at every layer twice: by `bertscore.layers.choose_layer` (its probe,
+then one all-layers pass) and by `bert_score.score(all_layers=True)` + `scipy.stats.pearsonr` /
+`kendalltau` (the manual route). Reports per layer the mean Pearson r over the 7 pairs (the WMT17
+protocol: r per pair, then the mean), the largest difference between the two routes, the best
+layer per pair, and the time of each route. Peak memory (RSS) is sampled for ours.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py [--data ../shared/data] [--pairs de zh]
+
+Writes layers.md and layers.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
+with --update-results, or to --out FOLDER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np
+import torch
+from scipy.stats import kendalltau, pearsonr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bertscore.layers import choose_layer  # noqa: E402
+from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from speed import PeakRSS  # noqa: E402
+
+PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+
+
+def read_pair(path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [r["candidate"] for r in rows], [r["reference"] for r in rows], np.array([float(r["human_score"]) for r in rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
+    parser.add_argument("--pairs", nargs="+", default=PAIRS, choices=PAIRS)
+    parser.add_argument("--threads", type=int, default=2)
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    args.out = output_folder(args)
+    paths = {lp: args.data / "wmt17" / f"wmt17_{lp}-en.tsv" for lp in args.pairs}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        print(f"error: WMT17 data not found: {', '.join(missing)}; pass --data (the folder holding wmt17/)",
+              file=sys.stderr)
+        return 2
+    import bert_score
+
+    torch.set_num_threads(args.threads)
+    info = machine_info()
+    print(machine_line(info), flush=True)
+    per_pair, ours_s, theirs_s = {}, 0.0, 0.0
+    with PeakRSS(interval=0.05) as memory:
+        for lp, path in paths.items():
+            candidates, references, human = read_pair(path)
+            start = time.perf_counter()
+            report = choose_layer(path, EMBEDDED_MODEL_NAME, device="cpu")
+            ours = time.perf_counter() - start
+            start = time.perf_counter()
+            official = bert_score.score(candidates, references, model_type=str(embedded_model_dir()), num_layers=6,
+                                        all_layers=True, batch_size=64)[2].double().numpy()
+            theirs = time.perf_counter() - start
+            ours_s, theirs_s = ours_s + ours, theirs_s + theirs
+            independent_r = [float(pearsonr(row, human)[0]) for row in official]
+            independent_tau = [float(kendalltau(row, human)[0]) for row in official]
+            per_pair[lp] = {
+                "segments": report.segments, "pearson": [e["pearson"] for e in report.layers],
+                "pearson_ci": [e["pearson_ci"] for e in report.layers], "kendall": [e["kendall"] for e in report.layers],
+                "independent_pearson": independent_r, "independent_kendall": independent_tau,
+                "best_layer": report.best_layer, "independent_best": int(np.argmax(independent_r)),
+                "recommended_layer": report.recommended_layer, "p_value_adjusted": report.test["p_value_adjusted"],
+                "one_pass": report.scoring["one_pass"], "ours_s": ours, "official_s": theirs,
+            }
+            print(f"{lp}-en: best {report.best_layer}, r {[round(r, 3) for r in per_pair[lp]['pearson']]}, "
+                  f"ours {ours:.1f} s, official + scipy {theirs:.1f} s", flush=True)
+    layers = len(next(iter(per_pair.values()))["pearson"])
+    mean_r = [float(np.mean([p["pearson"][k] for p in per_pair.values()])) for k in range(layers)]
+    mean_tau = [float(np.mean([p["kendall"][k] for p in per_pair.values()])) for k in range(layers)]
+    gap_r = max(abs(a - b) for p in per_pair.values() for a, b in zip(p["pearson"], p["independent_pearson"]))
+    gap_tau = max(abs(a - b) for p in per_pair.values() for a, b in zip(p["kendall"], p["independent_kendall"]))
+    same_best = all(p["best_layer"] == p["independent_best"] for p in per_pair.values())
+    result = {"machine": info, "model": EMBEDDED_MODEL_NAME, "pairs": per_pair, "mean_pearson": mean_r,
+              "mean_kendall": mean_tau, "max_pearson_difference": gap_r, "max_kendall_difference": gap_tau,
+              "same_best_layer": same_best, "ours_s": ours_s, "official_s": theirs_s, "peak_rss_mb": memory.peak / 2**20}
+    segments = sum(p["segments"] for p in per_pair.values())
+    lines = [
+        "# Choosing MiniLM's layer on WMT17 (`bertscore layers` vs the official all-layer scores + scipy)", "",
+        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py` (data: ../shared/data/wmt17, read-only). "
+        f"{machine_line(info)}", "",
+        f"{EMBEDDED_MODEL_NAME}, F1, no idf; {len(per_pair)} to-English pairs, {segments} segments; r and tau per pair, "
+        "then the mean over pairs (the WMT17 protocol).", "",
+        "| layer | mean r | mean Kendall tau | " + " | ".join(f"r {lp}-en" for lp in per_pair) + " |",
+        "|---|---|---|" + "---|" * len(per_pair),
+    ]
+    for k in range(layers):
+        cells = " | ".join(f"{p['pearson'][k]:.3f}" for p in per_pair.values())
+        lines.append(f"| {k} | {mean_r[k]:.3f} | {mean_tau[k]:.3f} | {cells} |")
+    lines += [
+        "", "| pair | best layer (ours / independent) | recommended | adjusted p (best vs default) |", "|---|---|---|---|",
+        *(f"| {lp}-en | {p['best_layer']} / {p['independent_best']} | {p['recommended_layer']} | "
+          f"{'-' if p['p_value_adjusted'] is None else format(p['p_value_adjusted'], '.3g')} |"
+          for lp, p in per_pair.items()),
+        "", f"Largest difference to the independent route: Pearson {gap_r:.1e}, Kendall {gap_tau:.1e}; "
+            f"best layer the same in every pair: {same_best}.",
+        f"Time, same run: `choose_layer` (probe + one all-layers pass + statistics) {ours_s:.1f} s; official "
+        f"`bert_score.score(all_layers=True)` + scipy {theirs_s:.1f} s (ratio {theirs_s / ours_s:.2f}). "
+        f"Peak RSS of the run {memory.peak / 2**20:.0f} MiB.",
+    ]
+    write_results(args.out, "layers", result, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

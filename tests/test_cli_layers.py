@@ -1,0 +1,155 @@
+"""`bertscore layers` as a user runs it (real processes), its errors, the baseline it writes for the chosen
+layer, and the unknown-model warning that points to it at every door."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import final_norm_models
+from bertscore.cli import main
+from bertscore.cli.baseline import main as baseline_main
+from bertscore.layers import choose_layer
+from conftest import REPO_ROOT
+
+WMT17 = Path(__file__).resolve().parent / "data" / "wmt17_de-en.first300.tsv"
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def sample(path: Path, rows: int, edit=None) -> Path:
+    """The first `rows` rows of the WMT17 sample (candidate, reference, human_score), edited by `edit`."""
+    with WMT17.open(encoding="utf-8", newline="") as handle:
+        data = [{k: r[k] for k in ("candidate", "reference", "human_score")}
+                for r in list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))[:rows]]
+    if edit:
+        edit(data)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, list(data[0]), delimiter="\t", quoting=csv.QUOTE_NONE, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(data)
+    return path
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bertscore", "layers", *argv], capture_output=True, text=True,
+                          env=OFFLINE, timeout=600)
+
+
+def test_the_command_prints_a_table_ending_with_the_layer_and_writes_the_api_report(tiny_models, tmp_path) -> None:
+    data = sample(tmp_path / "judged.tsv", 32)
+    model = str(tiny_models["electra"])
+    out = tmp_path / "report.json"
+    result = cli("--model", model, "--data", str(data), "--json", str(out), "--device", "cpu", "-q")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:3] == ["layer", "r", "(F1)"] and [line.split()[0] for line in lines[2:6]] == list("0123")
+    expected = choose_layer(data, model, device="cpu")
+    assert lines[-1].startswith(f"use num_layers={expected.recommended_layer} (--num-layers {expected.recommended_layer})")
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(expected.to_dict()))
+    assert {"model", "default_layer", "best_layer", "layers"} <= set(written)
+    assert set(written["layers"][0]) >= {"layer", "pearson", "pearson_ci", "kendall", "precision", "recall", "vs_default"}
+    assert f"wrote the report to {out}" in result.stderr
+
+
+def test_bad_data_is_named_before_the_model_is_looked_at(tmp_path) -> None:
+    def garble(rows):
+        rows[4]["human_score"] = "high"
+
+    data = sample(tmp_path / "judged.tsv", 40, garble)
+    result = cli("--model", str(tmp_path / "no-such-model"), "--data", str(data))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"bertscore layers: error: {data}, row 5 (line 6), column 'human_score': 'high' "
+                                     "is not a number; every row needs a numeric human score")
+
+
+def test_a_model_without_layers_is_refused_by_the_command(tmp_path) -> None:
+    folder = final_norm_models.build_without_layers(tmp_path / "no-layers")  # a config and no weights
+    result = subprocess.run(["bertscore", "layers", "--model", str(folder), "--data", str(WMT17)], capture_output=True,
+                            text=True, timeout=600, env={**OFFLINE, "PATH": f"{Path(sys.executable).parent}:{OFFLINE['PATH']}"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "has 0 transformer layers: there is no layer to choose" in result.stderr
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no column", r"no human score column \(human_score / human / score / z_score / z / da / rating\)"),
+    ("few rows", r"has 12 judged segments; choosing a layer needs at least 30"),
+    ("constant", r"every human score \(column 'human_score'\) is 0; constant scores correlate with nothing"),
+    ("options", r"--baseline-corpus and --baseline-output go together"),
+])
+def test_each_bad_input_exits_2_with_one_line(tmp_path, capsys, case, message) -> None:
+    edits = {"no column": lambda rows: [row.update(quality=row.pop("human_score")) for row in rows],
+             "constant": lambda rows: [row.update(human_score="0") for row in rows]}
+    data = sample(tmp_path / "judged.tsv", 12 if case == "few rows" else 40, edits.get(case))
+    extra = ["--baseline-corpus", str(data)] if case == "options" else []
+    assert main(["layers", "--model", str(tmp_path / "no-such-model"), "--data", str(data), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore layers: error: ") and err.count("\n") == 1
+    assert __import__("re").search(message, err)
+
+
+def test_it_writes_the_rescale_baseline_of_the_chosen_layer_as_bertscore_baseline_does(tiny_models, tmp_path,
+                                                                                          capsys) -> None:
+    data = sample(tmp_path / "judged.tsv", 32)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence number {i} of a small corpus about {i % 7} things\n" for i in range(40)),
+                      encoding="utf-8")
+    model = str(tiny_models["electra"])
+    ours, theirs = tmp_path / "layers_baseline.tsv", tmp_path / "baseline.tsv"
+    assert main(["layers", "--model", model, "--data", str(data), "--device", "cpu", "-q", "--baseline-corpus",
+                 str(corpus), "--baseline-output", str(ours), "--baseline-seed", "3"]) == 0
+    out = capsys.readouterr().out
+    layer = choose_layer(data, model, device="cpu").recommended_layer
+    assert f"rescaled: --num-layers {layer} --rescale-with-baseline --baseline-path {ours}" in out
+    assert baseline_main(["--model", model, "--corpus", str(corpus), "-o", str(theirs), "--seed", "3", "-q",
+                          "--device", "cpu"]) == 0
+    assert ours.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8")
+    assert Path(f"{ours}.json").is_file()
+
+
+def test_a_baseline_is_refused_for_an_encoder_with_a_final_norm(minilm_dir, tmp_path, capsys) -> None:
+    model = final_norm_models.build_t5(minilm_dir, tmp_path / "tiny-t5")
+    data = sample(tmp_path / "judged.tsv", 32)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one sentence\nanother sentence\na third one\n", encoding="utf-8")
+    out = tmp_path / "baseline.tsv"
+    assert main(["layers", "--model", str(model), "--data", str(data), "--device", "cpu", "-q",
+                 "--baseline-corpus", str(corpus), "--baseline-output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline-corpus:" in err and "has something after its stack of layers (a final norm)" in err
+    assert not out.exists()
+
+
+# ----- the unknown-model warning points to `bertscore layers` at every door --------------------------------
+def test_the_unknown_model_warning_points_to_bertscore_layers_at_the_cli(tiny_models, tmp_path) -> None:
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the cat sat on the mat\n", encoding="utf-8")
+    model = str(tiny_models["electra"])
+    result = subprocess.run([sys.executable, "-m", "bertscore", "-c", str(texts), "-r", str(texts), "--model", model,
+                             "--device", "cpu"], capture_output=True, text=True, env=OFFLINE, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert (f"no default layer is known for {model!r}: using its last layer (3); pass --num-layers 3 to keep it, or "
+            f"measure which layer agrees best with human judgements: `bertscore layers --model {model} --data "
+            "JUDGEMENTS` (docs/layers.md)") in result.stderr
+
+
+def test_the_unknown_model_warning_points_to_bertscore_layers_in_python_and_evaluate(tiny_models, caplog) -> None:
+    evaluate = pytest.importorskip("evaluate")
+    from bertscore import BERTScorer
+
+    model = str(tiny_models["electra"])
+    with caplog.at_level(logging.WARNING, logger="bertscore"):
+        BERTScorer(model_type=model, device="cpu")
+    assert "pass num_layers=3 to keep it" in caplog.text and f"`bertscore layers --model {model}" in caplog.text
+    caplog.clear()
+    metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
+    with caplog.at_level(logging.WARNING, logger="bertscore"):
+        metric.compute(predictions=["the cat sat"], references=["a cat sat"], model_type=model, device="cpu")
+    assert "pass num_layers=3" in caplog.text and f"`bertscore layers --model {model}" in caplog.text
