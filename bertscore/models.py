@@ -6,11 +6,13 @@ how each architecture is truncated to its first k layers, and how long an input 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Sequence
@@ -19,6 +21,7 @@ import torch
 
 from .devices import DTYPES
 from .inputs import InputError
+from .padding import PROBE_TEXT, padding_is_safe
 from .sources import EMBEDDED_MODEL_NAME, hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
@@ -87,6 +90,9 @@ class LoadedModel:
     lead_ids: tuple[int, ...] = ()  # special ids tokenizer(text) puts before the content
     trail_ids: tuple[int, ...] = ()  # ... and after it
     position_limit: bool = True  # absolute positions up to max_length (False: T5, XLNet: no fixed limit)
+    padding_safe: bool = True  # a text's states ignore the padding beside it in a batch (padding.py's probe)
+    attention_type: str | None = None  # the configured mode of an encoder that switches it itself (BigBird)
+    _mode_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def vocab_size(self) -> int:
@@ -135,6 +141,28 @@ class LoadedModel:
         limit = None if whole else self.content_limit
         lead, trail = list(self.lead_ids), list(self.trail_ids)
         return [lead + ids[:limit] + trail for ids in self.content_ids(texts)]
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's states of one padded batch: [B, L, D], or [B, K, L, D] with all layers.
+
+        An encoder that switches its own attention mode by input length (transformers' BigBird
+        turns block-sparse attention off for good at the first short input) is set, under a lock,
+        to the mode its config names for this batch's length before every batch, whatever ran
+        before it (`attention_mode_for`).
+        """
+        switching = self.attention_type is not None
+        with self._mode_lock if switching else contextlib.nullcontext():
+            if switching:
+                self.encoder.set_attention_type(attention_mode_for(self.encoder.config, self.attention_type,
+                                                                   input_ids.shape[1]))
+            output = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.all_layers
+            )
+        if not self.all_layers:
+            return output[0]
+        # Block-sparse BigBird's hidden states but the last still hold its own padding to whole blocks.
+        length = input_ids.shape[1]
+        return torch.stack([state[:, :length] for state in output.hidden_states], dim=1)
 
     def with_placement(self, device: torch.device, dtype: str) -> "LoadedModel":
         """This model on `device` in `dtype`: itself when it already is, else a separate copy.
@@ -224,6 +252,16 @@ def has_position_limit(config: Any) -> bool:
     return isinstance(positions, int) and positions > 0
 
 
+def attention_mode_for(config: Any, configured: str, length: int) -> str:
+    """The attention mode a BigBird-kind encoder configured with `configured` uses on inputs of
+    `length` tokens: block-sparse only above (5 + 2 x random blocks) x block size tokens, below
+    which transformers' forward itself switches to full attention (with a warning, and for good)."""
+    if configured != "block_sparse":
+        return configured
+    full_up_to = (5 + 2 * config.num_random_blocks) * config.block_size
+    return "original_full" if length <= full_up_to else "block_sparse"
+
+
 def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
     """Keep the first `num_layers` layers, as the official package does per architecture."""
     if hasattr(model, "n_layers"):  # XLM
@@ -238,6 +276,8 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
             encoder.block = torch.nn.ModuleList(encoder.block[:num_layers])
         elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
             encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
+        elif hasattr(encoder, "layers"):  # SqueezeBERT
+            encoder.layers = torch.nn.ModuleList(encoder.layers[:num_layers])
         else:
             raise InputError(f"do not know how to truncate {type(model).__name__}")
     elif hasattr(model, "block"):  # T5 encoder stack
@@ -330,7 +370,7 @@ def _load_model(
         int(i) for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None
     )
     lead_ids, trail_ids = special_layout(tokenizer)
-    return LoadedModel(
+    loaded = LoadedModel(
         name=model_type,
         source=source,
         revision=revision,
@@ -347,4 +387,23 @@ def _load_model(
         lead_ids=lead_ids,
         trail_ids=trail_ids,
         position_limit=has_position_limit(config),
+        # An encoder that switches its own attention mode (BigBird): the mode its config names.
+        attention_type=getattr(config, "attention_type", None) if hasattr(model, "set_attention_type") else None,
     )
+    loaded.padding_safe = _padding_safe(loaded)
+    return loaded
+
+
+def _padding_safe(model: LoadedModel) -> bool:
+    """Whether texts of different lengths may share a padded encoder batch (else: one length a batch).
+
+    Block-sparse attention sees its input in whole blocks, and BigBird picks full or block-sparse
+    attention by the input's length: padded, a text would get other blocks, or the other mode,
+    than alone. Any other encoder is asked by the padding probe (padding.py).
+    """
+    if model.attention_type == "block_sparse":
+        logger.info("%s uses block-sparse attention: each encoder batch holds texts of one length", model.name)
+        return False
+    probe_ids = model.tokenize([PROBE_TEXT])[0]
+    return padding_is_safe(model.name, model.dtype, model.encode, probe_ids, model.pad_token_id, model.max_length,
+                           model.device)
