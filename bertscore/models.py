@@ -1,7 +1,10 @@
 """Model resolution: a name or language -> tokenizer, encoder truncated at layer k, max length.
 
 This is the only module that knows model families: which tokenizers need a prefix space,
-how each architecture is truncated to its first k layers, and how long an input may be.
+how each architecture is truncated to its first k layers, how long an input may be, and how a
+loaded encoder must be batched to score each text as it scores alone (`LoadedModel.padding_safe`,
+from the padding probe of padding.py; `LoadedModel.encode` holds BigBird to its configured
+attention mode). The embedder asks the loaded model; it never learns family names.
 """
 
 from __future__ import annotations
@@ -148,20 +151,22 @@ class LoadedModel:
         An encoder that switches its own attention mode by input length (transformers' BigBird
         turns block-sparse attention off for good at the first short input) is set, under a lock,
         to the mode its config names for this batch's length before every batch, whatever ran
-        before it (`attention_mode_for`).
+        before it (`attention_mode_for`); block-sparse inputs are padded to whole blocks here, as
+        transformers would pad them (without its warning at every new length).
         """
+        length = input_ids.shape[1]
         switching = self.attention_type is not None
         with self._mode_lock if switching else contextlib.nullcontext():
             if switching:
-                self.encoder.set_attention_type(attention_mode_for(self.encoder.config, self.attention_type,
-                                                                   input_ids.shape[1]))
+                mode = attention_mode_for(self.encoder.config, self.attention_type, length)
+                self.encoder.set_attention_type(mode)
+                if mode == "block_sparse":
+                    input_ids, attention_mask = _pad_to_blocks(input_ids, attention_mask, self.encoder.config)
             output = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.all_layers
             )
         if not self.all_layers:
-            return output[0]
-        # Block-sparse BigBird's hidden states but the last still hold its own padding to whole blocks.
-        length = input_ids.shape[1]
+            return output[0][:, :length]
         return torch.stack([state[:, :length] for state in output.hidden_states], dim=1)
 
     def with_placement(self, device: torch.device, dtype: str) -> "LoadedModel":
@@ -260,6 +265,16 @@ def attention_mode_for(config: Any, configured: str, length: int) -> str:
         return configured
     full_up_to = (5 + 2 * config.num_random_blocks) * config.block_size
     return "original_full" if length <= full_up_to else "block_sparse"
+
+
+def _pad_to_blocks(input_ids: torch.Tensor, attention_mask: torch.Tensor, config: Any) -> tuple[torch.Tensor, ...]:
+    """Inputs padded to a whole number of `config.block_size` blocks with the pad token, masked: what
+    transformers' block-sparse BigBird does to its input itself (`_pad_to_block_size`)."""
+    extra = -input_ids.shape[1] % config.block_size
+    if not extra:
+        return input_ids, attention_mask
+    return (torch.nn.functional.pad(input_ids, (0, extra), value=config.pad_token_id),
+            torch.nn.functional.pad(attention_mask, (0, extra), value=0))
 
 
 def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:

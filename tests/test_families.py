@@ -11,7 +11,6 @@ transformers switches by input length, and encoders with a norm after the stack.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import pytest
 import torch
@@ -77,12 +76,14 @@ def assert_close(ours, theirs, label, tolerance=TOLERANCE):
 def test_family_equals_the_official_package(name, variant, family_models, pairs, loaded):
     cands, refs = pairs
     all_layers, idf = variant == "all-layers", variant == "idf"
+    if all_layers:  # four layers a text: half the pairs keep the matrix's time in bounds
+        cands, refs = cands[:20], refs[:20]
     model = loaded(name, all_layers)
     ours = BERTScorer(model_type=str(family_models[name]), loaded_model=model, all_layers=all_layers, idf=idf,
                       device="cpu").score(cands, refs)
     theirs = official_scores(name, family_models[name], cands, refs, model.num_layers, idf=idf, all_layers=all_layers)
     if all_layers:
-        assert ours[0].shape == (4, len(cands))
+        assert ours[0].shape == (4, 20)
     assert_close(ours, theirs, f"{name} {variant}")
 
 
@@ -150,7 +151,6 @@ def test_bigbird_block_sparse_is_independent_of_batch_and_order(loaded, pairs):
 def test_official_bigbird_block_sparse_depends_on_call_order(family_models, pairs):
     """Why the official package is run with the attention reset (docs/exactness.md): unpatched,
     its second call scores texts over 28 tokens with full attention, unlike its first."""
-    logging.getLogger("transformers.models.big_bird.modeling_big_bird").setLevel(logging.ERROR)
     official = bert_score.BERTScorer(model_type=str(family_models["bigbird-sparse"]), num_layers=LAYER, device="cpu")
     first = official.score(*pairs, batch_size=1)
     second = official.score(*pairs, batch_size=1)
