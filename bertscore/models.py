@@ -225,7 +225,13 @@ def load_tokenizer(source: str) -> tuple[Any, bool]:
     """
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
+    except Exception as error:  # noqa: BLE001 - any failure to build the fast one: the slow one decides
+        # transformers 4's BlenderbotSmallTokenizerFast cannot read its own model's subword-nmt files,
+        # which the slow tokenizer (the one the official package uses) reads.
+        logger.info("the fast tokenizer of %s could not be built (%s): using the slow one", source, error)
+        tokenizer = AutoTokenizer.from_pretrained(source, use_fast=False, **hub_kwargs(source))
     class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
     add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
     if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):

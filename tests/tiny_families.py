@@ -349,7 +349,8 @@ def build_blenderbot_small(out_dir: Path) -> Path:
     vocab = {token: i for i, token in enumerate(dict.fromkeys(specials + words))}
     files = {"vocab.json": json.dumps(vocab, ensure_ascii=False).encode("utf-8"),
              "merges.txt": ("#version: 0.2\n" + "".join(m + "\n" for m in merges)).encode("utf-8")}
-    tok = _tokenizer("BlenderbotSmallTokenizer", files, out_dir)
+    # transformers 4's fast class cannot read these (its model's own) files: the slow one, as in v5.
+    tok = _tokenizer("BlenderbotSmallTokenizer", files, out_dir, use_fast=False)
     config = BlenderbotSmallConfig(vocab_size=len(tok), max_position_embeddings=MODEL_MAX_LENGTH, **_SEQ2SEQ_DIMS,
                                    decoder_start_token_id=tok.bos_token_id, **_ids(tok))
     return _save(_seeded(lambda: BlenderbotSmallModel(config)), out_dir)
