@@ -76,7 +76,7 @@ def assert_close(ours, theirs, label, tolerance=TOLERANCE):
 def test_family_equals_the_official_package(name, variant, family_models, pairs, loaded):
     cands, refs = pairs
     all_layers, idf = variant == "all-layers", variant == "idf"
-    if all_layers:  # four layers a text: half the pairs keep the matrix's time in bounds
+    if variant != "no-idf":  # half the pairs keep the matrix's time in bounds (the official runs dominate it)
         cands, refs = cands[:20], refs[:20]
     model = loaded(name, all_layers)
     ours = BERTScorer(model_type=str(family_models[name]), loaded_model=model, all_layers=all_layers, idf=idf,
