@@ -170,3 +170,20 @@ def test_all_layers_row_k_is_num_layers_k_only_without_a_final_norm(name, family
         assert delta > 1e-3, f"{name}: all_layers row {LAYER} equals num_layers={LAYER}"
     else:
         assert delta <= BATCHING_TOLERANCE
+
+
+def test_the_docs_quote_the_benchmarked_family_table():
+    """docs/exactness.md's family table is benchmarks/families.py's, from its committed results, and
+    names every family built here (a new family needs a benchmark run: --update-results)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("benchmarks_families", root / "benchmarks" / "families.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    rows = json.loads((root / "benchmarks" / "results" / "families.json").read_text(encoding="utf-8"))["families"]
+    assert [row["family"] for row in rows] == list(FAMILIES)
+    assert all(max(r["no_idf"], r["idf"], r["all_layers"]) <= TOLERANCE and r["token_ids_equal"] for r in rows)
+    assert benchmark.exactness_table(rows) in (root / "docs" / "exactness.md").read_text(encoding="utf-8")
