@@ -58,7 +58,7 @@ TF4_VERSION := 4.57.6
 VENV_TF4 := .venv-tf4
 CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
 	test_inputs.py test_long_texts.py test_matching.py test_metric.py test_parity.py test_scorer.py \
-	test_state.py test_windows.py test_settings.py test_pipeline.py test_models_table.py)
+	test_state.py test_windows.py test_settings.py test_pipeline.py test_models_table.py test_families.py)
 # Minutes on what does not depend on transformers (the official package at batch_size=1 on
 # multi-reference and baseline rescaling; CLI and Space subprocesses): `make test` covers them.
 COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline) \

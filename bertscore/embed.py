@@ -98,13 +98,14 @@ ATTENTION_LENGTH = 128  # attention memory per batch is capped at that of max_to
 
 
 def token_budget_batches(
-    lengths: Sequence[int], max_tokens: int, max_sentences: int | None = None
+    lengths: Sequence[int], max_tokens: int, max_sentences: int | None = None, one_length: bool = False
 ) -> Iterator[list[int]]:
     """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens.
 
     Attention scores grow as (batch size) x longest^2, so batches of long texts are also capped
     at max_tokens x ATTENTION_LENGTH there: peak memory then does not depend on how long the
-    corpus's longest texts happen to be.
+    corpus's longest texts happen to be. `one_length`: a batch holds texts of one length only
+    (no padding), for encoders whose states depend on padding (`LoadedModel.padding_safe`).
     """
     max_attention = max_tokens * ATTENTION_LENGTH
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -115,7 +116,8 @@ def token_budget_batches(
         candidate_longest = max(longest, length)
         too_many = max_sentences is not None and len(batch) >= max_sentences
         padded = candidate_longest * (len(batch) + 1)
-        if batch and (too_many or padded > max_tokens or padded * candidate_longest > max_attention):
+        other_length = one_length and length != longest
+        if batch and (too_many or other_length or padded > max_tokens or padded * candidate_longest > max_attention):
             yield batch
             batch, candidate_longest = [], length
         batch.append(index)
@@ -166,13 +168,7 @@ class Embedder:
         else:
             input_ids, attention = input_ids.to(self.device), attention.to(self.device)
         with full_fp32_precision():  # the declared dtype at full precision, whatever the caller set
-            output = self.model.encoder(
-                input_ids=input_ids, attention_mask=attention, output_hidden_states=self.model.all_layers
-            )
-            if self.model.all_layers:
-                hidden = torch.stack(output.hidden_states, dim=1)  # [B, K, L, D]
-            else:
-                hidden = output[0]  # [B, L, D]
+            hidden = self.model.encode(input_ids, attention)  # [B, L, D] or [B, K, L, D]
             bad: list[int] = []
             nonfinite = ~torch.isfinite(hidden)
             if bool(nonfinite.any()):  # only real positions count (padding outputs are never used)
@@ -199,7 +195,7 @@ class Embedder:
 
     def _batches(self, lengths: Sequence[int], batch_size: int | None) -> Iterator[list[int]]:
         sentences = batch_size if batch_size is not None else self.batch_size
-        return token_budget_batches(lengths, self.max_tokens_per_batch, sentences)
+        return token_budget_batches(lengths, self.max_tokens_per_batch, sentences, not self.model.padding_safe)
 
     def embed(
         self,

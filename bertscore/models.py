@@ -1,16 +1,21 @@
 """Model resolution: a name or language -> tokenizer, encoder truncated at layer k, max length.
 
 This is the only module that knows model families: which tokenizers need a prefix space,
-how each architecture is truncated to its first k layers, and how long an input may be.
+how each architecture is truncated to its first k layers, how long an input may be, and how a
+loaded encoder must be batched to score each text as it scores alone (`LoadedModel.padding_safe`,
+from the padding probe of padding.py; `LoadedModel.encode` holds BigBird to its configured
+attention mode). The embedder asks the loaded model; it never learns family names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Sequence
@@ -20,6 +25,7 @@ import torch
 from .devices import DTYPES
 from .inputs import InputError
 from .notes import advice
+from .padding import PROBE_TEXT, padding_is_safe
 from .sources import EMBEDDED_MODEL_NAME, hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
@@ -95,6 +101,9 @@ class LoadedModel:
     lead_ids: tuple[int, ...] = ()  # special ids tokenizer(text) puts before the content
     trail_ids: tuple[int, ...] = ()  # ... and after it
     position_limit: bool = True  # absolute positions up to max_length (False: T5, XLNet: no fixed limit)
+    padding_safe: bool = True  # a text's states ignore the padding beside it in a batch (padding.py's probe)
+    attention_type: str | None = None  # the configured mode of an encoder that switches it itself (BigBird)
+    _mode_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def vocab_size(self) -> int:
@@ -143,6 +152,30 @@ class LoadedModel:
         limit = None if whole else self.content_limit
         lead, trail = list(self.lead_ids), list(self.trail_ids)
         return [lead + ids[:limit] + trail for ids in self.content_ids(texts)]
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's states of one padded batch: [B, L, D], or [B, K, L, D] with all layers.
+
+        An encoder that switches its own attention mode by input length (transformers' BigBird
+        turns block-sparse attention off for good at the first short input) is set, under a lock,
+        to the mode its config names for this batch's length before every batch, whatever ran
+        before it (`attention_mode_for`); block-sparse inputs are padded to whole blocks here, as
+        transformers would pad them (without its warning at every new length).
+        """
+        length = input_ids.shape[1]
+        switching = self.attention_type is not None
+        with self._mode_lock if switching else contextlib.nullcontext():
+            if switching:
+                mode = attention_mode_for(self.encoder.config, self.attention_type, length)
+                self.encoder.set_attention_type(mode)
+                if mode == "block_sparse":
+                    input_ids, attention_mask = _pad_to_blocks(input_ids, attention_mask, self.encoder.config)
+            output = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.all_layers
+            )
+        if not self.all_layers:
+            return output[0][:, :length]
+        return torch.stack([state[:, :length] for state in output.hidden_states], dim=1)
 
     def with_placement(self, device: torch.device, dtype: str) -> "LoadedModel":
         """This model on `device` in `dtype`: itself when it already is, else a separate copy.
@@ -200,7 +233,13 @@ def load_tokenizer(source: str) -> tuple[Any, bool]:
     """
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
+    except Exception as error:  # noqa: BLE001 - any failure to build the fast one: the slow one decides
+        # transformers 4's BlenderbotSmallTokenizerFast cannot read its own model's subword-nmt files,
+        # which the slow tokenizer (the one the official package uses) reads.
+        logger.info("the fast tokenizer of %s could not be built (%s): using the slow one", source, error)
+        tokenizer = AutoTokenizer.from_pretrained(source, use_fast=False, **hub_kwargs(source))
     class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
     add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
     if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):
@@ -232,6 +271,26 @@ def has_position_limit(config: Any) -> bool:
     return isinstance(positions, int) and positions > 0
 
 
+def attention_mode_for(config: Any, configured: str, length: int) -> str:
+    """The attention mode a BigBird-kind encoder configured with `configured` uses on inputs of
+    `length` tokens: block-sparse only above (5 + 2 x random blocks) x block size tokens, below
+    which transformers' forward itself switches to full attention (with a warning, and for good)."""
+    if configured != "block_sparse":
+        return configured
+    full_up_to = (5 + 2 * config.num_random_blocks) * config.block_size
+    return "original_full" if length <= full_up_to else "block_sparse"
+
+
+def _pad_to_blocks(input_ids: torch.Tensor, attention_mask: torch.Tensor, config: Any) -> tuple[torch.Tensor, ...]:
+    """Inputs padded to a whole number of `config.block_size` blocks with the pad token, masked: what
+    transformers' block-sparse BigBird does to its input itself (`_pad_to_block_size`)."""
+    extra = -input_ids.shape[1] % config.block_size
+    if not extra:
+        return input_ids, attention_mask
+    return (torch.nn.functional.pad(input_ids, (0, extra), value=config.pad_token_id),
+            torch.nn.functional.pad(attention_mask, (0, extra), value=0))
+
+
 def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
     """Keep the first `num_layers` layers, as the official package does per architecture."""
     if hasattr(model, "n_layers"):  # XLM
@@ -246,6 +305,8 @@ def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
             encoder.block = torch.nn.ModuleList(encoder.block[:num_layers])
         elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
             encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
+        elif hasattr(encoder, "layers"):  # SqueezeBERT
+            encoder.layers = torch.nn.ModuleList(encoder.layers[:num_layers])
         else:
             raise InputError(f"do not know how to truncate {type(model).__name__}")
     elif hasattr(model, "block"):  # T5 encoder stack
@@ -334,7 +395,7 @@ def _load_model(
         int(i) for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None
     )
     lead_ids, trail_ids = special_layout(tokenizer)
-    return LoadedModel(
+    loaded = LoadedModel(
         name=model_type,
         source=source,
         revision=revision,
@@ -351,4 +412,23 @@ def _load_model(
         lead_ids=lead_ids,
         trail_ids=trail_ids,
         position_limit=has_position_limit(config),
+        # An encoder that switches its own attention mode (BigBird): the mode its config names.
+        attention_type=getattr(config, "attention_type", None) if hasattr(model, "set_attention_type") else None,
     )
+    loaded.padding_safe = _padding_safe(loaded)
+    return loaded
+
+
+def _padding_safe(model: LoadedModel) -> bool:
+    """Whether texts of different lengths may share a padded encoder batch (else: one length a batch).
+
+    Block-sparse attention sees its input in whole blocks, and BigBird picks full or block-sparse
+    attention by the input's length: padded, a text would get other blocks, or the other mode,
+    than alone. Any other encoder is asked by the padding probe (padding.py).
+    """
+    if model.attention_type == "block_sparse":
+        logger.info("%s uses block-sparse attention: each encoder batch holds texts of one length", model.name)
+        return False
+    probe_ids = model.tokenize([PROBE_TEXT])[0]
+    return padding_is_safe(model.name, model.dtype, model.encode, probe_ids, model.pad_token_id, model.max_length,
+                           model.device)

@@ -194,7 +194,8 @@ class Pipeline:
                 needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
             )
             text_weights = {k: weights(heads[k]) for k in needed}  # host tensors, moved per batch
-            self._match(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores)
+            match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
+                        self.floats_per_token, settings.score_layers)
             advance(len(needed))
             del heads, text_weights
             if long_pairs:
@@ -237,41 +238,10 @@ class Pipeline:
                 on_progress=advance, batch_size=batch_size,
             ))
             text_weights = {k: weights(token_ids[k]) for k in texts}
-            self._match(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores)
+            match_pairs(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores,
+                        self.floats_per_token, self.settings.score_layers)
             advance(len(long_keys))
             del embeddings, text_weights
-
-    def _match(
-        self,
-        pairs: list[int],
-        cand_keys: list[str],
-        ref_keys: list[str],
-        embeddings: Mapping[str, torch.Tensor],
-        text_weights: Mapping[str, torch.Tensor],
-        length: Callable[[str], int],
-        scores: torch.Tensor,
-    ) -> None:
-        """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
-        pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`."""
-        batches = plan.match_batches(pairs, cand_keys, ref_keys, length, self.floats_per_token,
-                                     self.settings.score_layers)
-        with full_fp32_precision():
-            for batch, tiled in batches:
-                cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
-                ref = [(embeddings[ref_keys[i]], text_weights[ref_keys[i]]) for i in batch]
-                if tiled:
-                    (cand_emb, cand_w), (ref_emb, ref_w) = cand[0], ref[0]
-                    device = cand_emb.device
-                    precision, recall, f1 = greedy_match_tiled(
-                        cand_emb, None, cand_w.to(device), ref_emb, None, ref_w.to(device), MATCH_TILE_BYTES
-                    )
-                    precision, recall, f1 = precision[None], recall[None], f1[None]
-                else:
-                    precision, recall, f1 = greedy_match(
-                        *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
-                        *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
-                    )
-                scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
 
     # ----- inspection -----------------------------------------------------------------------------
     def embed_texts(self, keys: Sequence[str], token_ids: TokenStore) -> dict[str, torch.Tensor]:
@@ -291,6 +261,39 @@ class HasPipeline(Protocol):
     """What scores through a `Pipeline` (a `BERTScorer`): all that `explain_pair` and `plot` need."""
 
     pipeline: Pipeline
+
+
+def match_pairs(
+    pairs: list[int],
+    cand_keys: list[str],
+    ref_keys: list[str],
+    embeddings: Mapping[str, torch.Tensor],
+    text_weights: Mapping[str, torch.Tensor],
+    length: Callable[[str], int],
+    scores: torch.Tensor,
+    floats_per_token: int,
+    layers: int,
+) -> None:
+    """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
+    pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`
+    (`plan.match_batches` groups them; `length(key)` is a text's embedding rows)."""
+    with full_fp32_precision():
+        for batch, tiled in plan.match_batches(pairs, cand_keys, ref_keys, length, floats_per_token, layers):
+            cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
+            ref = [(embeddings[ref_keys[i]], text_weights[ref_keys[i]]) for i in batch]
+            if tiled:
+                (cand_emb, cand_w), (ref_emb, ref_w) = cand[0], ref[0]
+                device = cand_emb.device
+                precision, recall, f1 = greedy_match_tiled(
+                    cand_emb, None, cand_w.to(device), ref_emb, None, ref_w.to(device), MATCH_TILE_BYTES
+                )
+                precision, recall, f1 = precision[None], recall[None], f1[None]
+            else:
+                precision, recall, f1 = greedy_match(
+                    *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
+                    *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
+                )
+            scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
 
 
 def _advancer(progress: Any, pairs: int, texts: int) -> Callable[[int], None]:

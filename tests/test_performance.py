@@ -203,3 +203,26 @@ def test_token_budget_batches_respect_budget(lengths, max_tokens, max_sentences)
         # Over budget only when a single text is longer than the budget (it gets its own batch).
         assert padded <= max_tokens or len(batch) == 1
         assert padded * longest <= max_tokens * ATTENTION_LENGTH or len(batch) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=40), max_size=300),
+    st.integers(min_value=1, max_value=2_000),
+    st.one_of(st.none(), st.integers(min_value=1, max_value=64)),
+)
+def test_one_length_batches_never_pad_and_stay_in_budget(lengths, max_tokens, max_sentences):
+    """For encoders whose states depend on padding: every batch holds one length, the budget holds,
+    and texts of one length share batches (as many as the budget allows: no batch of one needlessly)."""
+    batches = list(token_budget_batches(lengths, max_tokens, max_sentences, one_length=True))
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert len({lengths[i] for i in batch}) == 1
+        assert lengths[batch[0]] * len(batch) <= max_tokens or len(batch) == 1
+        assert max_sentences is None or len(batch) <= max_sentences
+    per_length: dict[int, int] = {}
+    for batch in batches:
+        per_length[lengths[batch[0]]] = per_length.get(lengths[batch[0]], 0) + 1
+    for length, count in per_length.items():
+        fits = max(1, min(max_tokens // length, max_sentences or len(lengths)))
+        assert count == -(-lengths.count(length) // fits)  # ceil: full batches but the last

@@ -339,8 +339,13 @@ def build_roberta(out_dir: Path) -> Path:
     return out_dir
 
 
-def _sentencepiece_model(corpus: list[str]) -> bytes:
-    """A serialised Unigram ``sentencepiece`` model laid out like XLM-R's (``<unk> <s> </s>`` = ids 0-2).
+XLMR_SPM_LAYOUT: dict[str, Any] = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+
+
+def _sentencepiece_model(corpus: list[str], model_type: str = "unigram", **layout: Any) -> bytes:
+    """A serialised ``sentencepiece`` model (Unigram unless `model_type`), laid out like XLM-R's
+    (``<unk> <s> </s>`` = ids 0-2) unless `layout` names other ids and pieces (the trainer's
+    ``unk_id``, ``pad_piece``, ``user_defined_symbols``, ... as a real model family has them).
 
     Single-threaded training is bit-for-bit deterministic. ``nmt_nfkc``
     normalisation (spaces collapsed), whitespace -> "▁" prefix.
@@ -351,15 +356,15 @@ def _sentencepiece_model(corpus: list[str]) -> bytes:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(corpus),
         model_writer=buf,
-        model_type="unigram",
+        model_type=model_type,
         vocab_size=VOCAB_SIZE,
         hard_vocab_limit=False,
         character_coverage=1.0,
         normalization_rule_name="nmt_nfkc",
         max_sentencepiece_length=16,
-        unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
         num_threads=1,
         minloglevel=2,
+        **(layout or XLMR_SPM_LAYOUT),
     )
     return buf.getvalue()
 

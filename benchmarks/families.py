@@ -1,0 +1,258 @@
+"""Every architecture family of the official model table: our numbers against the official package's.
+
+Each family's tiny random model is built offline by the builders the tests use
+(tests/tiny_families.py: hidden 32, 3 layers, a tokenizer of the family's real kind), then scored
+on the first 40 vendored WMT17 de-en pairs (tests/data) at layer 2:
+
+  no idf / idf / all layers   max |delta| of P, R and F: ours (default batching) against the
+                              official bert-score 0.3.13 at batch_size=1 (its padding cannot leak
+                              into a max there), with the minimal patches of
+                              tiny_families.official_patches where it needs them
+  batching                    max |delta| of ours against ours: default batches, one text a batch,
+                              the input reversed (cache off)
+  token ids                   ours equal the official sent_encode on all 80 texts
+  padding                     what the padding probe found: padded batches, or one length a batch
+
+Then what one-length batches cost (encoders whose states depend on padding) and what the probe
+costs: a random ConvBERT of MiniLM's size (hidden 384, 6 layers) over the 300 vendored pairs, one
+length a batch against padded batches (what it would get without the probe; its numbers then move),
+and the probe's time on the embedded MiniLM beside its load and one scoring call. And the official
+package's call-order dependence on block-sparse BigBird (unpatched: first call against second).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py [--threads 1]
+
+Writes families.md and families.json to benchmarks/scratch/ (git-ignored), or to
+benchmarks/results/ with --update-results, or to --out FOLDER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
+from bertscore.embed import token_budget_batches  # noqa: E402
+from bertscore.models import PROBE_TEXT, load_model  # noqa: E402
+from bertscore.padding import padding_probe  # noqa: E402
+from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv  # noqa: E402
+from tiny_families import FAMILIES, build, official_scores, official_token_ids  # noqa: E402
+
+PAIRS = 40
+LAYER = 2
+
+
+def max_delta(ours, theirs) -> float:
+    return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
+
+
+def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> dict:
+    """One family's figures (see the module docstring)."""
+    model = load_model(str(folder), LAYER)
+    everything = load_model(str(folder), 3, all_layers=True)
+
+    def ours(loaded, **options):
+        return BERTScorer(model_type=loaded.name, loaded_model=loaded, all_layers=loaded.all_layers, cache_bytes=0,
+                          device="cpu", **options)
+
+    row = {"family": name, "examples": list(FAMILIES[name].examples), "tokenizer": FAMILIES[name].tokenizer,
+           "final_norm": FAMILIES[name].final_norm, "padding_safe": model.padding_safe}
+    default = ours(model).score(cands, refs)
+    row["no_idf"] = max_delta(default, official_scores(name, folder, cands, refs, LAYER))
+    row["idf"] = max_delta(ours(model, idf=True).score(cands, refs),
+                           official_scores(name, folder, cands, refs, LAYER, idf=True))
+    rows = ours(everything).score(cands, refs)
+    row["all_layers"] = max_delta(rows, official_scores(name, folder, cands, refs, 3, all_layers=True))
+    row["row_vs_num_layers"] = max_delta([t[LAYER] for t in rows], default)  # docs/parameters.md, Layer numbering
+    one = ours(model).score(cands, refs, batch_size=1)
+    backwards = [t.flip(0) for t in ours(model).score(cands[::-1], refs[::-1])]
+    row["batching"] = max(max_delta(default, one), max_delta(backwards, one))
+    texts = cands + refs
+    row["token_ids_equal"] = model.tokenize(texts) == official_token_ids(name, folder, texts)
+    return row
+
+
+def timed(fn, rounds: int) -> dict[str, float]:
+    """The best of `rounds` runs of fn(): wall seconds and this process's CPU seconds (on a shared
+    machine the CPU time is the steadier figure: other processes stretch the wall time)."""
+    wall = cpu = float("inf")
+    for _ in range(rounds):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall, cpu = min(wall, time.perf_counter() - started), min(cpu, time.process_time() - started_cpu)
+    return {"wall": wall, "cpu": cpu}
+
+
+def one_length_cost(root: Path, rounds: int) -> dict:
+    """A random ConvBERT of MiniLM's size over the 300 vendored pairs: one length a batch (what the
+    probe chose) against padded batches (what it would get without the probe)."""
+    from transformers import AutoTokenizer, ConvBertConfig, ConvBertModel
+
+    folder = build("convbert", root)
+    sized = root / "convbert-minilm-size"
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.save_pretrained(sized)
+    torch.manual_seed(0)
+    config = ConvBertConfig(vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                            intermediate_size=1536, embedding_size=384, max_position_embeddings=512,
+                            pad_token_id=tokenizer.pad_token_id)
+    ConvBertModel(config).eval().save_pretrained(sized)
+    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    model = load_model(str(sized), 6)
+    padded = dataclasses.replace(model, padding_safe=True)
+    scorers = {label: BERTScorer(model_type=m.name, loaded_model=m, cache_bytes=0, device="cpu")
+               for label, m in (("one length", model), ("padded", padded))}
+    lengths = [len(ids) for ids in model.tokenize(list(set(cands + refs)))]
+    budget = scorers["padded"].embedder.max_tokens_per_batch
+    batches = {label: len(list(token_budget_batches(lengths, budget, None, one_length=label == "one length")))
+               for label in scorers}
+    scores = {label: s.score(cands, refs) for label, s in scorers.items()}  # also the warm-up
+    seconds = {label: timed(lambda s=s: s.score(cands, refs), rounds) for label, s in scorers.items()}
+    alone = BERTScorer(model_type=model.name, loaded_model=model, cache_bytes=0, device="cpu").score(
+        cands, refs, batch_size=1)
+    return {"pairs": len(cands), "padding_safe": model.padding_safe, "seconds": seconds, "batches": batches,
+            "ratio": seconds["one length"]["cpu"] / seconds["padded"]["cpu"],
+            "wall_ratio": seconds["one length"]["wall"] / seconds["padded"]["wall"],
+            "one_length_vs_alone": max_delta(scores["one length"], alone),
+            "padded_vs_alone": max_delta(scores["padded"], alone)}
+
+
+def probe_cost(rounds: int) -> dict:
+    """The padding probe on the embedded MiniLM beside what it rides along with."""
+    model = load_model(EMBEDDED_MODEL_NAME)
+    ids = model.tokenize([PROBE_TEXT])[0]
+    probe = padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device)
+    wall, cpu = [], []
+    for _ in range(max(5, rounds)):
+        once = timed(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
+        wall.append(once["wall"])
+        cpu.append(once["cpu"])
+    load = timed(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load: imports and file caches warm
+    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
+    scorer.score(cands[:16], refs[:16])
+    score_seconds = timed(lambda: scorer.score(cands, refs), rounds)
+    return {"probe_seconds": {"wall": statistics.median(wall), "cpu": statistics.median(cpu)},
+            "load_seconds_with_probe": load,
+            "score_300_pairs_seconds": score_seconds, "padding_safe": model.padding_safe, **probe}
+
+
+def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
+    """The official package (unpatched) on block-sparse BigBird: its first call against its second."""
+    import bert_score
+
+    official = bert_score.BERTScorer(model_type=str(build("bigbird-sparse", root)), num_layers=LAYER, device="cpu")
+    first = official.score(cands, refs, batch_size=1)
+    return max_delta(first, official.score(cands, refs, batch_size=1))
+
+
+def exactness_table(rows: list[dict]) -> str:
+    """The family table of docs/exactness.md, from this benchmark's rows (tests/test_families.py
+    checks that the doc quotes the committed results/families.json exactly)."""
+    lines = ["| family | official models of this kind | tokenizer | no idf | idf | all layers | batches |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = r["family"] + (" (final norm)" if r["final_norm"] else "")
+        lines.append(f"| {name} | {', '.join(r['examples'])} | {r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} "
+                     f"| {r['all_layers']:.1e} | {'padded' if r['padding_safe'] else 'one length'} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: dict) -> str:
+    lines = [
+        "# Every architecture family against the official package", "",
+        "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py --update-results`", "",
+        machine_line(machine), "",
+        f"Tiny random models (tests/tiny_families.py: hidden 32, 3 layers), layer {LAYER}, the first {PAIRS} "
+        "vendored WMT17 de-en pairs; max |delta| over P, R and F. Official: bert-score 0.3.13 at batch_size=1. "
+        "Batching: ours default vs one text a batch vs the input reversed. Batches: what the padding probe chose. "
+        f"Row {LAYER} vs L{LAYER}: ours, `all_layers` row {LAYER} against `num_layers={LAYER}` (docs/parameters.md, "
+        "Layer numbering; the official package gives the same).", "",
+        "| family | official models of this kind | tokenizer | no idf | idf | all layers | batching | token ids "
+        f"| batches | row {LAYER} vs L{LAYER} |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        batches = "padded" if r["padding_safe"] else "one length"
+        lines.append(
+            f"| {r['family']}{' (final norm)' if r['final_norm'] else ''} | {', '.join(r['examples'])} | "
+            f"{r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} | {r['all_layers']:.1e} | {r['batching']:.1e} | "
+            f"{'equal' if r['token_ids_equal'] else 'DIFFER'} | {batches} | {r['row_vs_num_layers']:.1e} |")
+    worst = max(max(r["no_idf"], r["idf"], r["all_layers"]) for r in rows)
+    lines += [
+        "", f"Largest difference against the official package: {worst:.1e}; largest batching difference: "
+        f"{max(r['batching'] for r in rows):.1e}.", "",
+        "## One length a batch: the cost", "",
+        f"A random ConvBERT of MiniLM's size (hidden 384, 6 layers), {cost['pairs']} vendored WMT17 pairs, cache off, "
+        f"best of the rounds (CPU seconds of this process; wall seconds in brackets): one length a batch "
+        f"{cost['seconds']['one length']['cpu']:.2f} s ({cost['seconds']['one length']['wall']:.2f} s; "
+        f"{cost['batches']['one length']} encoder batches) against padded batches "
+        f"{cost['seconds']['padded']['cpu']:.2f} s ({cost['seconds']['padded']['wall']:.2f} s; "
+        f"{cost['batches']['padded']} batches): **{cost['ratio']:.2f}x** the CPU time ({cost['wall_ratio']:.2f}x the "
+        f"wall time). Padded, its scores move by {cost['padded_vs_alone']:.1e} against one text a batch; one length "
+        f"a batch, by {cost['one_length_vs_alone']:.1e}.", "",
+        "## The probe: the cost", "",
+        f"On the embedded MiniLM: {probe['probe_seconds']['cpu'] * 1000:.1f} ms of CPU time (median; "
+        f"{probe['probe_seconds']['wall'] * 1000:.1f} ms wall), once per loaded model, inside a load of "
+        f"{probe['load_seconds_with_probe']['cpu']:.2f} s of CPU time ({probe['load_seconds_with_probe']['wall']:.2f} s "
+        f"wall, a second load in the process); scoring 300 pairs takes "
+        f"{probe['score_300_pairs_seconds']['cpu']:.2f} s of CPU time. It found padded vs alone {probe['alone']:.1e}, "
+        f"padding content {probe['content']:.1e}: padded batches.", "",
+        "## The official package and block-sparse BigBird", "",
+        f"Unpatched, the official package's second call differs from its first by {order:.1e} (transformers switched "
+        "the model to full attention for good at the first short text of the first call).", "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--families", default="", help="comma-separated families (default: all)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    out = output_folder(args)
+    torch.set_num_threads(args.threads)
+    warnings.simplefilter("ignore")  # the tiny models' 128 tokens truncate a few texts (both packages)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # the official runs on BigBird warn at every short text
+    machine = machine_info()
+    print(machine_line(machine), flush=True)
+    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, PAIRS)
+    names = [n for n in args.families.split(",") if n] or list(FAMILIES)
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        for name in names:
+            started = time.perf_counter()
+            rows.append(family_row(name, build(name, root), cands, refs))
+            print(f"{name}: {rows[-1]} ({time.perf_counter() - started:.1f} s)", flush=True)
+        order = official_call_order(root, cands, refs)
+        cost = one_length_cost(root, args.rounds)
+        print(cost, flush=True)
+    probe = probe_cost(args.rounds)
+    print(probe, flush=True)
+    result = {"pairs": PAIRS, "layer": LAYER, "families": rows, "one_length_cost": cost, "probe": probe,
+              "official_bigbird_call_order": order, "machine": machine}
+    write_results(out, "families", result, markdown(rows, cost, probe, order, machine))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
