@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Iterator, Sequence
 
 from ..inputs import InputError
-from .io import cli_logging, decoded_lines, internal_error
+from .io import cli_logging, ctrl_c_stops, decoded_lines, internal_error
 
 logger = logging.getLogger("bertscore")
 
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), ctrl_c_stops():
             return run(args)
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore baseline: error: {error}", file=sys.stderr)

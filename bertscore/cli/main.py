@@ -18,7 +18,7 @@ from ..inputs import InputError
 from ..notes import CLI, spelled
 from .baseline import main as baseline_main
 from .compare import run_systems
-from .io import cli_logging, internal_error
+from .io import cli_logging, ctrl_c_stops, internal_error
 from .options import build_parser, check_baseline_file, check_statistics_options
 from .score import run as score_pairs
 
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI):
+        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI), ctrl_c_stops():
             return run(args)  # notes name options as this program spells them (--long-texts window)
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"bertscore: error: {error}", file=sys.stderr)
