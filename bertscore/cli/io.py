@@ -116,8 +116,9 @@ def ctrl_c_stops() -> Iterator[None]:
     Python runs a signal's handler wherever the main thread is. Inside a finalizer (`__del__`, a
     weakref callback; tqdm's `__del__` runs after every scoring call) the KeyboardInterrupt cannot
     propagate: Python prints "Exception ignored in ..." and carries on. The command then went on
-    scoring and, with stdin left open, waited for more input for ever (1 SIGINT in about 1,500 sent
-    while scoring was lost that way). Here such an interrupt is sent again to the main thread, from
+    scoring and, with stdin left open, waited for more input for ever (rare: the signal must land in
+    the microseconds before such a finalizer runs; benchmarks/ctrl_c.py counts where Python drops
+    them). Here such an interrupt is sent again to the main thread, from
     another thread: a signal sent from the finalizer itself would be handled, and lost, right there;
     sent to the main thread, it also ends a read from stdin. The process's own hook is back
     afterwards (`main()` also runs inside other processes).
