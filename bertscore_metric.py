@@ -17,6 +17,7 @@ installs the matching package from the Space this file came from (docs/deploy.md
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def _install_command() -> str:
     if space is not None:
         return f"pip install git+https://huggingface.co/spaces/{space}"
     if folder is not None and (Path(folder) / "pyproject.toml").is_file():
-        return f"pip install -e {folder}"
+        return f"pip install -e {shlex.quote(folder)}"
     return "pip install git+https://huggingface.co/spaces/<owner>/bertscore_metric (the Space this file came from)"
 
 
@@ -66,10 +67,11 @@ def _package_missing() -> ImportError:
 
 def _package_mismatch(package: Any) -> ImportError:
     installed = getattr(package, "__version__", None) or "without a version (not this project's)"
+    where = getattr(package, "__file__", None)
     return ImportError(
         f"bertscore_metric {MODULE_VERSION} (from {_loaded_from()}) needs the bertscore package of the same "
-        f"version; the installed one is {installed} (at {Path(package.__file__).parent}). Install the package "
-        f"that matches this file, then load the metric again:\n    {_install_command()}"
+        f"version; the installed one is {installed} (at {Path(where).parent if where else ', '.join(package.__path__)}). "
+        f"Install the package that matches this file, then load the metric again:\n    {_install_command()}"
     )
 
 

@@ -107,6 +107,22 @@ def test_a_space_module_of_another_version_names_both_and_the_aligning_install(t
 
 
 @pytest.mark.slow
+def test_a_bertscore_that_is_not_this_project_is_named_as_such(tmp_path):
+    """A stranger's `bertscore` (say, from PyPI) found first: refused, its place named, our install given."""
+    owner = random_owner()
+    stranger = tmp_path / "site" / "bertscore"
+    stranger.mkdir(parents=True)
+    (stranger / "__init__.py").write_text("def score(*args):\n    return 'not ours'\n", encoding="utf-8")
+    with FakeHub.of_checkout(owner) as hub:
+        env = {**hub.env(tmp_path), "PYTHONPATH": str(tmp_path / "site")}
+        code, answer = load_metric(hub.space, env, tmp_path, "allow")
+    assert code == 3, answer
+    message = answer["error"]
+    assert f"the installed one is without a version (not this project's) (at {stranger})" in message, message
+    assert message.endswith(f"\n    pip install git+https://huggingface.co/spaces/{owner}/{SPACE_NAME}"), message
+
+
+@pytest.mark.slow
 def test_a_local_file_without_the_package_names_the_install_of_its_clone(tmp_path):
     """Loaded by path from a copy of the repository, the missing package is installed from that copy."""
     clone = tmp_path / "clone"
