@@ -3,7 +3,8 @@
 #   make test   set up, then run the whole test suite (BERTSCORE_SKIP_BROWSER=1: no chromium, no browser tests)
 # and, once set up:
 #   make app    serve the Space (app.py) locally on http://127.0.0.1:7860
-# make test-compat runs the core tests again on the newest transformers 4.x (in .venv-tf4).
+# make test-compat runs the core tests again on the newest transformers 4.x and the gradio floor (in
+# .venv-tf4), then make test-hub: the Hub rehearsed in fresh venvs (tests/test_hub_rehearsal.py).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ MODEL := sentence-transformers/all-MiniLM-L6-v2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-compat browser bench clean
+.PHONY: setup demo app test test-compat test-hub browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +20,6 @@ $(BIN)/python:
 $(VENV)/.installed: $(BIN)/python pyproject.toml requirements.txt
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -r requirements.txt
 	@# the distribution was called bertscore-done-right before: drop it from older environments
 	@if $(BIN)/pip show -q bertscore-done-right 2>/dev/null; then $(BIN)/pip uninstall -y bertscore-done-right; fi
 	$(BIN)/pip install -e ".[test,app,bench]"
@@ -53,30 +53,40 @@ browser:
 test: setup browser
 	$(BIN)/python -m pytest -q
 
-# The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset.
+# The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset, with the
+# oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the Space is built there.
 TF4_VERSION := 4.57.6
+GRADIO_FLOOR := $(shell sed -n 's/^gradio>=\([0-9.]*\).*/\1/p' requirements.txt)
 VENV_TF4 := .venv-tf4
 CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
 	test_inputs.py test_long_texts.py test_matching.py test_metric.py test_parity.py test_scorer.py \
-	test_state.py test_windows.py test_settings.py test_pipeline.py test_models_table.py test_families.py)
+	test_state.py test_windows.py test_settings.py test_pipeline.py test_models_table.py test_families.py \
+	test_hub_front_matter.py)
 # Minutes on what does not depend on transformers (the official package at batch_size=1 on
 # multi-reference and baseline rescaling; CLI and Space subprocesses): `make test` covers them.
 COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline) \
 	$(addprefix --deselect tests/test_long_texts.py::,test_cli_notes_truncation_on_stderr_and_windows \
 	test_space_api_notes_truncation_and_takes_the_window_settings)
 
-$(VENV_TF4)/.installed: pyproject.toml Makefile
+$(VENV_TF4)/.installed: pyproject.toml requirements.txt Makefile
 	$(PYTHON) -m venv $(VENV_TF4)
 	$(VENV_TF4)/bin/pip install --upgrade pip
 	$(VENV_TF4)/bin/pip install torch==2.13.0
-	$(VENV_TF4)/bin/pip install -e ".[test]" transformers==$(TF4_VERSION) "huggingface_hub<1"
+	$(VENV_TF4)/bin/pip install -e ".[test]" transformers==$(TF4_VERSION) "huggingface_hub<1" gradio==$(GRADIO_FLOOR)
 	touch $@
 
 test-compat: $(VENV_TF4)/.installed
-	$(VENV_TF4)/bin/python -c "import torch, transformers, tokenizers; print('torch', torch.__version__, \
-		'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__); \
-		assert transformers.__version__ == '$(TF4_VERSION)'"
-	$(VENV_TF4)/bin/python -m pytest -q $(CORE_TESTS) $(COMPAT_SKIP)
+	$(VENV_TF4)/bin/python -c "import torch, transformers, tokenizers, gradio; print('torch', torch.__version__, \
+		'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__, 'gradio', gradio.__version__); \
+		assert transformers.__version__ == '$(TF4_VERSION)' and gradio.__version__ == '$(GRADIO_FLOOR)'"
+	BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR) $(VENV_TF4)/bin/python -m pytest -q $(CORE_TESTS) $(COMPAT_SKIP)
+	$(MAKE) test-hub
+
+# The Hub rehearsed (tests/test_hub_rehearsal.py): a user's fresh venv loading the metric through
+# evaluate's Hub path, without the package and with it installed from the Space repository, and the
+# Space's fresh venv from requirements.txt serving /compute. Minutes; skipped by a plain pytest run.
+test-hub: setup
+	BERTSCORE_HUB_REHEARSAL=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_hub_rehearsal.py
 
 # Benchmarks write to benchmarks/scratch/ (git-ignored); make bench BENCH_FLAGS=--update-results
 # rewrites the tracked figures in benchmarks/results/.

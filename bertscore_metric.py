@@ -1,22 +1,94 @@
-"""BERTScore as an `evaluate` metric: `evaluate.load("path/to/bertscore_metric.py")`.
+"""BERTScore as an `evaluate` metric: `evaluate.load("<owner>/bertscore_metric")` (a Space), or a path.
 
 A thin wrapper: it parses inputs and delegates to the `bertscore` package, whose scorers
 (encoder, embedding cache) are reused across `compute()` calls and rebuilt whenever a setting
 that can change the numbers changes.
+
+From a Space, evaluate downloads this file alone, as `<space name>.py` (so the Space is named
+`bertscore_metric`); the package comes from the same Space, whose repository pip installs:
+`pip install git+https://huggingface.co/spaces/<owner>/bertscore_metric`. evaluate checks a
+module's imports before running it and names a missing one as `pip install <import name>`, which
+would be `pip install bertscore`: no distribution of that name is this project's. So the package
+is imported in the indented block below (evaluate reads unindented `import` lines only), and a
+missing package, or one of another version than this file, stops the load with the command that
+installs the matching package from the Space this file came from (docs/deploy.md).
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+from pathlib import Path
 from typing import Any
 
 import datasets
 import evaluate
 
-from bertscore import __version__ as bertscore_version
-from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
-from bertscore.notes import EVALUATE, report, spelled
-from bertscore.pool import ScorerPool
-from bertscore.stats import bootstrap_ci, check_bootstrap_settings
+MODULE_VERSION = "0.1.0"  # the bertscore version this file belongs to (a test holds it to bertscore/version.py)
+
+
+def _origin() -> tuple[str | None, str | None]:
+    """(`<owner>/<name>` of the Space evaluate loaded this file from, or None; the folder of the
+    local file it was loaded from, or None), read from evaluate's module cache: a Space's copy is
+    `evaluate_modules.metrics.<owner>--<name>.<hash>.<name>` (Hub ids never hold "--"), a local
+    file's copy has a `<name>.json` beside it naming the original."""
+    parts = __name__.split(".")
+    if len(parts) == 5 and parts[:2] == ["evaluate_modules", "metrics"] and "--" in parts[2]:
+        return parts[2].replace("--", "/", 1), None
+    try:
+        original = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))["original file path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        original = __file__
+    return None, str(Path(original).resolve().parent)
+
+
+def _install_command() -> str:
+    """The command that installs the bertscore package this file belongs to."""
+    space, folder = _origin()
+    if space is not None:
+        return f"pip install git+https://huggingface.co/spaces/{space}"
+    if folder is not None and (Path(folder) / "pyproject.toml").is_file():
+        return f"pip install -e {shlex.quote(folder)}"
+    return "pip install git+https://huggingface.co/spaces/<owner>/bertscore_metric (the Space this file came from)"
+
+
+def _loaded_from() -> str:
+    space, folder = _origin()
+    return f"the Space {space}" if space is not None else str(folder)
+
+
+def _package_missing() -> ImportError:
+    return ImportError(
+        f"bertscore_metric (from {_loaded_from()}) needs the bertscore package {MODULE_VERSION}, which is not "
+        f"installed. Install it from where this file came from, then load the metric again:\n"
+        f"    {_install_command()}"
+    )
+
+
+def _package_mismatch(package: Any) -> ImportError:
+    installed = getattr(package, "__version__", None) or "without a version (not this project's)"
+    where = getattr(package, "__file__", None)
+    return ImportError(
+        f"bertscore_metric {MODULE_VERSION} (from {_loaded_from()}) needs the bertscore package of the same "
+        f"version; the installed one is {installed} (at {Path(where).parent if where else ', '.join(package.__path__)}). "
+        f"Install the package that matches this file, then load the metric again:\n    {_install_command()}"
+    )
+
+
+try:  # indented imports of the package: see the module docstring
+    import bertscore
+except ModuleNotFoundError as missing:
+    if missing.name != "bertscore":
+        raise  # the package is there and one of its own dependencies is not: that error names it
+    raise _package_missing() from None
+else:
+    if getattr(bertscore, "__version__", None) != MODULE_VERSION:
+        raise _package_mismatch(bertscore)
+    from bertscore import __version__ as bertscore_version
+    from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
+    from bertscore.notes import EVALUATE, report, spelled
+    from bertscore.pool import ScorerPool
+    from bertscore.stats import bootstrap_ci, check_bootstrap_settings
 
 _CITATION = """\
 @inproceedings{bert-score,
@@ -195,4 +267,4 @@ class BERTScoreMetric(evaluate.Metric):
         return result
 
 
-__all__ = ["BERTScoreMetric", "bertscore_version", "release"]
+__all__ = ["BERTScoreMetric", "MODULE_VERSION", "bertscore_version", "release"]

@@ -239,6 +239,70 @@ def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
     assert _folder_snapshot(pair_files) == before
 
 
+# Runs the command with a finalizer after each scoring call that takes a SIGINT while it runs: Python
+# drops the KeyboardInterrupt raised there ("Exception ignored in ..."), as it did in tqdm.__del__
+# when the test above timed out under load (benchmarks/ctrl_c.py measures how often).
+CTRL_C_IN_A_FINALIZER = """
+import os, signal, sys
+from bertscore.cli import main
+from bertscore.scorer import BERTScorer
+
+class TakesTheSignal:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs here, inside the finalizer
+            pass
+
+score = BERTScorer.score
+def score_then_finalize(self, *args, **kwargs):
+    scores = score(self, *args, **kwargs)
+    TakesTheSignal()  # finalized at once
+    return scores
+BERTScorer.score = score_then_finalize
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_that_python_drops_in_a_finalizer_still_stops_the_run(pair_files):
+    """The KeyboardInterrupt lost in a finalizer is raised again: exit 130, not a wait for stdin for ever."""
+    output = pair_files / "scores.jsonl"
+    output.write_bytes(b"old results\n")
+    before = _folder_snapshot(pair_files)
+    process = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_IN_A_FINALIZER, "-c", "-", "-r", str(pair_files / "r.txt"), *MODEL,
+         "-f", "jsonl", "-o", str(output), "--chunk-size", "1"],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+    )
+    process.stdin.write("candidate 0\n")
+    process.stdin.flush()  # stdin stays open: a run that missed the interrupt waits here for ever
+    try:
+        process.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"the interrupt was lost: the run waited for more stdin\n{process.communicate()[1]}")
+    err = process.stderr.read()
+    process.stdin.close()
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "left as it was" in err
+    assert "Exception ignored" not in err, err
+    assert _folder_snapshot(pair_files) == before
+
+
+def test_the_ctrl_c_guard_leaves_the_process_hook_as_found(pair_files, capsys):
+    """`main()` also runs inside other processes: their sys.unraisablehook is theirs again after it."""
+    def theirs(unraisable):
+        return None
+
+    saved, sys.unraisablehook = sys.unraisablehook, theirs
+    try:
+        assert main(["-c", str(pair_files / "missing.txt"), "-r", str(pair_files / "r.txt"), *MODEL]) == 2
+        assert sys.unraisablehook is theirs
+    finally:
+        sys.unraisablehook = saved
+    assert "file not found" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "tsv", "json", "text"])
 def test_fresh_output_replaces_the_target_and_its_stale_meta(pair_files, capsys, fmt):
     """The file equals stdout's bytes (plus the text summary), and a meta describing an older

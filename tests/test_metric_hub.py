@@ -1,97 +1,136 @@
-"""The evaluate module loaded as from the Hub: the script alone, in a folder of its own.
+"""The evaluate module as users load it from a Space: `evaluate.load("<owner>/bertscore_metric")`.
 
-`evaluate.load("<user>/<space>")` fetches bertscore_metric.py and nothing else, so its
-`import bertscore` needs the package installed. When it is not, evaluate names the missing
-install as `pip install <import name>`: that hint is right only while the distribution is
-named like the import (pyproject's [project] name), which is what these tests pin down.
+evaluate's real Hub path runs, in a fresh interpreter, with only its download pointed at this checkout
+served as a Space (`hub_space.FakeHub`), for an owner drawn at random: evaluate checks the file's
+imports, copies it to its module cache as `<owner>--bertscore_metric/<hash>/`, and imports it. Here the
+`bertscore` package is this checkout's (or hidden from the interpreter); `make test-hub` repeats the
+loads in fresh virtual environments, the package absent and then installed by pip from the Space
+repository (tests/test_hub_rehearsal.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("evaluate")
+from bertscore.version import __version__ as VERSION
+from hub_space import CANDIDATES, LOAD_SCRIPT, REFERENCES, REPO_ROOT, SPACE_NAME, FakeHub, random_owner
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-LOAD_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc
-    import sys
+evaluate = pytest.importorskip("evaluate")
 
 
-    class BlockBertscore(importlib.abc.MetaPathFinder):
-        # First on sys.meta_path: no finder after it (site-packages, an editable install's
-        # finder, the working directory, PYTHONPATH) gets to find the package.
-        def find_spec(self, name, path=None, target=None):
-            if name == "bertscore" or name.startswith("bertscore."):
-                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
-            return None
+def load_metric(target: str, env: dict[str, str], cwd: Path, mode: str, python: str = sys.executable) -> tuple[int, dict]:
+    """evaluate.load(target) in a fresh interpreter; (exit code, the JSON line it printed)."""
+    env = {**os.environ, **env}
+    env.pop("HF_EVALUATE_OFFLINE", None)  # evaluate's own switch: off, as for a user online
+    run = subprocess.run([python, "-c", LOAD_SCRIPT, target, mode, json.dumps([CANDIDATES, REFERENCES])],
+                         cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no answer (exit {run.returncode})\n{run.stdout}\n{run.stderr}"
+    return run.returncode, json.loads(lines[-1])
 
 
-    if sys.argv[2] == "block":
-        sys.meta_path.insert(0, BlockBertscore())
-    import evaluate
-
-    try:
-        metric = evaluate.load(sys.argv[1])
-    except ImportError as error:
-        print(f"IMPORT ERROR: {error}")
-        sys.exit(3)
-    print(f"LOADED: {type(metric).__module__}.{type(metric).__name__}")
-    print(f"BERTSCORE FROM: {sys.modules['bertscore'].__file__}")
-    """
-)
+def load_from_hub(hub: FakeHub, tmp_path: Path, mode: str) -> tuple[int, dict]:
+    return load_metric(hub.space, hub.env(tmp_path), tmp_path, mode)
 
 
-def project_name() -> str:
-    text = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    match = re.search(r'^\[project\]\n(?:.*\n)*?name\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
-    assert match, "no [project] name in pyproject.toml"
-    return match.group(1)
+def test_the_module_version_is_the_package_version():
+    """The version check compares the two: they move together (docs/deploy.md, updating)."""
+    from bertscore_metric import MODULE_VERSION
+
+    assert MODULE_VERSION == VERSION
 
 
-def load_alone(tmp_path: Path, mode: str) -> subprocess.CompletedProcess:
-    """evaluate.load() a copy of bertscore_metric.py in a fresh folder, in a fresh interpreter."""
-    folder = tmp_path / "space"
-    folder.mkdir(exist_ok=True)
-    script = shutil.copy(REPO_ROOT / "bertscore_metric.py", folder / "bertscore_metric.py")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-        "HF_HUB_OFFLINE": "1",
-        "HF_EVALUATE_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "HF_MODULES_CACHE": str(tmp_path / "modules"),
-    }
-    return subprocess.run(
-        [sys.executable, "-c", LOAD_SCRIPT, str(script), mode],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
-    )
+def test_evaluate_import_check_sees_no_bertscore_import():
+    """evaluate refuses a module whose unindented imports fail, with `pip install <import name>`;
+    the package is imported where that check does not look, so our own message is the one users read."""
+    from evaluate.loading import get_imports
+
+    imports = get_imports(str(REPO_ROOT / "bertscore_metric.py"))
+    names = {name for kind, name, _path, _sub in imports if kind == "library"}
+    assert "bertscore" not in names and {"datasets", "evaluate"} <= names
+    assert {kind for kind, *_ in imports} == {"library"}  # nothing evaluate would download beside the file
 
 
 @pytest.mark.slow
-def test_without_the_package_evaluate_names_our_distribution(tmp_path):
-    run = load_alone(tmp_path, "block")
-    assert run.returncode == 3, f"expected an ImportError from evaluate.load\n{run.stdout}\n{run.stderr}"
-    hint = re.search(r"using 'pip install ([^']*)'", run.stdout)
-    assert hint, f"evaluate's message has no install hint: {run.stdout}"
-    assert hint.group(1) == "bertscore"
-    # the hint is the import name; it helps only if the distribution carries that name
-    assert project_name() == hint.group(1)
+def test_from_a_space_without_the_package_the_error_names_that_space_install(tmp_path):
+    owner = random_owner()
+    with FakeHub.of_checkout(owner) as hub:
+        code, answer = load_from_hub(hub, tmp_path, "block")
+    assert code == 3, answer
+    message = answer["error"]
+    assert f"pip install git+https://huggingface.co/spaces/{owner}/{SPACE_NAME}\n" in message + "\n", message
+    assert "pip install bertscore" not in message
+    assert f"from the Space {owner}/{SPACE_NAME}) needs the bertscore package {VERSION}," in message
+    # evaluate's real path: v<its version> first (404), then main; the file alone
+    assert hub.requests[-2:] == [f"HEAD /spaces/{owner}/{SPACE_NAME}/resolve/main/{SPACE_NAME}.py",
+                                 f"GET /spaces/{owner}/{SPACE_NAME}/resolve/main/{SPACE_NAME}.py"], hub.requests
+    assert f"/resolve/v{evaluate.__version__}/" in hub.requests[0]
+    assert (tmp_path / "modules" / "evaluate_modules" / "metrics" / f"{owner}--{SPACE_NAME}").is_dir()
 
 
 @pytest.mark.slow
-def test_with_the_package_the_lone_script_loads(tmp_path):
-    run = load_alone(tmp_path, "allow")
-    assert run.returncode == 0, f"{run.stdout}\n{run.stderr}"
-    assert "LOADED: evaluate_modules.metrics" in run.stdout, run.stdout
-    assert f"BERTSCORE FROM: {REPO_ROOT / 'bertscore' / '__init__.py'}" in run.stdout
+def test_from_a_space_with_the_package_compute_equals_score(tmp_path):
+    owner = random_owner()
+    with FakeHub.of_checkout(owner) as hub:
+        code, answer = load_from_hub(hub, tmp_path, "allow")
+    assert code == 0, answer
+    assert answer["module"].startswith(f"evaluate_modules.metrics.{owner}--{SPACE_NAME}.")
+    assert answer["bertscore_from"] == str(REPO_ROOT / "bertscore" / "__init__.py")
+    for name in ("precision", "recall", "f1"):
+        assert answer["compute"][name] == pytest.approx(answer["score"][name], abs=1e-6)
+    from bertscore import EMBEDDED_MODEL_NAME, score
+
+    here = score(CANDIDATES, REFERENCES, model_type=EMBEDDED_MODEL_NAME, idf=True)
+    for name, values in zip(("precision", "recall", "f1"), here):
+        assert answer["compute"][name] == pytest.approx(values.tolist(), abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_space_module_of_another_version_names_both_and_the_aligning_install(tmp_path):
+    owner = random_owner()
+    module = (REPO_ROOT / "bertscore_metric.py").read_text(encoding="utf-8")
+    assert module.count(f'MODULE_VERSION = "{VERSION}"') == 1
+    newer = module.replace(f'MODULE_VERSION = "{VERSION}"', 'MODULE_VERSION = "99.0.0"')
+    with FakeHub.of_checkout(owner, replace={f"{SPACE_NAME}.py": newer.encode("utf-8")}) as hub:
+        code, answer = load_from_hub(hub, tmp_path, "allow")
+    assert code == 3, answer
+    message = answer["error"]
+    assert "bertscore_metric 99.0.0" in message and f"the installed one is {VERSION} " in message, message
+    assert f"at {REPO_ROOT / 'bertscore'}" in message
+    assert message.endswith(f"\n    pip install git+https://huggingface.co/spaces/{owner}/{SPACE_NAME}"), message
+
+
+@pytest.mark.slow
+def test_a_bertscore_that_is_not_this_project_is_named_as_such(tmp_path):
+    """A stranger's `bertscore` (say, from PyPI) found first: refused, its place named, our install given."""
+    owner = random_owner()
+    stranger = tmp_path / "site" / "bertscore"
+    stranger.mkdir(parents=True)
+    (stranger / "__init__.py").write_text("def score(*args):\n    return 'not ours'\n", encoding="utf-8")
+    with FakeHub.of_checkout(owner) as hub:
+        env = {**hub.env(tmp_path), "PYTHONPATH": str(tmp_path / "site")}
+        code, answer = load_metric(hub.space, env, tmp_path, "allow")
+    assert code == 3, answer
+    message = answer["error"]
+    assert f"the installed one is without a version (not this project's) (at {stranger})" in message, message
+    assert message.endswith(f"\n    pip install git+https://huggingface.co/spaces/{owner}/{SPACE_NAME}"), message
+
+
+@pytest.mark.slow
+def test_a_local_file_without_the_package_names_the_install_of_its_clone(tmp_path):
+    """Loaded by path from a copy of the repository, the missing package is installed from that copy."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("bertscore_metric.py", "pyproject.toml"):
+        (clone / name).write_bytes((REPO_ROOT / name).read_bytes())
+    code, answer = load_metric(str(clone / "bertscore_metric.py"), {"HF_MODULES_CACHE": str(tmp_path / "modules")},
+                               tmp_path, "block")
+    assert code == 3, answer
+    assert f"(from {clone}) needs the bertscore package {VERSION}," in answer["error"], answer
+    assert answer["error"].endswith(f"\n    pip install -e {clone}"), answer

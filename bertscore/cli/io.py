@@ -1,19 +1,23 @@
 """What every command of the CLI shares: reading input files line by line, naming the user's
-files and lines, and how a command speaks on stderr (its log lines, an internal error).
+files and lines, how a command speaks on stderr (its log lines, an internal error), and that
+Ctrl-C always stops it.
 
 The subcommands (`score`, `compare`, `baseline`) import from here, never from each other.
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterator, Sequence
 
 from ..inputs import InputError
 
@@ -105,12 +109,44 @@ def cli_logging(level: int, package_level: int | None = None) -> Iterator[None]:
             root.setLevel(saved_root_level)
 
 
+@contextlib.contextmanager
+def ctrl_c_stops() -> Iterator[None]:
+    """Ctrl-C stops the command even where Python swallows its KeyboardInterrupt.
+
+    Python runs a signal's handler wherever the main thread is. Inside a finalizer (`__del__`, a
+    weakref callback; tqdm's `__del__` runs after every scoring call) the KeyboardInterrupt cannot
+    propagate: Python prints "Exception ignored in ..." and carries on. The command then went on
+    scoring and, with stdin left open, waited for more input for ever (rare: the signal must land in
+    the microseconds before such a finalizer runs; benchmarks/ctrl_c.py counts where Python drops
+    them). Here such an interrupt is sent again to the main thread, from
+    another thread: a signal sent from the finalizer itself would be handled, and lost, right there;
+    sent to the main thread, it also ends a read from stdin. The process's own hook is back
+    afterwards (`main()` also runs inside other processes).
+    """
+    previous, main_thread = sys.unraisablehook, threading.main_thread().ident
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            # not threading.Thread: its start() waits in this hook, where the signal would land again
+            _thread.start_new_thread(signal.pthread_kill, (main_thread, signal.SIGINT))
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
 def run_command(program: str, run: Callable[[], int], interrupted: Callable[[], str] = lambda: "") -> int:
     """A subcommand's exit code around `run`: 0 done; 2 for bad input (an `InputError`, or a file that
     cannot be read or written), said in one line; 130 on Ctrl-C (`interrupted()` says what was kept);
-    1 for anything else, a bug, shown with its traceback."""
+    1 for anything else, a bug, shown with its traceback. Ctrl-C stops it even where Python drops
+    the interrupt (`ctrl_c_stops`)."""
     try:
-        return run()
+        with ctrl_c_stops():
+            return run()
     except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
         print(f"{program}: error: {error}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from ..inputs import InputError
 from ..notes import CLI, spelled
 from .baseline import main as baseline_main
 from .compare import run_systems
-from .io import cli_logging, internal_error
+from .io import cli_logging, run_command
 from .layers import main as layers_main
 from .options import build_parser, check_baseline_file, check_statistics_options
 from .score import run as score_pairs
@@ -47,18 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return layers_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
+
+    def logged() -> int:  # notes name options as this program spells them (--long-texts window)
         with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI):
-            return run(args)  # notes name options as this program spells them (--long-texts window)
-    except (InputError, OSError) as error:  # what the user passed: an input, an option, a file
-        print(f"bertscore: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+            return run(args)
+
+    def kept() -> str:
         if args.resume:
-            kept = ": the rows written so far are kept; rerun with --resume to continue"
-        else:
-            kept = f": {args.output} is left as it was" if args.output else ""
-        print(f"bertscore: interrupted{kept}", file=sys.stderr)
-        return 130
-    except Exception:  # not the input: a bug, shown with its traceback
-        return internal_error("bertscore")
+            return ": the rows written so far are kept; rerun with --resume to continue"
+        return f": {args.output} is left as it was" if args.output else ""
+
+    return run_command("bertscore", logged, kept)
