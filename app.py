@@ -167,8 +167,12 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
             layer = gr.Textbox(value="", label=f"{LAYER_LABEL} (blank = model default)", scale=1, elem_id="layer")
             whole_texts = gr.Checkbox(value=False, label=WHOLE_TEXTS_LABEL, elem_id="long-texts")
             rescale = gr.Checkbox(value=False, label=RESCALE_LABEL, info=RESCALE_INFO, scale=2, elem_id="rescale")
-            lang = gr.Textbox(value="", label=f"{LANG_LABEL} (blank = auto)", scale=1, elem_id="lang")
+            lang = gr.Textbox(value="", label=f"{LANG_LABEL} (blank = auto)", info="with Rescale ticked",
+                              interactive=False, scale=1, elem_id="lang")
         options = [model, layer, rescale, lang, whole_texts]
+        # A baseline language means nothing without rescaling: the field is usable only with Rescale ticked.
+        rescale.change(lambda on: gr.update(interactive=bool(on)), rescale, lang, queue=False, show_progress="hidden",
+                       api_visibility="private")
         with gr.Tab("One pair", elem_id="tab-pair"):
             with gr.Row():
                 # No max_length: a longer text gets a message saying so, never a silent cut.

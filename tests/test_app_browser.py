@@ -119,21 +119,26 @@ def _field(page, elem_id: str):
     return page.locator(f"#{elem_id} textarea, #{elem_id} input").first
 
 
+def _shown_text(page, *elem_ids: str):
+    """The rendered Markdown of these blocks (not the progress overlay Gradio lays over them while busy)."""
+    return page.locator(", ".join(f"#{elem_id} [data-testid=markdown]" for elem_id in elem_ids))
+
+
 def _score_pair(page, candidate: str, references: list[str], expect_text: str = "Winning reference") -> str:
-    """Fill the One pair tab, press Score, wait for `expect_text` in the scores or the error; the page's text."""
+    """Fill the One pair tab, press Score, wait for `expect_text` in the scores or the error; their text."""
     _field(page, "candidate").fill(candidate)
     _field(page, "references").fill("\n".join(references))
     page.locator("#pair-button").click()
-    where = page.locator("#pair-scores, #pair-error").filter(has_text=expect_text).first
+    where = _shown_text(page, "pair-scores", "pair-error").filter(has_text=expect_text).first
     expect(where).to_contain_text(expect_text, timeout=TIMEOUT_MS)
-    return where.inner_text()
+    return where.inner_text().strip()
 
 
 def _score_batch(page, expect_text: str = "corpus mean") -> str:
     page.locator("#batch-button").click()
-    where = page.locator("#batch-summary, #batch-error").filter(has_text=expect_text).first
+    where = _shown_text(page, "batch-summary", "batch-error").filter(has_text=expect_text).first
     expect(where).to_contain_text(expect_text, timeout=TIMEOUT_MS)
-    return where.inner_text()
+    return where.inner_text().strip()
 
 
 def _compute(client, candidates: list[str], groups: list[list[str]], **options) -> dict:
@@ -205,7 +210,9 @@ def test_the_heatmap_says_which_f1_is_raw_and_which_rescaled(page, url, client, 
     """Rescale ticked: the table's rows equal /compute's (rescale=True and not), and the heatmap's label
     (and title) gives its F1 as raw and rescaled, not a bare number beside the rescaled table."""
     _open(page, url)
+    expect(_field(page, "lang")).to_be_disabled()  # a baseline language means nothing without rescaling
     page.locator("#rescale input[type=checkbox]").check()
+    expect(_field(page, "lang")).to_be_enabled(timeout=TIMEOUT_MS)
     text = _score_pair(page, CANDIDATE, [REFERENCE], "rescaled")
     raw = [f"{_compute(client, [CANDIDATE], [[REFERENCE]])[k][0]:.4f}" for k in ("precision", "recall", "f1")]
     api = _compute(client, [CANDIDATE], [[REFERENCE]], rescale=True)
