@@ -118,7 +118,7 @@ class Handlers:
         """The "One pair" tab's idf box: usable with 2 distinct references or more (over one, every
         reference token weighs 0 and R and F1 are 0), unticked and disabled otherwise."""
         usable = user_input.pair_idf_is_meaningful(references_text)
-        return gr.update(interactive=usable, value=bool(idf) and usable, info=PAIR_IDF_INFO)
+        return gr.update(interactive=usable, value=bool(idf) and usable)
 
     @staticmethod
     def _failed(error: Exception) -> str:
