@@ -36,6 +36,10 @@ app: setup
 
 # The browser tests drive Debian's chromium. As root, install it (saying so first: it pulls in
 # about a hundred packages); otherwise say how. BERTSCORE_SKIP_BROWSER=1 skips both.
+# packages.txt lists the Debian packages the Space installs on the Hub (fonts for the heatmap's
+# non-Latin tokens: CJK, Arabic, Devanagari, ...); as root they are installed here too, saying so,
+# and matplotlib's font list is rebuilt so that it sees them; otherwise the font test skips, saying how.
+SPACE_PACKAGES := $(shell cat packages.txt)
 browser:
 	@if [ -n "$$BERTSCORE_SKIP_BROWSER" ] && [ "$$BERTSCORE_SKIP_BROWSER" != 0 ]; then \
 		echo "browser: BERTSCORE_SKIP_BROWSER=$$BERTSCORE_SKIP_BROWSER: not installing chromium; the browser tests will be skipped"; \
@@ -48,6 +52,17 @@ browser:
 	else \
 		echo "browser: /usr/bin/chromium is absent, so the browser tests will skip."; \
 		echo "browser: to run them: sudo apt-get install chromium; to silence this: BERTSCORE_SKIP_BROWSER=1"; \
+	fi
+	@missing=$$(for p in $(SPACE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "browser: the Space's Debian packages (packages.txt) are absent: $$missing"; \
+		echo "browser: running 'apt-get install -y $$missing' now (fonts, about 14 MB), then rebuilding matplotlib's font list."; \
+		(apt-get install -y -q $$missing || (apt-get update -q && apt-get install -y -q $$missing)) && \
+		rm -f "$$($(BIN)/python -c 'import matplotlib; print(matplotlib.get_cachedir())')"/fontlist-*.json; \
+	else \
+		echo "browser: the Space's Debian packages (packages.txt) are absent: $$missing; the heatmap's non-Latin font tests will skip."; \
+		echo "browser: to run them: sudo apt-get install $$missing"; \
 	fi
 
 test: setup browser

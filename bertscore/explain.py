@@ -133,7 +133,7 @@ def explain_pair(scorer: HasPipeline, candidate: str, references: str | Sequence
     if baseline is not None:
         rescaled_best = tuple(rescale(best, baseline).tolist())
     if len(references) > 1:
-        notes.append("multi-reference: P, R and F are each the max over the references (as score())")
+        notes.append("multi-reference: P, R and F1 are each the max over the references, as in the official package")
     return Explanation(
         candidate=candidate, tokens=cand_tokens, weights=cand_weights.cpu().tolist(), references=explained,
         winner=winner, precision=float(best[0]), recall=float(best[1]), f1=float(best[2]),

@@ -100,8 +100,9 @@ def truncation_note(settings: Settings, where: list[str]) -> str:
     else:
         hint = (f"{settings.model_type} has no fixed position limit, so {setting('long_texts', 'window')} does not "
                 "apply to it (texts are truncated as before)")
+    texts, were = ("1 text", "was") if len(where) == 1 else (f"{len(where)} texts", "were")
     return (
-        f"{len(where)} text(s) longer than the model's limit of {model.content_limit} content tokens "
-        f"(max_length={model.max_length} with its special tokens) were truncated there, as in the official "
+        f"{texts} longer than the model's limit of {model.content_limit} content tokens "
+        f"(max_length={model.max_length} with its special tokens) {were} truncated there, as in the official "
         f"package: {name_some(where)}; {hint}"
     )

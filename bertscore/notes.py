@@ -91,6 +91,20 @@ def name_some(where: list[str]) -> str:
 
 
 # ----- each door's spelling of an option -------------------------------------------------------
+@dataclass(frozen=True)
+class Place:
+    """One text a note names: `candidates[row]`, `references[row]` (a row with one reference) or
+    `references[row][reference]`; indices count from 0, as the note writes them."""
+
+    side: str  # "candidates" or "references"
+    row: int
+    reference: int | None = None
+
+    @classmethod
+    def of(cls, match: re.Match[str]) -> "Place":
+        return cls(match.group(1), int(match.group(2)), None if match.group(3) is None else int(match.group(3)))
+
+
 def _python_setting(option: str, value: Any) -> str:
     return f"{option}={value!r}"
 
@@ -108,7 +122,10 @@ class Spelling:
     `advice(option, value)` tells the user to choose it ("pass long_texts='window'"). `labels`
     maps (option, value) to the door's own (setting, advice) words, e.g. a control's label.
     `candidates` / `references`: what the door calls its inputs, for the places a note names
-    (`predictions[3]` at evaluate's compute(), `completions[3]` in a reward function).
+    (`predictions[3]` at evaluate's compute(), `completions[3]` in a reward function); `place`,
+    when given, writes each place whole instead (a page says "row 2 (candidate)", counting from 1).
+    `segments`: what the door calls the scored items of a corpus in statistics' notes ("rows" on a
+    page of rows).
     """
 
     door: str
@@ -117,11 +134,16 @@ class Spelling:
     labels: Mapping[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)
     candidates: str = "candidates"
     references: str = "references"
+    place: Callable[[Place], str] | None = None
+    segments: str = "segments"
 
     def places(self, message: str) -> str:
         """`message` with its places (`candidates[3]`, `references[2][1]`) named as this door names them."""
+        if self.place is not None:
+            place = self.place
+            return _PLACE.sub(lambda match: place(Place.of(match)), message)
         names = {"candidates": self.candidates, "references": self.references}
-        return _PLACE.sub(lambda match: names[match.group(1)] + "[", message)
+        return _PLACE.sub(lambda match: names[match.group(1)] + match.group(0)[len(match.group(1)):], message)
 
     def setting(self, option: str, value: Any) -> str:
         label = self.labels.get((option, value))
@@ -132,7 +154,7 @@ class Spelling:
         return label[1] if label else self.advice_format.format(setting=self.write(option, value))
 
 
-_PLACE = re.compile(r"\b(candidates|references)\[")
+_PLACE = re.compile(r"\b(candidates|references)\[(\d+)\](?:\[(\d+)\])?")
 
 PYTHON = Spelling("python")
 EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()", candidates="predictions")
@@ -154,6 +176,11 @@ def spelled(spelling: Spelling) -> Iterator[None]:
 def setting(option: str, value: Any) -> str:
     """`option` set to `value`, as the door in use writes it."""
     return _SPELLING.get().setting(option, value)
+
+
+def segments() -> str:
+    """What the door in use calls the scored items of a corpus ("segments"; "rows" on a page of rows)."""
+    return _SPELLING.get().segments
 
 
 def advice(option: str, value: Any) -> str:

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .notes import report
+from .notes import report, segments
 from .resampling import TIE_TOLERANCE, permutation_exceedances, resampled_means, scale
 
 logger = logging.getLogger(__name__)
@@ -307,13 +307,14 @@ def few_segments_note(n: int, statistic: str = "paired") -> str | None:
         raise ValueError(f"statistic must be 'paired' or 'interval'; got {statistic!r}")
     if n >= FEW_SEGMENTS:
         return None
+    items = segments()  # "segments", or the door's word for them ("rows" on the Space's page)
     if statistic == "interval":
-        return (f"only {n} segments: a bootstrap interval from so few is too narrow, covering the mean less often "
+        return (f"only {n} {items}: a bootstrap interval from so few is too narrow, covering the mean less often "
                 f"than its confidence says (resampling {n} scores gives at most {math.comb(2 * n - 1, n)} distinct "
-                "means); score more segments")
-    return (f"only {n} segments: a paired test has at most 2^{n} = {2 ** n} distinct outcomes here, so its p-value "
+                f"means); score more {items}")
+    return (f"only {n} {items}: a paired test has at most 2^{n} = {2 ** n} distinct outcomes here, so its p-value "
             "is not meaningful (the exact two-sided p of a consistent difference is at least "
-            f"{2 / 2 ** n:.3g}); compare systems on more segments")
+            f"{2 / 2 ** n:.3g}); compare systems on more {items}")
 
 
 def few_resamples_note(n_resamples: int, statistic: str = "interval") -> str | None:

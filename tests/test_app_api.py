@@ -66,12 +66,33 @@ def test_queue_is_sized_by_the_wait_it_allows() -> None:
     assert (requests.max_wait_s, requests.default_pairs_per_s, requests.max_batch_pairs) == (12.5, 40, 300)
 
 
+def test_the_api_page_names_and_describes_each_compute_parameter() -> None:
+    """gradio labels gr.api parameters "1st", "2nd" and describes none: each is labelled with its name
+    and described from the docstring, in the signature's order; rescale defaults to False, as the page."""
+    import inspect
+
+    from bertscore.space.api import ComputeEndpoint
+
+    endpoint = app.build_demo(app.AppConfig.from_env({})).get_api_info()["named_endpoints"]["/compute"]
+    names = list(inspect.signature(ComputeEndpoint.compute).parameters)[1:]
+    parameters = endpoint["parameters"]
+    assert [p["parameter_name"] for p in parameters] == [p["label"] for p in parameters] == names
+    doc = inspect.getdoc(ComputeEndpoint.compute)
+    for parameter in parameters:
+        first_line = doc.split(f"\n    {parameter['parameter_name']}: ")[1].split("\n")[0]
+        assert parameter["python_type"]["description"].startswith(first_line)
+    rescale = next(p for p in parameters if p["parameter_name"] == "rescale")
+    assert rescale["parameter_default"] is False and "the page's \"Rescale with baseline\" box" in rescale["python_type"]["description"]
+    assert endpoint["description"].startswith("BERTScore of predictions against references") and "Returns {" in endpoint["description"]
+
+
 # ----- the real server ---------------------------------------------------------------------------
 def test_layer_and_window_stride_fields_refuse_non_finite_numbers() -> None:
     """"inf" and "nan" parse as floats; they are a message naming the field, not an OverflowError."""
     for text in ("inf", "-inf", "nan", "1e400"):
-        with pytest.raises(UserError, match=f"window stride must be a non-negative whole number or blank, got '{text}'"):
-            parse_layer(text, "window stride")
+        with pytest.raises(UserError, match=f"window_stride must be a whole number \\(0 or more\\), or blank for half a "
+                                            f"window; got '{text}'"):
+            parse_layer(text, "window_stride", "half a window")
     assert parse_layer(" 3 ") == 3 and parse_layer("") is None
 
 
@@ -96,6 +117,20 @@ def served():
 @pytest.fixture(scope="module")
 def server(served):
     return served[1]
+
+
+def value(output):
+    """An output's value: the page shows and hides its tables and figures, so they come as updates."""
+    return output["value"] if isinstance(output, dict) and output.get("__type__") == "update" else output
+
+
+def score_batch(client, upload=None, pasted: str = "", rescale: bool = False, upload_b=None, idf: bool = False):
+    """The page's batch endpoint with the page's other controls at their defaults (files as paths)."""
+    handle = lambda path: gradio_client.handle_file(str(path)) if path else None  # noqa: E731
+    # upload, pasted, model, layer, rescale, lang, whole texts, system B, idf (positional: the endpoint is
+    # undocumented, so the client knows no parameter names)
+    return client.predict(handle(upload), pasted, MODEL, "", rescale, "", False, handle(upload_b), idf,
+                          api_name="/score_batch")
 
 
 CANDS = ["the cat sat on the mat", "Paris is the capital of France.", "hello world"]
@@ -130,27 +165,32 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     assert "got 2 predictions but 1 references" in server.predict('["a", "b"]', '["c"]', api_name="/compute")["error"]
     # A model that needs the (unreachable) hub: a clear loading message, no crash.
     missing = server.predict("a", "b", "roberta-large", "", False, False, "", api_name="/compute")
-    assert "could not load model 'roberta-large'" in missing["error"]
+    assert missing["error"] == (
+        "roberta-large cannot be loaded here: this server has no copy of it and cannot reach the Hugging Face Hub to "
+        f"download it. Choose {MODEL} (this server's default), or run this Space where the Hub is reachable.")
+    # Settings named as /compute's parameters (the page names its controls: test_app_browser.py).
+    assert server.predict("a", "b", MODEL, "99", api_name="/compute")["error"] == (
+        f"num_layers=99 is out of range: {MODEL} has layers 0 to 6 (blank: its default, 6)")
+    assert server.predict("a", "b", MODEL, "1.5", api_name="/compute")["error"] == (
+        "num_layers must be a whole number (0 or more), or blank for the model's default; got '1.5'")
+    assert server.predict("a", "b", MODEL, "", False, True, "de", api_name="/compute")["error"] == (
+        f"lang='de': {MODEL} has no packaged rescale baseline in that language; it has en (blank: en)")
     # A bad upload through the batch endpoint: the error markdown says why.
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
-    outputs = server.predict(gradio_client.handle_file(str(bad)), "", MODEL, "", False, False, "", False, None,
-                             api_name="/score_batch")
+    outputs = score_batch(server, bad)
     assert "binary" in shown(outputs[0])
     missing_column = tmp_path / "cols.csv"
     missing_column.write_text("text,gold\na,b\n")
-    outputs = server.predict(gradio_client.handle_file(str(missing_column)), "", MODEL, "", False, False, "", False, None,
-                             api_name="/score_batch")
+    outputs = score_batch(server, missing_column)
     assert "missing a candidate column" in shown(outputs[0])
     too_many = tmp_path / "many.csv"
     too_many.write_text("candidate,reference\n" + "a,b\n" * 21)
-    outputs = server.predict(gradio_client.handle_file(str(too_many)), "", MODEL, "", False, False, "", False, None,
-                             api_name="/score_batch")
+    outputs = score_batch(server, too_many)
     assert "many.csv: has more than 20 rows; at most 20 are accepted here" in shown(outputs[0])
     null_cell = tmp_path / "null.jsonl"
     null_cell.write_text('{"candidate": "a", "reference": "b"}\n{"candidate": "c", "reference": null}\n')
-    outputs = server.predict(gradio_client.handle_file(str(null_cell)), "", MODEL, "", False, False, "", False, None,
-                             api_name="/score_batch")
+    outputs = score_batch(server, null_cell)
     assert "null.jsonl, row 2 (line 2), column 'reference': is null" in shown(outputs[0])
     # ... and the next request is served normally.
     ok = server.predict("the cat sat", "a cat sat", MODEL, api_name="/compute")
@@ -160,18 +200,18 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
 def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     good = tmp_path / "good.tsv"
     good.write_text("candidate\treference_1\treference_2\nthe cat sat\ta cat sat\tthe dog sat\nhello\thi\t\n")
-    error, table, summary, histogram, download = server.predict(
-        gradio_client.handle_file(str(good)), "", MODEL, "", False, False, "", False, None, api_name="/score_batch"
-    )
+    error, table, summary, histogram, download = map(value, score_batch(server, good))
     assert error == ""
     p, r, f = bertscore.score(["the cat sat", "hello"], [["a cat sat", "the dog sat"], ["hi"]], model_type=MODEL)
-    assert [row[-1] for row in table["data"]] == [f"{x:.4f}" for x in f.tolist()]
+    assert table["headers"] == ["row", "F1 (raw)", "P (raw)", "R (raw)", "candidate", "references"]
+    assert [row[1] for row in table["data"]] == [f"{x:.4f}" for x in f.tolist()]
     assert f"F1 {f.mean().item():.4f}" in summary
-    pasted = server.predict(None, "candidate,reference_1,reference_2\nthe cat sat,a cat sat,the dog sat\n", MODEL, "", False, False, "", False, None,
-                            api_name="/score_batch")
-    assert pasted[0] == "" and pasted[1]["data"][0][-1] == table["data"][0][-1]
+    pasted = score_batch(server, pasted="candidate,reference_1,reference_2\nthe cat sat,a cat sat,the dog sat\n")
+    assert pasted[0] == "" and value(pasted[1])["data"][0][1] == table["data"][0][1]
     csv_text = Path(download).read_text()
-    assert csv_text.splitlines()[0] == "row,candidate,references,precision,recall,f1,hashcode"
+    assert csv_text.splitlines()[0] == "row,F1 (raw),P (raw),R (raw),candidate,references,hashcode"
+    both = score_batch(server, good, pasted="candidate,reference\na,b\n")
+    assert "both a file (good.tsv) and pasted rows" in shown(both[0]) and both[1]["visible"] is False
 
 
 def test_batch_handler_shows_raw_scores_next_to_rescaled_ones(tmp_path: Path) -> None:
@@ -180,24 +220,29 @@ def test_batch_handler_shows_raw_scores_next_to_rescaled_ones(tmp_path: Path) ->
     table = tmp_path / "t.csv"
     table.write_text("candidate,reference\nthe cat sat,a cat sat\nhello world,goodbye moon\n")
     cands, refs = ["the cat sat", "hello world"], ["a cat sat", "goodbye moon"]
-    error, shown, summary, _, download = handlers.batch(str(table), "", MODEL, "", False, True, "", False, None,
+    error, shown, summary, _, download = handlers.batch(str(table), "", MODEL, "", True, "", False, None,
                                                           progress=lambda *a, **k: None)
-    assert error == ""
+    assert error == "" and shown["visible"] and download["visible"]
+    shown = shown["value"]
     rescaled = bertscore.score(cands, refs, model_type=MODEL, rescale_with_baseline=True)
     raw = bertscore.score(cands, refs, model_type=MODEL)
-    for name, values in zip(("precision", "recall", "f1"), rescaled):
+    for name, values in zip(("P (rescaled)", "R (rescaled)", "F1 (rescaled)"), rescaled):
         assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
-    for name, values in zip(("precision (raw)", "recall (raw)", "f1 (raw)"), raw):
+    for name, values in zip(("P (raw)", "R (raw)", "F1 (raw)"), raw):
         assert shown[name].tolist() == [f"{x:.4f}" for x in values.tolist()]
     assert f"F1 {raw[2].mean().item():.4f}" in summary and "corpus mean (raw)" in summary
-    header = Path(download).read_text().splitlines()[0]
-    assert header == "row,candidate,references,precision,recall,f1,precision (raw),recall (raw),f1 (raw),hashcode"
+    header = Path(download["value"]).read_text().splitlines()[0]
+    assert header == ("row,F1 (rescaled),P (rescaled),R (rescaled),F1 (raw),P (raw),R (raw),candidate,references,"
+                      "hashcode")
 
 
 def test_pair_handler_direct() -> None:
     handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_MAX_CHARS": "100"})))
-    error, scores, figure, table = handlers.pair("the cat sat", "a cat sat\nthe dog sat", MODEL, "", True, True, "")
-    assert error == "" and figure is not None
+    error, scores, figure, table = handlers.pair("the cat sat", "a cat sat\nthe dog sat", MODEL, "", True, "",
+                                                 idf=True)
+    assert error == "" and figure["visible"] and figure["value"] is not None and table["visible"]
+    assert figure["label"].startswith("Token similarity, candidate vs reference #1: F1 ") and "rescaled" in figure["label"]
+    table = table["value"]
     p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True)
     assert f"| raw | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
     p, r, f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL, idf=True,
@@ -205,10 +250,11 @@ def test_pair_handler_direct() -> None:
     assert f"| rescaled | {p.item():.4f} | {r.item():.4f} | {f.item():.4f} |" in scores
     assert "packaged en baseline" in shown(scores) and "Winning reference:** #1" in scores
     assert list(table.columns) == ["side", "#", "token", "weight", "best match", "cosine"]
-    error, scores, figure, _ = handlers.pair("x" * 101, "y", MODEL, "", False, False, "")
-    assert "at most 100" in shown(error) and figure is None
-    error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, False, "")
-    assert "whole number" in shown(error)
+    error, scores, figure, table = handlers.pair("x" * 101, "y", MODEL, "", False, "")
+    assert shown(error) == "**Could not score:** the candidate has 101 characters; this app accepts at most 100 per text: shorten it"
+    assert figure == table == {"__type__": "update", "value": None, "visible": False}  # hidden, not left stale
+    error, *_ = handlers.pair("a", "b", MODEL, "1.5", False, "")
+    assert "Layer must be a whole number" in shown(error)
 
 
 def test_concurrent_pair_requests_get_their_own_figures() -> None:
@@ -233,7 +279,7 @@ def test_concurrent_pair_requests_get_their_own_figures() -> None:
     def request(index: int) -> None:
         barrier.wait()
         for _ in range(3):
-            results[index] = handlers.pair(*pairs[index], MODEL, "", False, False, "")
+            results[index] = handlers.pair(*pairs[index], MODEL, "", False, "")
 
     threads = [threading.Thread(target=request, args=(i,)) for i in range(2)]
     for thread in threads:
@@ -242,6 +288,7 @@ def test_concurrent_pair_requests_get_their_own_figures() -> None:
         thread.join()
     for index in range(2):
         error, _, figure, _ = results[index]
+        figure = figure["value"]
         assert error == "" and isinstance(figure, Figure)
         image = next(a for a in figure.axes[0].get_children() if a.get_gid() == SIMILARITY_IMAGE)
         np.testing.assert_array_equal(np.asarray(image.get_array()), expected[index])
@@ -281,22 +328,19 @@ def test_batch_compares_two_systems_with_intervals(server, tmp_path: Path) -> No
     table_a, table_b = tmp_path / "a.csv", tmp_path / "b.csv"
     table_a.write_text("candidate,reference\n" + "".join(f"{c},{r}\n" for c, r in zip(cands_a, refs)))
     table_b.write_text("candidate,reference\n" + "".join(f"{c},{r}\n" for c, r in zip(cands_b, refs)))
-    error, table, summary, _, _ = server.predict(
-        gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
-        gradio_client.handle_file(str(table_b)), api_name="/score_batch",
-    )
+    error, table, summary, _, _ = map(value, score_batch(server, table_a, upload_b=table_b))
     assert error == "", error
     f_a = bertscore.score(cands_a, refs, model_type=MODEL)[2].numpy()
     f_b = bertscore.score(cands_b, refs, model_type=MODEL)[2].numpy()
     ci = stats.bootstrap_ci(f_a)
     assert f"F1 {ci.mean:.4f} [{ci.low:.4f}, {ci.high:.4f}]" in summary
     test = stats.paired_permutation(f_a, f_b)
-    assert f"ΔF1 {test.difference:+.4f}" in summary and f"p = {test.p_value:.4f}" in summary
-    assert [row[-1] for row in table["data"]] == [f"{x:.4f}" for x in f_b.tolist()]
+    assert f"ΔF1 (raw) {test.difference:+.4f}" in summary and f"p = {test.p_value:.4f}" in summary
+    assert table["headers"][:3] == ["row", "F1 (raw)", "F1 (B, raw)"]
+    assert [row[2] for row in table["data"]] == [f"{x:.4f}" for x in f_b.tolist()]
     other_refs = tmp_path / "other.csv"
     other_refs.write_text("candidate,reference\n" + "".join(f"{c},x{r}\n" for c, r in zip(cands_b, refs)))
-    error = server.predict(gradio_client.handle_file(str(table_a)), "", MODEL, "", False, False, "", False,
-                           gradio_client.handle_file(str(other_refs)), api_name="/score_batch")[0]
+    error = score_batch(server, table_a, upload_b=other_refs)[0]
     assert "row 1: system B (other.csv) has other references" in shown(error)
 
 

@@ -132,7 +132,8 @@ def test_truncation_note_names_the_places_and_the_limit(minilm):
     before = scorer.score(cands, refs, notes=notes)
     cut = [n for n in notes if "truncated" in n]
     assert len(cut) == 1
-    assert cut[0].startswith("3 text(s) longer than the model's limit of 510 content tokens")
+    assert cut[0].startswith("3 texts longer than the model's limit of 510 content tokens (max_length=512 with "
+                             "its special tokens) were truncated there")
     assert "candidates[1], references[2][1], references[3];" in cut[0] and "long_texts='window'" in cut[0]
     with pytest.warns(UserWarning, match=r"truncated .* candidates\[1\]"):  # no list: a warning
         again = scorer.score(cands, refs)
@@ -434,7 +435,7 @@ def test_evaluate_module_warns_and_windows():
     evaluate = pytest.importorskip("evaluate")
     metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
     cands, refs = ["short", LONG], ["a short one", LONG + " and more"]
-    with pytest.warns(UserWarning, match=r"1 text\(s\)|2 text\(s\)") as caught:
+    with pytest.warns(UserWarning, match=r"2 texts longer than the model.s limit .* were truncated") as caught:
         truncated = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME)
     assert any("predictions[1]" in str(w.message) and "510" in str(w.message) for w in caught)  # compute()'s name
     windowed = metric.compute(predictions=cands, references=refs, model_type=EMBEDDED_MODEL_NAME,

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,8 @@ from matplotlib.figure import Figure
 
 from bertscore.explain import Explanation, ReferenceExplanation, explain_pair
 from bertscore.plot import (
-    PRECISION_MATCHES, RECALL_MATCHES, SIMILARITY_IMAGE, heatmap_figure, histogram_figure, plot_example, save_figure,
+    PRECISION_MATCHES, RECALL_MATCHES, SIMILARITY_IMAGE, heatmap_figure, heatmap_title, histogram_figure, plot_example,
+    save_figure,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -81,15 +83,56 @@ def test_heatmap_shows_the_winning_matrix_and_its_argmaxes(idf: bool) -> None:
         f"{t} ({w:.2f})" if idf else t for t, w in zip(explanation.tokens, explanation.weights)]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
         f"{t} ({w:.2f})" if idf else t for t, w in zip(winner.tokens, winner.weights)]
-    assert ax.get_xlabel().startswith("reference #2 tokens") and "(F1 0.6000)" in ax.get_title()
+    assert ax.get_xlabel().startswith("reference #2 tokens") and ax.get_title().endswith(": F1 0.6000 raw")
 
 
-def test_long_texts_drop_the_tick_labels() -> None:
+def test_the_title_labels_f1_raw_and_rescaled() -> None:
+    explanation = synthetic_explanation(seed=1, refs=2, winner=1)
+    explanation.references[1].rescaled = (0.1, 0.2, 0.25)
+    title = heatmap_figure(explanation).axes[0].get_title()
+    assert title == heatmap_title(explanation) == "Token similarity, candidate vs reference #2: F1 0.6000 raw, 0.2500 rescaled"
+
+
+def test_long_texts_label_every_kth_token_on_each_axis() -> None:
+    """Past what fits, each axis labels every k-th token (tokens, never bare numbers); the figure stays
+    within a laptop screen (1,116 x 702 pixels at its 90 dpi) whatever the length."""
     explanation = synthetic_explanation(seed=2, rows=12, cols=8)
     fig = heatmap_figure(explanation, label_limit=10)
-    labels = {t.get_text() for t in fig.axes[0].get_yticklabels()}
-    assert not labels & set(explanation.tokens)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == explanation.tokens[::2]
+    assert list(ax.get_yticks()) == list(range(0, 12, 2)) and "every 2nd labelled" in ax.get_ylabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == explanation.best.tokens  # 8 fit: all of them
     check_heatmap(fig, explanation.best.similarity.numpy(), explanation.weights, explanation.best.weights)
+    for rows, cols in ((36, 36), (130, 110), (500, 480)):
+        long = synthetic_explanation(seed=3, rows=rows, cols=cols)
+        fig = heatmap_figure(long)
+        width, height = fig.get_size_inches() * fig.dpi
+        assert round(width) <= 1116 and round(height) <= 702, (rows, cols, width, height)
+        ax = fig.axes[0]
+        for labels, tokens in ((ax.get_yticklabels(), long.tokens), (ax.get_xticklabels(), long.best.tokens)):
+            texts = [t.get_text() for t in labels]
+            assert 10 <= len(texts) <= 60 and set(texts) <= set(tokens), (rows, cols, len(texts))
+            assert all(t.get_fontsize() >= 7 for t in labels)
+
+
+def test_tokens_of_any_installed_script_draw_without_missing_glyphs() -> None:
+    """Japanese and Arabic tokens (and Hangul, Devanagari, Thai): their labels draw in fonts that have
+    their glyphs, with no "Glyph ... missing from font(s)" warning; latin tokens keep DejaVu Sans alone."""
+    from bertscore.fonts import BASE_FAMILY, families_for
+
+    tokens = ["[CLS]", "猫", "か", "##マ", "ج", "##ل", "한", "हि", "ไทย", "[SEP]"]
+    needed = families_for(tokens)
+    if len(needed) < 2:
+        pytest.skip("no font with CJK glyphs is installed (apt-get install fonts-droid-fallback fonts-noto-core, "
+                    "as packages.txt; make test does it as root)")
+    assert families_for(["the", "cat", "##s", "é"]) == [BASE_FAMILY]
+    fig = heatmap_figure(synthetic_explanation(seed=7, rows=10, cols=10, tokens=tokens))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        render(fig)
+    missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    assert missing == []
+    assert fig.axes[0].get_yticklabels()[1].get_fontfamily() == needed
 
 
 def test_dollar_signs_in_tokens_are_text_not_formulas() -> None:

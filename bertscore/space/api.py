@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from typing import Any, NamedTuple
 
 from ..serving import QueueFull
-from .messages import COMPUTE_SPELLING, UserError, shortened
+from .messages import API_TERMS, COMPUTE_SPELLING, UserError, shortened
 from .user_input import api_texts
 from .service import ScoringService
 
@@ -37,23 +38,33 @@ class ComputeEndpoint:
     def compute(self, predictions: str, references: str, model: str = "", num_layers: str = "",
                 idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
                 window_stride: str = "") -> dict:
-        """BERTScore of predictions against references.
+        """BERTScore of predictions against references: the numbers of bertscore.score() and of this page
+        for the same texts and settings. The defaults are the page's and score()'s: raw scores (no
+        rescaling), the model's default layer, no idf.
 
         Args:
-            predictions: a JSON list of strings, or one plain text.
-            references: a JSON list with one string or one list of strings per prediction; for
-                one plain-text prediction, plain text with one reference per line.
-            model: a model of the app's allow-list (blank: the default).
-            num_layers: the layer (blank: the model's default).
-            idf: weigh tokens by idf over the references.
-            rescale: rescale with the packaged baseline (when the model has one).
-            lang: the baseline language when the model has several (blank: en).
-            long_texts: "truncate" (default: texts past the model's limit are cut, with a note) or
-                "window" (whole texts through overlapping windows).
-            window_stride: with "window", content tokens between window starts (blank: half a window).
+            predictions: The texts to score: a JSON list of strings, or one plain text.
+            references: A JSON list with one reference (a string) or a list of references per
+                prediction; for one plain-text prediction, plain text with one reference per line.
+            model: A model of this app's list (blank: the app's default model).
+            num_layers: The layer whose embeddings are matched, a whole number (blank: the model's
+                default layer, as the page's Layer field).
+            idf: Weigh tokens by idf computed over this call's references (false: every content
+                token weighs 1). Over one distinct reference every reference token weighs 0, so R
+                and F1 are 0 (with a note).
+            rescale: False (the default, as the page's "Rescale with baseline" box and score()): raw
+                scores. True: rescaled with the model's packaged baseline, (raw - b) / (1 - b), so
+                an empty text (raw 0) scores below 0; a model without a baseline gives raw scores
+                with a note.
+            lang: The baseline's language when rescaling (blank: en where the model has it).
+            long_texts: "truncate" (the default: texts past the model's limit are cut there, with a
+                note) or "window" (whole texts through overlapping windows).
+            window_stride: With "window", content tokens between window starts (blank: half a
+                window).
         Returns:
             {"precision": [...], "recall": [...], "f1": [...], "hashcode": str, "model": str,
-            "rescaled": bool, "notes": [...]} or {"error": str} ({"error": str, "retry_after_s": int}
+            "rescaled": bool, "notes": [...]}, notes naming texts as predictions[i] and
+            references[i][j] (from 0); or {"error": str} ({"error": str, "retry_after_s": int}
             when the server is too busy: the message names the expected wait).
         """
         try:
@@ -82,7 +93,8 @@ class ComputeEndpoint:
                  window_stride: str = "") -> ApiRequest | dict:
         """A checked request with its scorer, or its answer when it has no predictions."""
         cands, groups = api_texts(self.config, predictions, references)
-        scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride)
+        scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride,
+                                            terms=API_TERMS)
         request = ApiRequest(scorer, cands, groups, notes)
         return request if cands else self._result(request, ([], [], []))
 
@@ -108,3 +120,25 @@ def compute_error(error: Exception) -> dict:
     if isinstance(error, UserError):
         return {"error": str(error)}
     return {"error": f"{type(error).__name__}: {shortened(str(error))}"}
+
+
+def parameter_docs(function: Any) -> dict[str, str]:
+    """Each parameter's description in `function`'s docstring ("Args:" section, continuation lines
+    joined), the "Returns:" section under "return" and the text before "Args:" under "": what the
+    API page shows beside each."""
+    lines = inspect.getdoc(function).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Args:") + 1
+    docs = {"": " ".join(line.strip() for line in lines[: start - 1] if line.strip())}
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    name = ""
+    for line in lines[start:]:
+        if not line.strip() or len(line) - len(line.lstrip()) < indent:
+            break
+        if len(line) - len(line.lstrip()) == indent:
+            name, _, text = line.strip().partition(": ")
+            docs[name] = text
+        else:
+            docs[name] += " " + line.strip()
+    returns = next(i for i, line in enumerate(lines) if line.strip() == "Returns:") + 1
+    docs["return"] = " ".join(line.strip() for line in lines[returns:] if line.strip())
+    return docs

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from ..notes import spelled
-from .messages import PAGE_SPELLING, shortened
+from ..notes import name_some, spelled
+from .messages import BATCH_SPELLING, shortened
 from .reports import comparison_md, fmt, means_md, notes_md
 from .service import ScorerSettings, ScoringService
 
@@ -26,11 +26,16 @@ class BatchScores(NamedTuple):
 def score_batch(service: ScoringService, settings: ScorerSettings, candidates: list[str], groups: list[list[str]],
                 candidates_b: list[str] | None = None) -> BatchScores:
     """Score checked rows (and system B's candidates against the same references, when given)."""
+    with spelled(BATCH_SPELLING):  # notes name rows as the page shows them, counting from 1
+        return _score_batch(service, settings, candidates, groups, candidates_b)
+
+
+def _score_batch(service: ScoringService, settings: ScorerSettings, candidates: list[str], groups: list[list[str]],
+                 candidates_b: list[str] | None) -> BatchScores:
     scorer, notes = service.scorer(**settings._asdict())
     score_notes: list[str] = []
     # verbose: the scorer's tqdm bar (advanced per encoder batch) drives the page's progress bar.
-    with spelled(PAGE_SPELLING):
-        precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
+    precision, recall, f1 = scorer.score(candidates, groups, verbose=True, notes=score_notes)
     notes += [shortened(note, 300) for note in score_notes]
     frame = pd.DataFrame({
         "row": range(1, len(candidates) + 1),
@@ -49,14 +54,29 @@ def score_batch(service: ScoringService, settings: ScorerSettings, candidates: l
             frame[f"{name} (raw)"] = values.tolist()
         summary += (f"\n\ncorpus mean (raw): P {fmt(raw[0].mean().item())}, R {fmt(raw[1].mean().item())}, "
                     f"F1 {fmt(raw[2].mean().item())}")
+        zero_note = _rescaled_zero_note(frame)
+        if zero_note:
+            notes.append(zero_note)
     if candidates_b is not None:
         b_notes: list[str] = []
-        with spelled(PAGE_SPELLING):
-            f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
+        f1_b = scorer.score(candidates_b, groups, notes=b_notes)[2]
         notes += [shortened(f"system B: {note}", 300) for note in b_notes]
         frame["candidate (B)"], frame["f1 (B)"] = candidates_b, f1_b.tolist()
-        summary += "\n\n" + comparison_md(frame.f1.tolist(), frame["f1 (B)"].tolist())
+        summary += "\n\n" + comparison_md(frame.f1.tolist(), frame["f1 (B)"].tolist(), kind)
     summary += f"\n\n**Hash:** `{scorer.hash}`"
     if notes:
         summary += "\n\n" + notes_md(notes)
     return BatchScores(frame, summary, kind, scorer.hash)
+
+
+def _rescaled_zero_note(frame: pd.DataFrame) -> str | None:
+    """Rows whose raw scores are all 0 (an empty text, or weights all 0), and what 0 reads rescaled:
+    below 0, and counted in the means and the histogram like every row."""
+    zero = frame[(frame["precision (raw)"] == 0) & (frame["recall (raw)"] == 0) & (frame["f1 (raw)"] == 0)]
+    if zero.empty:
+        return None
+    first = zero.iloc[0]
+    rows = name_some([f"row {row}" for row in zero.row])
+    return (f"raw scores 0 in {rows}: rescaled, a raw 0 reads P {fmt(first.precision)}, R {fmt(first.recall)}, "
+            f"F1 {fmt(first.f1)} ((raw − baseline) / (1 − baseline), as in the official package); these rows count "
+            "in the corpus means and the histogram like every row")

@@ -16,10 +16,17 @@ from ..explain import Explanation
 from ..markup import shown_as_typed
 from ..output_files import write_text
 from ..stats import bootstrap_ci, compare_systems
-from .messages import shortened
+from .messages import ERROR_TITLE, shortened
 
 TOKEN_COLUMNS = ["side", "#", "token", "weight", "best match", "cosine"]
-BATCH_COLUMNS = ["row", "candidate", "references", "precision", "recall", "f1"]
+# The batch table's canonical columns (BatchScores.frame) -> how the page and the CSV label them, in
+# the order shown: scores first (a wide text column never pushes them out of view), each labelled raw
+# or rescaled ({kind}: the main columns' kind), then the texts.
+SHOWN_COLUMNS = {
+    "row": "row", "f1": "F1 ({kind})", "f1 (B)": "F1 (B, {kind})", "precision": "P ({kind})", "recall": "R ({kind})",
+    "f1 (raw)": "F1 (raw)", "precision (raw)": "P (raw)", "recall (raw)": "R (raw)",
+    "candidate": "candidate", "candidate (B)": "candidate (B)", "references": "references",
+}
 SCORE_COLUMNS = ("precision", "recall", "f1", "precision (raw)", "recall (raw)", "f1 (raw)", "f1 (B)")
 
 
@@ -30,7 +37,7 @@ def fmt(value: float) -> str:
 
 def error_md(message: str) -> str:
     """An error message as the page shows it."""
-    return f"**Error:** {shown_as_typed(message)}"
+    return f"**{ERROR_TITLE}:** {shown_as_typed(message)}"
 
 
 def notes_md(notes: Sequence[str]) -> str:
@@ -52,8 +59,9 @@ def means_md(frame: pd.DataFrame, notes: list[str]) -> str:
     return " with 95% bootstrap intervals: " + ", ".join(cells)
 
 
-def comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
-    """System B against system A: the F1 difference, its interval and a paired test's p-value."""
+def comparison_md(f1_a: list[float], f1_b: list[float], kind: str = "") -> str:
+    """System B against system A: the F1 difference (of `kind` scores: "raw" or "rescaled"), its
+    interval and a paired test's p-value."""
     if len(f1_a) < 2:
         return "**System B − A:** a paired test needs at least 2 rows"
     cautions: list[str] = []
@@ -61,13 +69,14 @@ def comparison_md(f1_a: list[float], f1_b: list[float]) -> str:
     caution = "\n\n".join(f"⚠ {c}" for c in cautions)
     verdict = ("no difference: every row scores the same in both systems" if row.identical
                else "significant at p < 0.05" if row.significant(0.05) else "not significant at p < 0.05")
-    return (f"**System B − A:** ΔF1 {row.difference:+.4f} [95% CI {row.difference_low:+.4f}, "
+    label = f"ΔF1 ({kind})" if kind else "ΔF1"
+    return (f"**System B − A:** {label} {row.difference:+.4f} [95% CI {row.difference_low:+.4f}, "
             f"{row.difference_high:+.4f}], p = {row.p_value:.4f} ({'see below' if caution else verdict}; paired "
             "approximate randomization, 10,000 resamples, seed 0)" + (f"\n\n{caution}" if caution else ""))
 
 
 def pair_markdown(expl: Explanation, notes: list[str]) -> str:
-    """One pair's scores (raw, rescaled), each reference's when several, the winner, the hash and notes."""
+    """One pair's scores (raw, rescaled), each reference's (raw) when several, the winner, the hash and notes."""
     lines = ["| | Precision | Recall | F1 |", "|---|---|---|---|",
              f"| raw | {fmt(expl.precision)} | {fmt(expl.recall)} | {fmt(expl.f1)} |"]
     if expl.rescaled is not None:
@@ -75,7 +84,7 @@ def pair_markdown(expl: Explanation, notes: list[str]) -> str:
         lines.append(f"| rescaled | {fmt(p)} | {fmt(r)} | {fmt(f)} |")
     out = "\n".join(lines)
     if len(expl.references) > 1:
-        out += "\n\n**Per reference** (the candidate's scores are the max of each column):\n\n"
+        out += "\n\n**Per reference** (raw):\n\n"
         out += "| # | reference | P | R | F1 |\n|---|---|---|---|---|\n"
         for index, ref in enumerate(expl.references):
             mark = " **(best)**" if index == expl.winner else ""
@@ -103,28 +112,39 @@ def token_table(expl: Explanation) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TOKEN_COLUMNS)
 
 
-def empty_token_table() -> pd.DataFrame:
-    """The token table before (or instead of) an explanation."""
-    return pd.DataFrame(columns=TOKEN_COLUMNS)
+def shown_table(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The batch table as the page and the CSV show it: scores first, each column labelled raw or
+    rescaled (`kind`: the main columns'), then the texts."""
+    columns = [column for column in SHOWN_COLUMNS if column in frame]
+    return frame[columns].rename(columns={c: SHOWN_COLUMNS[c].format(kind=kind) for c in columns})
 
 
-def empty_batch_table() -> pd.DataFrame:
-    """The batch table before (or instead of) any scores."""
-    return pd.DataFrame(columns=BATCH_COLUMNS)
+TABLE_WIDTH_PX = 1200  # the table's width on a laptop screen: text columns share what the scores leave
+ROW_COLUMN_PX, SCORE_COLUMN_PX, MIN_TEXT_COLUMN_PX = 56, 112, 240
 
 
-def shown_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of the batch table with its score columns as shown (4 decimals)."""
+def column_widths(shown: pd.DataFrame) -> list[str]:
+    """Widths for the shown batch table's columns: narrow fixed ones for the row and the scores, the
+    rest shared by the texts (which wrap), so that the scores and the texts' start fit on screen."""
+    texts = [c for c in shown.columns if c.startswith(("candidate", "references"))]
+    fixed = ROW_COLUMN_PX + SCORE_COLUMN_PX * (len(shown.columns) - len(texts) - 1)
+    text_px = max(MIN_TEXT_COLUMN_PX, (TABLE_WIDTH_PX - fixed) // max(1, len(texts)))
+    return [f"{ROW_COLUMN_PX}px" if c == "row" else f"{text_px}px" if c in texts else f"{SCORE_COLUMN_PX}px"
+            for c in shown.columns]
+
+
+def shown_scores(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The batch table as the page shows it (`shown_table`), its scores with 4 decimals."""
     shown = frame.copy()
     for column in SCORE_COLUMNS:
         if column in shown:
             shown[column] = shown[column].map(fmt)
-    return shown
+    return shown_table(shown, kind)
 
 
-def results_csv(frame: pd.DataFrame, hashcode: str) -> str:
-    """The download: the batch table with full-precision scores and the hash on each row, written as
-    bertscore_results.csv in a new temporary folder; its path."""
+def results_csv(frame: pd.DataFrame, kind: str, hashcode: str) -> str:
+    """The download: the batch table as shown (`shown_table`) with full-precision scores and the hash
+    on each row, written as bertscore_results.csv in a new temporary folder; its path."""
     path = os.path.join(tempfile.mkdtemp(prefix="bertscore-app-"), "bertscore_results.csv")
-    write_text(path, frame.assign(hashcode=hashcode).to_csv(index=False))
+    write_text(path, shown_table(frame, kind).assign(hashcode=hashcode).to_csv(index=False))
     return path

@@ -7,16 +7,20 @@ state), so concurrent requests never see each other's notes.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
 from ..baseline_tables import packaged_languages
 from ..inputs import InputError
-from ..models import EMBEDDED_MODEL_NAME
+from ..models import MODEL_TO_LAYERS, count_layers
 from ..pool import ScorerPool
 from ..serving import RequestQueue
+from ..sources import hub_kwargs, load_config, resolve_source
 from .config import AppConfig
-from .messages import UserError, shortened
+from .messages import PAGE_TERMS, Terms, UserError, load_failure
 from .user_input import parse_layer
+
+logger = logging.getLogger(__name__)
 
 
 class ScorerSettings(NamedTuple):
@@ -41,14 +45,18 @@ class ScoringService:
         self.requests = RequestQueue(config.max_wait_s, config.pairs_per_s, config.max_batch_pairs, config.concurrency)
 
     def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None,
-               long_texts: str = "truncate", window_stride: Any = None) -> tuple[Any, list[str]]:
-        """A scorer for these settings and notes for the page; UserError on bad settings."""
+               long_texts: str = "truncate", window_stride: Any = None,
+               terms: Terms = PAGE_TERMS) -> tuple[Any, list[str]]:
+        """A scorer for these settings and notes for the page; UserError on bad settings, naming them
+        as the door does (`terms`: the page's labels, or /compute's parameters)."""
         notes: list[str] = []
         model = (model or "").strip() or self.config.default_model
         if model not in self.config.models:
             raise UserError(f"model {model!r} is not in this app's allow-list: {', '.join(self.config.models)}")
-        layers = parse_layer(num_layers)
-        stride = parse_layer(window_stride, "window stride")
+        layers = parse_layer(num_layers, terms.layer)
+        stride = parse_layer(window_stride, terms.window_stride, "half a window")
+        if layers is not None:
+            self._check_layer(model, layers, terms)
         lang = (lang or "").strip().lower() or None
         languages = packaged_languages(model)
         if rescale and not languages:
@@ -58,7 +66,8 @@ class ScoringService:
             if lang is None:
                 lang = languages[0] if len(languages) == 1 else ("en" if "en" in languages else languages[0])
             elif lang not in languages:
-                raise UserError(f"no rescale baseline for {model} in language {lang!r}; available: {', '.join(languages)}")
+                raise UserError(f"{terms.value(terms.lang, lang)}: {model} has no packaged rescale baseline in that "
+                                f"language; it has {', '.join(languages)} (blank: {'en' if 'en' in languages else languages[0]})")
             notes.append(f"rescaled with the packaged {lang} baseline")
         try:
             scorer = self.pool.get(
@@ -68,15 +77,22 @@ class ScoringService:
             )
         except InputError as error:  # a setting or a baseline file (WindowSettingError is one): as it says
             raise UserError(str(error)) from None
-        except Exception as error:  # loading: hub unreachable, bad layer, unknown architecture...
-            raise UserError(
-                f"could not load model {model!r}"
-                + (f" at layer {layers}" if layers is not None else "")
-                + f": {type(error).__name__}: {shortened(str(error))}"
-                + ("" if model == EMBEDDED_MODEL_NAME else f". Models other than the embedded {EMBEDDED_MODEL_NAME} "
-                   "need the Hugging Face Hub (or a local cache) to be reachable from this server.")
-            ) from error
+        except Exception as error:  # loading: hub unreachable, unknown architecture...
+            logger.warning("could not load model %r: %s", model, error)
+            offline = bool(hub_kwargs(resolve_source(model)[0]))
+            fallback = (f"{self.config.default_model} (this server's default)" if model != self.config.default_model
+                        else "another model of the list")
+            raise UserError(load_failure(model, error, offline, fallback)) from error
         return scorer, notes
+
+    def _check_layer(self, model: str, layer: int, terms: Terms) -> None:
+        """A layer past the model's last: a message in the door's terms before anything loads (when
+        the model's config can be read here; otherwise loading says what is wrong)."""
+        total = _layer_count(model)
+        if total is not None and layer > total:
+            default = MODEL_TO_LAYERS.get(model, total)
+            raise UserError(f"{terms.value(terms.layer, layer)} is out of range: {model} has layers 0 to {total} "
+                            f"(blank: its default, {default})")
 
     def warm_up(self, pairs: int = 256) -> float:
         """Load the default model and measure its speed (pairs/s) on `pairs` made-up pairs of 24 words,
@@ -87,3 +103,18 @@ class ScoringService:
                  for i in range(2 * pairs)]
         self.requests.score(scorer, texts[:pairs], texts[pairs:], notes=[])
         return self.requests.pairs_per_s(scorer.model_type)
+
+
+_LAYER_COUNTS: dict[tuple[str, str | None], int] = {}
+
+
+def _layer_count(model: str) -> int | None:
+    """The number of layers of `model` from its config (remembered per source and revision), or None
+    when its config cannot be read here (then loading the model says why)."""
+    source = resolve_source(model)
+    if source not in _LAYER_COUNTS:
+        try:
+            _LAYER_COUNTS[source] = count_layers(load_config(source[0]))
+        except Exception:  # noqa: BLE001 - unreadable here: loading the model will say why
+            return None
+    return _LAYER_COUNTS[source]

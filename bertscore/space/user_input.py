@@ -14,13 +14,15 @@ import os
 from typing import Any, Sequence
 
 from ..inputs import check_text, normalize_inputs
+from ..notes import Spelling
 from ..tables import parse_table, read_table
 from .config import AppConfig
-from .messages import UserError
+from .messages import BATCH_SPELLING, COMPUTE_SPELLING, LAYER_LABEL, PAIR_SPELLING, UserError
 
 
-def parse_layer(value: Any, what: str = "layer") -> int | None:
-    """Blank -> None (the model's default layer, or window stride); else a non-negative integer."""
+def parse_layer(value: Any, name: str = LAYER_LABEL, blank: str = "the model's default") -> int | None:
+    """Blank -> None (the model's default layer, or the default window stride); else a whole number
+    from 0 up. A UserError names the field as the door does (`name`) and says what blank means."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     text = str(value).strip()
@@ -28,10 +30,10 @@ def parse_layer(value: Any, what: str = "layer") -> int | None:
         return None
     try:
         number = float(text)
-    except ValueError as error:
-        raise UserError(f"{what} must be a whole number or blank, got {text!r}") from error
+    except ValueError:
+        number = math.nan
     if not math.isfinite(number) or number != int(number) or number < 0:
-        raise UserError(f"{what} must be a non-negative whole number or blank, got {text!r}")
+        raise UserError(f"{name} must be a whole number (0 or more), or blank for {blank}; got {text!r}")
     return int(number)
 
 
@@ -40,15 +42,40 @@ def split_references(text: str) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-def check_texts(texts: Sequence[str], what: str, max_chars: int) -> None:
-    """UserError for the first text that is not valid text or is longer than `max_chars` (named `what` i)."""
-    for index, text in enumerate(texts):
+def pair_idf_is_meaningful(references_text: str) -> bool:
+    """Whether idf over the "One pair" tab's references can weigh anything: it needs 2 distinct
+    references (over one, every token of the reference occurs in all of them: weight 0, R = F1 = 0)."""
+    return len(set(split_references(references_text))) >= 2
+
+
+def _place(row: int, group: Sequence[str] | None = None, index: int = 0) -> str:
+    """A text's place as notes write it (`candidates[i]`, `references[i]`, `references[i][j]`)."""
+    if group is None:
+        return f"candidates[{row}]"
+    return f"references[{row}]" if len(group) == 1 else f"references[{row}][{index}]"
+
+
+def check_texts(config: AppConfig, candidates: Sequence[str], groups: Sequence[Sequence[str]],
+                spelling: Spelling) -> None:
+    """UserError for the first text that is not valid text or is longer than the app accepts, and for
+    a row with too many references; places are named as the door (`spelling`) names them."""
+    def check(text: str, place: str) -> None:
         try:
-            check_text(text, f"{what} {index + 1}")
+            check_text(text, place)
         except (TypeError, ValueError) as error:
-            raise UserError(str(error)) from None
-        if len(text) > max_chars:
-            raise UserError(f"{what} {index + 1} has {len(text)} characters; this app accepts at most {max_chars}")
+            raise UserError(spelling.places(str(error))) from None
+        if len(text) > config.max_chars:
+            raise UserError(spelling.places(f"{place} has {len(text):,} characters; this app accepts at most "
+                                            f"{config.max_chars:,} per text: shorten it"))
+
+    for row, candidate in enumerate(candidates):
+        check(candidate, _place(row))
+    for row, group in enumerate(groups):
+        if len(group) > config.max_refs:
+            raise UserError(spelling.places(f"candidates[{row}] has {len(group)} references; this app accepts at most "
+                                            f"{config.max_refs}"))
+        for index, text in enumerate(group):
+            check(text, _place(row, group, index))
 
 
 def pair_texts(config: AppConfig, candidate: str, references_text: str) -> tuple[str, list[str]]:
@@ -60,9 +87,8 @@ def pair_texts(config: AppConfig, candidate: str, references_text: str) -> tuple
     if not references:
         raise UserError("enter at least one reference (one per line)")
     if len(references) > config.max_refs:
-        raise UserError(f"{len(references)} references; this app accepts at most {config.max_refs}")
-    check_texts([candidate], "candidate", config.max_chars)
-    check_texts(references, "reference", config.max_chars)
+        raise UserError(f"{len(references)} references; this app accepts at most {config.max_refs} (one per line)")
+    check_texts(config, [candidate], [references], PAIR_SPELLING)
     return candidate, references
 
 
@@ -72,23 +98,24 @@ def _upload_path(upload: Any) -> str:
 
 
 def batch_texts(config: AppConfig, upload: Any, pasted: str) -> tuple[list[str], list[list[str]]]:
-    """The "Batch" tab's rows: the uploaded table, else the pasted one; checked."""
+    """The "Batch" tab's rows: the uploaded table or the pasted one (not both: which one was meant
+    is the user's to say); checked."""
+    has_pasted = bool(pasted and pasted.strip())
     if upload:
         path = _upload_path(upload)
         name = os.path.basename(str(path))
+        if has_pasted:
+            raise UserError(f"both a file ({name}) and pasted rows: the Batch tab scores one table at a time. "
+                            "Remove the file (the × on the upload) or clear the pasted rows, then score again")
         size = os.path.getsize(path)
         if size > config.max_upload_mb * 1024 * 1024:
             raise UserError(f"{name} is {size / 1e6:.1f} MB; this app accepts at most {config.max_upload_mb} MB")
         candidates, groups = read_table(path, name=name, max_rows=config.max_rows)
-    elif pasted and pasted.strip():
+    elif has_pasted:
         candidates, groups = parse_table(pasted, name="pasted text", max_rows=config.max_rows)
     else:
         raise UserError("upload a CSV / TSV / JSONL / JSON file or paste rows (with a header line) first")
-    check_texts(candidates, "candidate of row", config.max_chars)
-    for row, group in enumerate(groups, start=1):
-        if len(group) > config.max_refs:
-            raise UserError(f"row {row} has {len(group)} references; this app accepts at most {config.max_refs}")
-        check_texts(group, f"row {row}: reference", config.max_chars)
+    check_texts(config, candidates, groups, BATCH_SPELLING)
     return candidates, groups
 
 
@@ -106,21 +133,21 @@ def system_b_texts(config: AppConfig, upload_b: Any, groups: list[list[str]]) ->
         if group_a != group_b:
             raise UserError(f"row {row}: system B ({name}) has other references than system A; "
                             "a paired comparison scores both against the same references")
-    check_texts(candidates_b, "system B candidate of row", config.max_chars)
+    try:
+        check_texts(config, candidates_b, [], BATCH_SPELLING)
+    except UserError as error:
+        raise UserError(f"system B ({name}): {error}") from None
     return candidates_b
 
 
 def api_texts(config: AppConfig, predictions: Any, references: Any) -> tuple[list[str], list[list[str]]]:
     """`/compute`'s predictions and reference groups: JSON lists, or one plain text with one reference
-    per line; checked by the library's own rules (the same errors as every other door) and the limits."""
+    per line; checked by the library's own rules (the same errors as every other door) and the limits,
+    naming places as its parameters (predictions[i], references[i][j])."""
     cands, groups = _api_inputs(predictions, references)
     if len(cands) > config.max_rows:
         raise UserError(f"{len(cands)} predictions; this app accepts at most {config.max_rows} per call")
-    check_texts(cands, "prediction", config.max_chars)
-    for group in groups:
-        if len(group) > config.max_refs:
-            raise UserError(f"{len(group)} references for one prediction; at most {config.max_refs}")
-        check_texts(group, "reference", config.max_chars)
+    check_texts(config, cands, groups, COMPUTE_SPELLING)
     return cands, groups
 
 
