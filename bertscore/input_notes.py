@@ -12,6 +12,7 @@ import numpy as np
 
 from .devices import reduced_precision_note
 from .idf import TokenWeights
+from .models import unknown_layer_message
 from .notes import advice, name_some, report, setting
 from .settings import Settings
 from .tokens import TokenStore
@@ -26,8 +27,11 @@ def note_inputs(
     notes: list[str] | None = None,
 ) -> None:
     """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
-    texts that are mostly the unknown token; and reduced precision slower than float32."""
+    texts that are mostly the unknown token; a layer guessed for a model the official table lacks;
+    and reduced precision slower than float32."""
     model = settings.model
+    if model.layer_guessed:
+        report(unknown_layer_message(model.name, model.num_layers), notes)
     weights.check(model.vocab_size, "weights")  # before any lookup: a short table is a clear error
     precision_note = reduced_precision_note(settings.dtype, settings.device)
     if precision_note:

@@ -103,6 +103,7 @@ class LoadedModel:
     position_limit: bool = True  # absolute positions up to max_length (False: T5, XLNet: no fixed limit)
     padding_safe: bool = True  # a text's states ignore the padding beside it in a batch (padding.py's probe)
     attention_type: str | None = None  # the configured mode of an encoder that switches it itself (BigBird)
+    layer_guessed: bool = False  # no num_layers given and none in the official table: the last layer, a guess
     _mode_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
@@ -377,12 +378,11 @@ def _load_model(
     if hasattr(model, "decoder") and hasattr(model, "encoder"):
         model = model.encoder
     total_layers = count_layers(model.config)
+    layer_guessed = False
     if num_layers is None:
         num_layers = MODEL_TO_LAYERS.get(model_type)
-        if num_layers is None:
-            num_layers = total_layers
-            if not all_layers:  # with all layers no layer is chosen: nothing to warn about
-                logger.warning(unknown_layer_message(model_type, num_layers))
+        if num_layers is None:  # every scoring call notes it (input_notes); with all layers none is chosen
+            num_layers, layer_guessed = total_layers, not all_layers
     if not 0 <= num_layers <= total_layers:
         raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:
@@ -414,6 +414,7 @@ def _load_model(
         position_limit=has_position_limit(config),
         # An encoder that switches its own attention mode (BigBird): the mode its config names.
         attention_type=getattr(config, "attention_type", None) if hasattr(model, "set_attention_type") else None,
+        layer_guessed=layer_guessed,
     )
     loaded.padding_safe = _padding_safe(loaded)
     return loaded

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -140,16 +140,29 @@ def test_the_unknown_model_warning_points_to_bertscore_layers_at_the_cli(tiny_mo
             "JUDGEMENTS` (docs/layers.md)") in result.stderr
 
 
-def test_the_unknown_model_warning_points_to_bertscore_layers_in_python_and_evaluate(tiny_models, caplog) -> None:
+def test_the_unknown_model_note_points_to_bertscore_layers_at_every_python_call_and_evaluate_compute(tiny_models) -> None:
+    """The layer of a model the official table lacks is a guess, said at every scoring call (a note of the
+    call, like an empty text's), in the door's own words: not once per loaded model."""
     evaluate = pytest.importorskip("evaluate")
     from bertscore import BERTScorer
+    from bertscore.notes import BERTScoreNote
 
     model = str(tiny_models["electra"])
-    with caplog.at_level(logging.WARNING, logger="bertscore"):
-        BERTScorer(model_type=model, device="cpu")
-    assert "pass num_layers=3 to keep it" in caplog.text and f"`bertscore layers --model {model}" in caplog.text
-    caplog.clear()
+    scorer = BERTScorer(model_type=model, device="cpu")
+    for _ in range(2):  # the same scorer, a second call: said again
+        with pytest.warns(BERTScoreNote) as caught:
+            scorer.score(["the cat sat"], ["a cat sat"])
+        said = [str(w.message) for w in caught if "no default layer" in str(w.message)]
+        assert len(said) == 1, said
+        assert "pass num_layers=3 to keep it" in said[0] and f"`bertscore layers --model {model}" in said[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        BERTScorer(model_type=model, device="cpu", num_layers=2).score(["the cat sat"], ["a cat sat"])
+        BERTScorer(model_type=model, device="cpu", all_layers=True).score(["the cat sat"], ["a cat sat"])
+    assert not [w for w in caught if "no default layer" in str(w.message)]  # a layer chosen, or none needed
     metric = evaluate.load(str(REPO_ROOT / "bertscore_metric.py"))
-    with caplog.at_level(logging.WARNING, logger="bertscore"):
-        metric.compute(predictions=["the cat sat"], references=["a cat sat"], model_type=model, device="cpu")
-    assert "pass num_layers=3" in caplog.text and f"`bertscore layers --model {model}" in caplog.text
+    for _ in range(2):  # evaluate keeps its scorer between calls: said at each compute()
+        with pytest.warns(BERTScoreNote) as caught:
+            metric.compute(predictions=["the cat sat"], references=["a cat sat"], model_type=model, device="cpu")
+        said = [str(w.message) for w in caught if "no default layer" in str(w.message)]
+        assert len(said) == 1 and "pass num_layers=3 to compute() to keep it" in said[0], said

@@ -183,3 +183,17 @@ def test_make_test_compat_runs_the_floor():
     gradio = pytest.importorskip("gradio")
     (spec,) = [line for line in requirement_lines() if line.startswith("gradio")]
     assert gradio.__version__ == floor == gradio_floor(spec)
+
+
+def test_project_urls_name_one_space_of_the_required_name_and_files_it_holds():
+    """pyproject's [project.urls] (what pip show and package indexes display) point into one Space, named as
+    evaluate.load needs it (bertscore_metric, docs/deploy.md), at files this repository has."""
+    urls = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    assert set(urls) == {"Space", "Source", "Documentation"}, urls
+    space = re.fullmatch(r"https://huggingface\.co/spaces/([A-Za-z0-9][A-Za-z0-9-]*)/bertscore_metric", urls["Space"])
+    assert space, f"the Space must be https://huggingface.co/spaces/<owner>/bertscore_metric: {urls['Space']}"
+    assert urls["Source"] == urls["Space"] + "/tree/main", urls
+    prefix = urls["Space"] + "/blob/main/"
+    assert urls["Documentation"].startswith(prefix), urls
+    assert (REPO_ROOT / urls["Documentation"][len(prefix):]).is_file(), urls["Documentation"]
+    assert "[project.urls]" in (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
