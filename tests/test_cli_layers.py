@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import final_norm_models
+import tiny_families
+import tiny_models
 from bertscore.cli import main
 from bertscore.cli.baseline import main as baseline_main
 from bertscore.layers import choose_layer
@@ -71,7 +72,7 @@ def test_bad_data_is_named_before_the_model_is_looked_at(tmp_path) -> None:
 
 
 def test_a_model_without_layers_is_refused_by_the_command(tmp_path) -> None:
-    folder = final_norm_models.build_without_layers(tmp_path / "no-layers")  # a config and no weights
+    folder = tiny_models.build_without_layers(tmp_path / "no-layers")  # a config and no weights
     result = subprocess.run(["bertscore", "layers", "--model", str(folder), "--data", str(WMT17)], capture_output=True,
                             text=True, timeout=600, env={**OFFLINE, "PATH": f"{Path(sys.executable).parent}:{OFFLINE['PATH']}"})
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -114,8 +115,8 @@ def test_it_writes_the_rescale_baseline_of_the_chosen_layer_as_bertscore_baselin
     assert Path(f"{ours}.json").is_file()
 
 
-def test_a_baseline_is_refused_for_an_encoder_with_a_final_norm(minilm_dir, tmp_path, capsys) -> None:
-    model = final_norm_models.build_t5(minilm_dir, tmp_path / "tiny-t5")
+def test_a_baseline_is_refused_for_an_encoder_with_a_final_norm(tmp_path, capsys) -> None:
+    model = tiny_families.build_t5(tmp_path / "tiny-t5")
     data = sample(tmp_path / "judged.tsv", 32)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one sentence\nanother sentence\na third one\n", encoding="utf-8")

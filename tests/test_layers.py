@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-import final_norm_models
+import tiny_families
+import tiny_models
 from bertscore import score
 from bertscore.inputs import InputError
 from bertscore.layers import choose_layer, judgements_from_lists
@@ -30,10 +31,10 @@ def wmt17(limit: int | None = None) -> tuple[list[str], list[str], np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def final_norm(minilm_dir, tmp_path_factory) -> dict[str, Path]:
+def final_norm(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("final_norm")
-    return {"t5": final_norm_models.build_t5(minilm_dir, root / "tiny-t5"),
-            "mbart": final_norm_models.build_mbart(minilm_dir, root / "tiny-mbart")}
+    return {"t5": tiny_families.build_t5(root / "tiny-t5"),
+            "mbart": tiny_families.build_mbart(root / "tiny-mbart")}
 
 
 # ----- acceptance: MiniLM on real human judgements --------------------------------------------------
@@ -167,7 +168,7 @@ def test_notes_on_the_texts_name_the_rows_once(tiny_models) -> None:
 
 # ----- errors, before any model loads ----------------------------------------------------------------
 def test_a_model_without_layers_is_refused_from_its_config(tmp_path) -> None:
-    folder = final_norm_models.build_without_layers(tmp_path / "no-layers")  # a config, no weights
+    folder = tiny_models.build_without_layers(tmp_path / "no-layers")  # a config, no weights
     with pytest.raises(InputError, match="has 0 transformer layers: there is no layer to choose"):
         choose_layer(WMT17, str(folder))
 

@@ -477,3 +477,14 @@ def build_all(out_dir: Path) -> dict[str, Path]:
     """Build every tiny model into ``out_dir/<name>``; returns ``{name: path}``."""
     out_dir = Path(out_dir)
     return {name: fn(out_dir / name) for name, fn in BUILDERS.items()}
+
+
+def build_without_layers(out_dir: Path) -> Path:
+    """A BERT config with no transformer layers, and no weights at all: whatever reads more than
+    the config fails, so an error about its layers proves that no model was loaded."""
+    from transformers import BertConfig
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=0, num_attention_heads=4,
+               intermediate_size=32).save_pretrained(out_dir)
+    return out_dir
