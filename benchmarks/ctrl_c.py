@@ -44,6 +44,9 @@ def main() -> None:
     add_output_options(parser)
     args = parser.parse_args()
     folder = output_folder(args)
+    # Started in the background by a shell without job control, SIGINT is ignored: every interrupt would
+    # read as lost. Python's own handler, as an interactive start has it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
     from bertscore.cli.io import ctrl_c_stops

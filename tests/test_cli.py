@@ -210,6 +210,14 @@ def test_a_failing_run_leaves_the_old_output_and_no_temporary_file(pair_files, m
     assert _folder_snapshot(pair_files) == before
 
 
+def _takes_ctrl_c() -> None:
+    """In the child, before Python starts: SIGINT back to its default, so that Python installs its
+    KeyboardInterrupt handler. A shell without job control starts background commands with SIGINT
+    ignored (`make test &`), the child inherits that, and a process that ignores SIGINT rightly
+    ignores it: the test would then measure how it was launched, not the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
     """SIGINT while the temporary file is half written: exit 130, old output intact, temp removed."""
     refs = pair_files / "many.txt"
@@ -220,7 +228,7 @@ def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
     process = subprocess.Popen(
         [sys.executable, "-m", "bertscore", "-c", "-", "-r", str(refs), *MODEL, "-f", "jsonl", "-o", str(output),
          "--chunk-size", "1"],
-        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_takes_ctrl_c,
     )
     process.stdin.write("".join(f"candidate {i}\n" for i in range(3)))
     process.stdin.flush()  # stdin stays open: the run waits for more candidates
@@ -272,7 +280,7 @@ def test_ctrl_c_that_python_drops_in_a_finalizer_still_stops_the_run(pair_files)
     process = subprocess.Popen(
         [sys.executable, "-c", CTRL_C_IN_A_FINALIZER, "-c", "-", "-r", str(pair_files / "r.txt"), *MODEL,
          "-f", "jsonl", "-o", str(output), "--chunk-size", "1"],
-        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, preexec_fn=_takes_ctrl_c,
     )
     process.stdin.write("candidate 0\n")
     process.stdin.flush()  # stdin stays open: a run that missed the interrupt waits here for ever
