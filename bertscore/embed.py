@@ -105,7 +105,7 @@ def token_budget_batches(
     Attention scores grow as (batch size) x longest^2, so batches of long texts are also capped
     at max_tokens x ATTENTION_LENGTH there: peak memory then does not depend on how long the
     corpus's longest texts happen to be. `one_length`: a batch holds texts of one length only
-    (no padding), for encoders whose states depend on padding (`LoadedModel.padding_safe`).
+    (no padding), for encoders whose states depend on padding (`LoadedModel.is_padding_safe`).
     """
     max_attention = max_tokens * ATTENTION_LENGTH
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -187,7 +187,7 @@ class Embedder:
         if bad:
             texts = [names[row] for row in bad]
             raise NonFiniteEmbeddingError(
-                f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text(s), e.g. "
+                f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text{'' if len(texts) == 1 else 's'}, e.g. "
                 f"{texts[0][:80]!r}: {self.dtype} overflowed on {self.model.name}. Use dtype='float32' "
                 "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
             )
@@ -195,7 +195,8 @@ class Embedder:
 
     def _batches(self, lengths: Sequence[int], batch_size: int | None) -> Iterator[list[int]]:
         sentences = batch_size if batch_size is not None else self.batch_size
-        return token_budget_batches(lengths, self.max_tokens_per_batch, sentences, not self.model.padding_safe)
+        one_length = len(set(lengths)) > 1 and not self.model.is_padding_safe()  # one length: nothing to ask
+        return token_budget_batches(lengths, self.max_tokens_per_batch, sentences, one_length)
 
     def embed(
         self,

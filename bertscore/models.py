@@ -2,7 +2,7 @@
 
 This is the only module that knows model families: which tokenizers need a prefix space,
 how each architecture is truncated to its first k layers, how long an input may be, and how a
-loaded encoder must be batched to score each text as it scores alone (`LoadedModel.padding_safe`,
+loaded encoder must be batched to score each text as it scores alone (`LoadedModel.is_padding_safe`,
 from the padding probe of padding.py; `LoadedModel.encode` holds BigBird to its configured
 attention mode). The embedder asks the loaded model; it never learns family names.
 """
@@ -101,10 +101,12 @@ class LoadedModel:
     lead_ids: tuple[int, ...] = ()  # special ids tokenizer(text) puts before the content
     trail_ids: tuple[int, ...] = ()  # ... and after it
     position_limit: bool = True  # absolute positions up to max_length (False: T5, XLNet: no fixed limit)
-    padding_safe: bool = True  # a text's states ignore the padding beside it in a batch (padding.py's probe)
+    # Whether a text's states ignore the padding beside it in a batch: None until asked (`is_padding_safe`).
+    padding_safe: bool | None = None
     attention_type: str | None = None  # the configured mode of an encoder that switches it itself (BigBird)
     layer_guessed: bool = False  # no num_layers given and none in the official table: the last layer, a guess
     _mode_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _probe_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def vocab_size(self) -> int:
@@ -153,6 +155,22 @@ class LoadedModel:
         limit = None if whole else self.content_limit
         lead, trail = list(self.lead_ids), list(self.trail_ids)
         return [lead + ids[:limit] + trail for ids in self.content_ids(texts)]
+
+    def is_padding_safe(self) -> bool:
+        """Whether texts of different lengths may share a padded encoder batch (else: one length a batch).
+
+        Decided once, the first time it is asked (the embedder asks when a call's texts differ in
+        length), never at load: the padding probe is a forward pass, and one run at load would start
+        the CPU's OpenMP threads in a process that may load and then fork (DataLoader workers, a
+        server's preloaded app), whose children then hang in their first forward pass.
+        """
+        if self.padding_safe is None:
+            with self._probe_lock:
+                if self.padding_safe is None:
+                    self.padding_safe = padding_is_safe(
+                        self.name, self.dtype, self.encode, self.tokenize([PROBE_TEXT])[0], self.pad_token_id,
+                        self.max_length, self.device)
+        return self.padding_safe
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The encoder's states of one padded batch: [B, L, D], or [B, K, L, D] with all layers.
@@ -416,20 +434,9 @@ def _load_model(
         attention_type=getattr(config, "attention_type", None) if hasattr(model, "set_attention_type") else None,
         layer_guessed=layer_guessed,
     )
-    loaded.padding_safe = _padding_safe(loaded)
+    if loaded.attention_type == "block_sparse":
+        # Block-sparse attention sees its input in whole blocks, and BigBird picks full or block-sparse
+        # attention by the input's length: padded, a text would get other blocks, or the other mode.
+        logger.info("%s uses block-sparse attention: each encoder batch holds texts of one length", model_type)
+        loaded.padding_safe = False
     return loaded
-
-
-def _padding_safe(model: LoadedModel) -> bool:
-    """Whether texts of different lengths may share a padded encoder batch (else: one length a batch).
-
-    Block-sparse attention sees its input in whole blocks, and BigBird picks full or block-sparse
-    attention by the input's length: padded, a text would get other blocks, or the other mode,
-    than alone. Any other encoder is asked by the padding probe (padding.py).
-    """
-    if model.attention_type == "block_sparse":
-        logger.info("%s uses block-sparse attention: each encoder batch holds texts of one length", model.name)
-        return False
-    probe_ids = model.tokenize([PROBE_TEXT])[0]
-    return padding_is_safe(model.name, model.dtype, model.encode, probe_ids, model.pad_token_id, model.max_length,
-                           model.device)

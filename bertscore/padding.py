@@ -4,8 +4,9 @@ Length-grouped batches pad shorter texts to the longest in their batch. An encod
 its padding gives a padded text the states it has alone, so how texts are batched changes
 nothing beyond float rounding. One that does not (ConvBERT's convolution ignores the attention
 mask) lets the padding into the real tokens, and its numbers would depend on the batch; the
-embedder then batches texts of one length only (`LoadedModel.padding_safe`). The probe asks the
-encoder itself, so no list of model families is kept.
+embedder then batches texts of one length only (`LoadedModel.is_padding_safe`, asked at the first
+call whose texts differ in length, never at load). The probe asks the encoder itself, so no list
+of model families is kept.
 """
 
 from __future__ import annotations

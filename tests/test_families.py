@@ -11,6 +11,9 @@ transformers switches by input length, and encoders with a norm after the stack.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -102,9 +105,33 @@ def test_squeezebert_truncates_its_encoder_layers(loaded):
 def test_the_probe_finds_padding_leaks_and_only_them(loaded, minilm_dir):
     """ConvBERT's convolution ignores the attention mask; every other encoder masks its padding
     and keeps length-grouped (padded) batches. Block-sparse BigBird never shares a padded batch."""
-    unsafe = {name for name in FAMILIES if not loaded(name).padding_safe}
+    unsafe = {name for name in FAMILIES if not loaded(name).is_padding_safe()}
     assert unsafe == {"convbert", "bigbird-sparse"}
-    assert load_model(str(minilm_dir), 2).padding_safe
+    fresh = load_model(str(minilm_dir), 2)
+    assert fresh.padding_safe is None  # not asked yet: no forward pass at load (see the test below)
+    assert fresh.is_padding_safe() and fresh.padding_safe is True
+
+
+# A process that loads a model and then forks (DataLoader workers, a server's preloaded app): had the
+# load run a forward pass (the padding probe), the parent's OpenMP threads would be started and the
+# child would hang in its first forward pass.
+LOAD_THEN_FORK = '''
+import os, signal, sys
+from bertscore import BERTScorer
+scorer = BERTScorer(model_type=sys.argv[1], num_layers=2, device="cpu")
+pid = os.fork()
+if pid == 0:
+    signal.alarm(240)  # a hung child ends (SIGALRM) rather than outliving the test
+    f1 = scorer.score(["a short one", "the cat sat on the mat today"], ["a short one", "a cat sat on a mat"])[2]
+    os._exit(0 if f1.shape == (2,) else 3)
+os._exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+'''
+
+
+def test_a_process_that_loads_and_then_forks_scores_in_the_child(minilm_dir):
+    result = subprocess.run([sys.executable, "-c", LOAD_THEN_FORK, str(minilm_dir)], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
 
 
 def _batchings(model, cands, refs):

@@ -217,7 +217,8 @@ def test_space_notes_name_its_controls_and_compute_its_parameters():
     try:
         client = gradio_client.Client(f"http://127.0.0.1:{port}/", verbose=False)
         pasted = f"candidate,reference\n{LONG_TEXT.strip()},a cat\n{LONG_WORD},a dog\n"
-        error, _, summary, _, _ = client.predict(None, pasted, MODEL, "", False, False, "", False, None,
+        # upload, pasted, model, layer, rescale, baseline language, whole texts, system B, idf
+        error, _, summary, _, _ = client.predict(None, pasted, MODEL, "", False, "", False, None, False,
                                                  api_name="/score_batch")
         assert error == ""
         summary = html.unescape(summary)  # the page shows notes as typed: punctuation as character references

@@ -302,10 +302,11 @@ def test_figures_go_through_the_writer(devices, tmp_path) -> None:
 def test_space_download_is_a_whole_regular_file_with_open_modes(tmp_path) -> None:
     handlers = app.Handlers(app.ScoringService(app.AppConfig.from_env({"BERTSCORE_APP_DEVICE": "cpu"})))
     pasted = "candidate,reference\nthe cat sat,a cat sat\nhello world,goodbye moon\n"
-    error, shown, _, _, download = handlers.batch(None, pasted, EMBEDDED_MODEL_NAME, "", False, False, "", False,
-                                                  None, progress=lambda *a, **k: None)
-    assert error == ""
-    path = Path(download)
+    # upload, pasted, model, layer, rescale, baseline language, whole texts, system B, idf
+    error, shown, _, _, download = handlers.batch(None, pasted, EMBEDDED_MODEL_NAME, "", False, "", False, None,
+                                                  False, progress=lambda *a, **k: None)
+    assert error == "" and download["visible"] and shown["visible"]
+    path, shown = Path(download["value"]), shown["value"]
     assert stat.S_ISREG(os.lstat(path).st_mode)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~_umask()  # what open() gives, not mkstemp's 0600
     assert _names(path.parent) == {"bertscore_results.csv"}  # no temporary file left

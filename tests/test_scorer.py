@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, TokenWeights, score
 from bertscore.models import default_model_for_lang
+from bertscore.notes import BERTScoreNote
 from conftest import SENTENCES
 
 
@@ -26,11 +26,12 @@ def test_model_or_lang_required():
         BERTScorer()
 
 
-def test_unknown_local_model_uses_last_layer_with_warning(tiny_models, caplog):
-    with caplog.at_level(logging.WARNING):
-        scorer = BERTScorer(model_type=str(tiny_models["electra"]), device="cpu")
+def test_unknown_local_model_uses_last_layer_noted_at_each_call(tiny_models):
+    scorer = BERTScorer(model_type=str(tiny_models["electra"]), device="cpu")
     assert scorer.num_layers == 3 and "_L3_" in scorer.hash
-    assert "last layer" in caplog.text
+    for _ in range(2):
+        with pytest.warns(BERTScoreNote, match=r"using its last layer \(3\)"):
+            scorer.score(["a cat"], ["a dog"])
 
 
 def test_layer_out_of_range(tiny_models):
@@ -134,7 +135,7 @@ def test_sentinel_max_length_is_capped_by_positions():
 def test_long_texts_are_truncated_not_rejected(minilm_scorer):
     long_text = " ".join(["word"] * 2000)
     assert len(minilm_scorer.model.tokenize([long_text])[0]) == 512
-    with pytest.warns(UserWarning, match=r"2 text\(s\) longer than the model's limit of 510 content tokens"):
+    with pytest.warns(UserWarning, match=r"2 texts longer than the model's limit of 510 content tokens"):
         p, r, f = minilm_scorer.score([long_text], [long_text + " more"])
     assert torch.isfinite(f).all() and f.item() > 0.9
 
