@@ -223,7 +223,7 @@ def test_space_notes_name_its_controls_and_compute_its_parameters():
         assert error == ""
         summary = html.unescape(summary)  # the page shows notes as typed: punctuation as character references
         assert f'tick "{app.WHOLE_TEXTS_LABEL}"' in summary and "long_texts=" not in summary
-        assert "unknown token" in summary and "candidates[1]" in summary
+        assert "unknown token" in summary and "row 2 (candidate)" in summary and "candidates[" not in summary
         assert summary.count("mostly unknown tokens") == 1 and summary.count("truncated") == 1  # once per call
         out = client.predict(json.dumps([LONG_TEXT, CUNEIFORM]), json.dumps(["a", "b"]), MODEL, api_name="/compute")
         joined = " ".join(out["notes"])

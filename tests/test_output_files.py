@@ -10,6 +10,7 @@ Device nodes are made with mknod in a temporary folder (the same numbers as /dev
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import stat
@@ -311,9 +312,10 @@ def test_space_download_is_a_whole_regular_file_with_open_modes(tmp_path) -> Non
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~_umask()  # what open() gives, not mkstemp's 0600
     assert _names(path.parent) == {"bertscore_results.csv"}  # no temporary file left
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "row,candidate,references,precision,recall,f1,hashcode"
-    assert [line.split(",")[1] for line in lines[1:]] == ["the cat sat", "hello world"]
-    assert [f"{float(line.split(',')[5]):.4f}" for line in lines[1:]] == shown["f1"].tolist()
+    assert lines[0] == "row,F1 (raw),P (raw),R (raw),candidate,references,hashcode"  # the page's columns, scores first
+    rows = list(csv.DictReader(lines))
+    assert [row["candidate"] for row in rows] == ["the cat sat", "hello world"]
+    assert [f"{float(row['F1 (raw)']):.4f}" for row in rows] == shown["F1 (raw)"].tolist()  # full precision
 
 
 # ----- the writer itself: inputs, modes, the umask ---------------------------------------------
