@@ -39,6 +39,17 @@ def default_tokens_per_batch(device: torch.device) -> int:
     return 65536 if device.type == "cuda" else 2048
 
 
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """`tensor` on `device`; asynchronous only where that is safe: host to accelerator.
+
+    A host-to-device copy is queued on the device's stream, before any kernel that reads it. A
+    copy towards the host with non_blocking=True returns before the data has arrived: the CPU
+    would then read a buffer the GPU has not filled yet (a cache on CUDA, scoring on the CPU).
+    """
+    asynchronous = tensor.device.type == "cpu" and device.type != "cpu"
+    return tensor.to(device, non_blocking=asynchronous)
+
+
 class EmbeddingCache:
     """An LRU map (settings, text) -> embedding tensor, bounded in bytes (0 disables it).
 
@@ -218,7 +229,7 @@ class Embedder:
             if cached is None:
                 todo.append(index)
             else:
-                result[key] = cached.to(self.device, non_blocking=True)
+                result[key] = to_device(cached, self.device)
         lengths = [len(ids[i]) for i in todo]
         for batch in self._batches(lengths, batch_size):
             members = [todo[i] for i in batch]
@@ -261,7 +272,7 @@ class Embedder:
         for index, key in enumerate(keys):
             cached = self.cache.get(self.window_key(key, window))
             if cached is not None:
-                result[key] = cached.to(self.device, non_blocking=True)
+                result[key] = to_device(cached, self.device)
                 continue
             plan = plan_windows(num_lead, len(ids[index]) - num_lead - num_trail, num_trail, *window)
             assemblies[index] = WindowAssembly(plan)
