@@ -182,3 +182,18 @@ def test_a_model_on_cuda_0_asked_for_cuda_is_not_copied(minilm_scorer, monkeypat
     assert on_gpu.with_placement(resolve_device("cuda"), on_gpu.dtype) is on_gpu
     assert on_gpu.with_placement(torch.device("cuda"), on_gpu.dtype) is on_gpu
     assert not copies
+
+
+def test_cuda_convolutions_are_exact_fp32_inside_the_pin_and_as_found_after():
+    """docs/exactness.md's decision: torch's CUDA convolutions default to TF32 (the official
+    package runs them so); ours run at IEEE fp32 like every other fp32 operation, and the caller's
+    setting is put back. The tree's getters work on a CPU build too."""
+    from bertscore.devices import fp32_precision_nodes, full_fp32_precision
+
+    if ("cuda", "conv") not in fp32_precision_nodes():
+        pytest.skip("this torch has no fp32_precision tree (before 2.9): the legacy cudnn flag is pinned instead")
+    getter = torch._C._get_fp32_precision_getter
+    before = getter("cuda", "conv")
+    with full_fp32_precision():
+        assert getter("cuda", "conv") == "ieee" and getter("cuda", "all") == "ieee"
+    assert getter("cuda", "conv") == before
