@@ -29,8 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # TOKENIZERS_PARALLELISM: as the user has it (recorded)
 
 import torch
 
@@ -138,14 +137,18 @@ def main(argv: list[str] | None = None) -> int:
                                                              exact.score(cands[:check], refs[:check])))
     rate = {name: len(cands) / seconds for name, seconds in best.items()}
     ratio = rate["ours"] / rate["official"]
-    result = {"machine": info, "pairs": len(cands), "data": source, "rounds": args.rounds,
+    load = os.getloadavg()[0]
+    parallel = os.environ.get("TOKENIZERS_PARALLELISM", "unset (the tokenizers library's default: parallel)")
+    result = {"machine": info, "load_average_1min": load, "tokenizers_parallelism": parallel, "pairs": len(cands), "data": source, "rounds": args.rounds,
               "seconds": best, "pairs_per_second": rate, "ratio": ratio, "phases": phases,
               "max_abs_delta_vs_official_batch_size_1": delta, "delta_pairs": check}
     lines = [
         "# Host-side speed: a near-free encoder, ours vs the official package", "",
         machine_line(info), "",
         f"{len(cands)} pairs ({source}); a random 1-layer BERT, hidden 32, with the MiniLM WordPiece "
-        f"tokenizer; CPU, float32; best of {args.rounds} alternating rounds.", "",
+        f"tokenizer; CPU, float32; best of {args.rounds} alternating rounds. TOKENIZERS_PARALLELISM: {parallel}; "
+        f"load average over the last minute at the end: {load:.1f} on {os.cpu_count()} logical CPUs (a shared "
+        "machine: both sides ran under the same load, alternating).", "",
         "| implementation | seconds | pairs/s |", "|---|---|---|",
         f"| official bert-score 0.3.13 (batch_size=64) | {best['official']:.3f} | {rate['official']:,.0f} |",
         f"| ours (defaults, cache off) | {best['ours']:.3f} | {rate['ours']:,.0f} |", "",
