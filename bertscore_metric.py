@@ -21,8 +21,18 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import datasets
-import evaluate
+# The `evaluate` extra (pyproject.toml; a test holds the two to it). Imported in an indented block so
+# that importing this file without them stops with the command that installs them.
+EVALUATE_EXTRA = ("evaluate>=0.4.1", "datasets>=2.14")
+try:
+    import datasets
+    import evaluate
+except ImportError as missing:
+    raise ImportError(
+        f"bertscore_metric needs the packages of bertscore's `evaluate` extra ({missing.name or missing} is not "
+        f"installed): pip install {' '.join(shlex.quote(spec) for spec in EVALUATE_EXTRA)}"
+        "  (from a clone: pip install -e \".[evaluate]\")"
+    ) from missing
 
 MODULE_VERSION = "0.1.0"  # the bertscore version this file belongs to (a test holds it to bertscore/version.py)
 
