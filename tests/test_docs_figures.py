@@ -1,0 +1,125 @@
+"""Every figure the README quotes comes from a committed result file, and this test holds the quote to
+the file: rerun a benchmark with --update-results and a stale quote fails here, naming the phrase
+the page should now read. The scored results quoted carry a hash in today's format (device and
+tokenizers version named), except those listed in STALE_HASHES with the reason they were not rerun.
+Cheap: it reads JSON and TSV files, no model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+BASELINES = ROOT / "bertscore" / "data" / "rescale_baseline" / "en"
+# The hash as bertscore/hashcode.py writes it today: the device before the versions, tokenizers named.
+TODAY = re.compile(r"_(cpu|cuda|mps)_version=bertscore-[^()]+\(transformers=[^,()]+,tokenizers=[^,()]+"
+                   r"(,sentencepiece=[^,()]+)?,torch=[^,()]+\)$")
+# Quoted results whose hashes predate today's format, and why they were not rerun.
+STALE_HASHES = {
+    "bias.json": "needs the Metric-Fairness data (github.com/txsun1997/Metric-Fairness), not vendored",
+    "blind_spots.json": "a run takes about 9 minutes on 2 shared cores",
+}
+
+
+def load(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def page(name: str) -> str:
+    """The page's text with its line breaks as spaces (a phrase may wrap)."""
+    return re.sub(r"\s+", " ", (ROOT / name).read_text(encoding="utf-8"))
+
+
+def baseline_f1(model_file: str, layer: int) -> float:
+    with open(BASELINES / model_file, encoding="utf-8", newline="") as handle:
+        rows = {int(row["LAYER"]): float(row["F"]) for row in csv.DictReader(handle)}
+    return rows[layer]
+
+
+def readme_quotes() -> list[tuple[str, str]]:
+    """(phrase the README must contain, the result it comes from), built from the files."""
+    speed, memory, corr = load("speed_cpu.json"), load("memory.json"), load("correlation.json")
+    bias, spots = load("bias.json"), load("blind_spots.json")
+    below = [spots["results"][name]["f1"]["share_systems_below"]
+             for name in ("numbers changed", "negation flipped", "entities swapped")]
+    return [
+        (f"{speed['methods']['ours_fp32']['x_official_throughput']:.2f}x the official package's pairs per second",
+         "speed_cpu.json"),
+        (f"same {speed['pairs']:,} WMT17 pairs", "speed_cpu.json"),
+        (f"peak memory grows {memory['growth']['ours']['ratio']:.2f}x from {memory['growth']['ours']['small']:,} "
+         f"to {memory['growth']['ours']['large']:,} pairs; the official package's grows "
+         f"{memory['growth']['official']['ratio']:.1f}x", "memory.json"),
+        (f"Pearson r {corr['mean']['bertscore_f1']:.3f} (sentence-BLEU {corr['mean']['sentbleu_sacrebleu']:.3f}, "
+         f"chrF {corr['mean']['chrf_sacrebleu']:.3f})", "correlation.json"),
+        (f"on {sum(bias['rows'].values()) // 2} sentence pairs", "bias.json"),
+        (f"its bias score is {mean(bias['metrics']['ours-f1'].values()):.2f} against BLEU's "
+         f"{mean(bias['metrics']['bleu'].values()):.2f}", "bias.json"),
+        (f"outscores {min(below):.0%}-{max(below):.0%} of real translations".replace("%-", "-"), "blind_spots.json"),
+        (f"unrelated sentences score about {baseline_f1('sentence-transformers/all-MiniLM-L6-v2.tsv', 6):.2f} "
+         f"with MiniLM and {baseline_f1('roberta-large.tsv', 17):.2f} with roberta-large", "rescale baselines"),
+    ]
+
+
+@pytest.mark.parametrize("phrase, source", readme_quotes(), ids=[source for _, source in readme_quotes()])
+def test_the_readme_quotes_the_committed_result(phrase: str, source: str) -> None:
+    assert phrase in page("README.md"), f"README.md should read {phrase!r} (from {source})"
+
+
+def test_the_parity_claim_holds_in_every_committed_row() -> None:
+    """'within 1e-5 of the official bert-score' (README, exactness.md): every parity and family row."""
+    assert "within 1e-5 of the official `bert-score`" in page("README.md")
+    deltas = [row["max_abs_delta"] for row in load("parity.json")["rows"]]
+    assert deltas and max(deltas) < 1e-5
+
+
+def test_the_default_layers_quoted_are_the_models_defaults() -> None:
+    from bertscore.models import MODEL_TO_LAYERS
+
+    assert MODEL_TO_LAYERS["roberta-large"] == 17
+    assert MODEL_TO_LAYERS["sentence-transformers/all-MiniLM-L6-v2"] == 6
+
+
+def test_performance_page_quotes_the_correlation_result() -> None:
+    corr = load("correlation.json")["mean"]
+    phrase = (f"averages **{corr['bertscore_f1']:.3f}** ({corr['bertscore_f1_idf']:.3f} with idf), against "
+              f"{corr['sentbleu_sacrebleu']:.3f} for sentence-BLEU and {corr['chrf_sacrebleu']:.3f} for chrF")
+    assert phrase in page("docs/performance.md")
+
+
+def _hashes(value) -> list[str]:
+    if isinstance(value, dict):
+        return [h for v in value.values() for h in _hashes(v)]
+    if isinstance(value, list):
+        return [h for v in value for h in _hashes(v)]
+    return [value] if isinstance(value, str) and "_version=bertscore-" in value else []
+
+
+@pytest.mark.parametrize("name", ["correlation.json", "bias.json", "blind_spots.json"])
+def test_quoted_scores_carry_a_hash_in_todays_format(name: str) -> None:
+    hashes = _hashes(load(name).get("hash"))
+    assert hashes, f"{name} records no scorer hash"
+    if name in STALE_HASHES:
+        assert not all(TODAY.search(h) for h in hashes), f"{name} is current now: drop it from STALE_HASHES"
+        pytest.skip(f"{name}: hash predates today's format, not rerun: {STALE_HASHES[name]}")
+    assert all(TODAY.search(h) for h in hashes), f"{name}: rerun it with --update-results ({hashes})"
+
+
+def test_the_format_check_accepts_what_the_code_writes_today() -> None:
+    """TODAY is the format bertscore/hashcode.py writes (with and without sentencepiece), and the
+    README's printed hash (checked against a real run by tests/test_docs.py) is in it."""
+    from bertscore.hashcode import ScoreSettings
+
+    for sentencepiece in ("", "0.2.3"):
+        settings = ScoreSettings(model="m", revision=None, num_layers=6, all_layers=False, idf="no-idf", rescale="",
+                                 max_length=512, long_texts="truncate", prefix_space=False, dtype="float32",
+                                 device="cpu", version="0.1.0", transformers_version="5.24.0", torch_version="2.13.0",
+                                 tokenizers_version="0.23.3", sentencepiece_version=sentencepiece)
+        assert TODAY.search(settings.hashcode()), settings.hashcode()
+    shown = re.search(r"^hash: (\S+)$", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.M)
+    assert shown and TODAY.search(shown.group(1))
