@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from pathlib import Path
 from statistics import mean
@@ -34,6 +35,12 @@ def load(name: str) -> dict:
 def page(name: str) -> str:
     """The page's text with its line breaks as spaces (a phrase may wrap)."""
     return re.sub(r"\s+", " ", (ROOT / name).read_text(encoding="utf-8"))
+
+
+def sci(value: float, digits: int) -> str:
+    """Scientific notation as the pages write it: 1.8e-7, not Python's 1.8e-07."""
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def baseline_f1(model_file: str, layer: int) -> float:
@@ -123,3 +130,45 @@ def test_the_format_check_accepts_what_the_code_writes_today() -> None:
         assert TODAY.search(settings.hashcode()), settings.hashcode()
     shown = re.search(r"^hash: (\S+)$", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.M)
     assert shown and TODAY.search(shown.group(1))
+
+
+def performance_quotes() -> list[str]:
+    """The phrases of docs/performance.md that quote speed_cpu.json, memory.json and families.json."""
+    speed, memory, families = load("speed_cpu.json"), load("memory.json"), load("families.json")
+    methods, deltas, repeat = speed["methods"], speed["deltas"], speed["repeat"]
+    rows = [f"| official bert-score 0.3.13 (fp32) | {methods['official_fp32']['pairs_per_s']:.1f} | 1.00x | "
+            f"{methods['official_fp32']['x_floor_time']:.2f}x |",
+            f"| torchmetrics BERTScore (fp32, speed only) | {methods['torchmetrics_fp32']['pairs_per_s']:.1f} | "
+            f"{methods['torchmetrics_fp32']['x_official_throughput']:.2f}x | {methods['torchmetrics_fp32']['x_floor_time']:.2f}x |",
+            f"| **ours, fp32** | **{methods['ours_fp32']['pairs_per_s']:.1f}** | "
+            f"**{methods['ours_fp32']['x_official_throughput']:.2f}x** | {methods['ours_fp32']['x_own_encoder_time']:.2f}x",
+            f"| ours, bfloat16 | {methods['ours_bf16']['pairs_per_s']:.1f} | {methods['ours_bf16']['x_official_throughput']:.2f}x"
+            f" | {methods['ours_bf16']['x_own_encoder_time']:.2f}x"]
+    bf16 = methods["ours_bf16"]["pairs_per_s"] / methods["ours_fp32"]["pairs_per_s"]
+    official = {run["pairs"]: run["peak_rss_bytes"] for run in memory["runs"] if run["package"] == "official"}
+    probe, cost = families["probe"], families["one_length_cost"]
+    return rows + [
+        f"is {bf16:.1f}x faster than fp32 ({methods['ours_bf16']['pairs_per_s']:.0f} against "
+        f"{methods['ours_fp32']['pairs_per_s']:.0f} pairs/s",
+        f"max |ΔF| {sci(deltas['bf16_max_abs_dF_vs_fp32'], 2)}, Pearson "
+        f"{math.floor(deltas['bf16_pearson_F_vs_fp32'] * 1e5) / 1e5:.5f}",  # 0.9999951: five nines, not 1.00000
+        f"the second call is {repeat['speedup']:.2f}x faster", f"{repeat['token_bound']:.2f}x by tokens",
+        f"at 50,000 pairs is {memory['growth']['ours']['ratio']:.2f}x the peak at 5,000 pairs; the official package's "
+        f"grows {memory['growth']['official']['ratio']:.1f}x ({official[5000] / 2**30:.1f} → {official[50000] / 2**30:.1f} GiB)",
+        f"{probe['probe_seconds']['cpu'] * 1000:.0f} ms of CPU time",
+        f"a scoring call of 300 pairs takes {probe['score_300_pairs_seconds']['cpu']:.2f} s",
+        f"{cost['seconds']['one length']['cpu']:.2f} s of CPU time against {cost['seconds']['padded']['cpu']:.2f} s for "
+        f"padded batches ({cost['ratio']:.2f}x; {cost['batches']['one length']} encoder batches against "
+        f"{cost['batches']['padded']})",
+        f"equal one text a batch to {sci(cost['one_length_vs_alone'], 1)} instead of moving by {sci(cost['padded_vs_alone'], 1)}",
+    ]
+
+
+@pytest.mark.parametrize("phrase", performance_quotes())
+def test_the_performance_page_quotes_the_committed_results(phrase: str) -> None:
+    assert phrase in page("docs/performance.md"), f"docs/performance.md should read {phrase!r}"
+
+
+def test_exactness_quotes_the_official_packages_batching_drift() -> None:
+    drift = load("speed_cpu.json")["deltas"]["max_abs_delta_vs_official_fp32"]
+    assert f"by up to {sci(drift, 1)} on 2,000 WMT17 pairs" in page("docs/exactness.md")
