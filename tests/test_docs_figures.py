@@ -25,6 +25,7 @@ TODAY = re.compile(r"_(cpu|cuda|mps)_version=bertscore-[^()]+\(transformers=[^,(
 STALE_HASHES = {
     "bias.json": "needs the Metric-Fairness data (github.com/txsun1997/Metric-Fairness), not vendored",
     "blind_spots.json": "a run takes about 9 minutes on 2 shared cores",
+    "system_level.json": "a run takes about 2 hours (170,180 segments)",
 }
 
 
@@ -107,7 +108,7 @@ def _hashes(value) -> list[str]:
     return [value] if isinstance(value, str) and "_version=bertscore-" in value else []
 
 
-@pytest.mark.parametrize("name", ["correlation.json", "bias.json", "blind_spots.json"])
+@pytest.mark.parametrize("name", ["correlation.json", "bias.json", "blind_spots.json", "system_level.json"])
 def test_quoted_scores_carry_a_hash_in_todays_format(name: str) -> None:
     hashes = _hashes(load(name).get("hash"))
     assert hashes, f"{name} records no scorer hash"
@@ -172,3 +173,21 @@ def test_the_performance_page_quotes_the_committed_results(phrase: str) -> None:
 def test_exactness_quotes_the_official_packages_batching_drift() -> None:
     drift = load("speed_cpu.json")["deltas"]["max_abs_delta_vs_official_fp32"]
     assert f"by up to {sci(drift, 1)} on 2,000 WMT17 pairs" in page("docs/exactness.md")
+
+
+def test_the_statistics_page_quotes_the_committed_results() -> None:
+    rows = {row["case"]: row for row in load("stats_speed.json")["rows"]}
+    level = load("system_level.json")
+    totals = level["totals"]
+    text = page("docs/statistics.md")
+    phrases = [
+        f"1,000 resamples over {load('stats_speed.json')['segments']:,} segments take "
+        f"{rows['bootstrap_ci']['seconds_best']:.1f} s (`bootstrap_ci`) and {rows['paired_bootstrap']['seconds_best']:.1f} s "
+        f"(`paired_bootstrap`)",
+        f"all {totals['systems']} systems, {totals['segments']:,} segments",
+        f"mean system-level Pearson r with human DA {level['mean_pearson']:.3f}",
+        f"of the {totals['pairs']} system pairs the permutation test separates {totals['separated_permutation']} at "
+        f"p < 0.05, and the human ordering agrees with {totals['agree_permutation']} of those "
+        f"({totals['agree_permutation'] / totals['separated_permutation']:.0%})",
+    ]
+    assert [phrase for phrase in phrases if phrase not in text] == []
