@@ -191,3 +191,30 @@ def test_the_statistics_page_quotes_the_committed_results() -> None:
         f"({totals['agree_permutation'] / totals['separated_permutation']:.0%})",
     ]
     assert [phrase for phrase in phrases if phrase not in text] == []
+
+
+def test_the_limitations_page_tables_are_the_committed_results() -> None:
+    """docs/limitations.md's bias and blind-spot tables, row by row, from bias.json and blind_spots.json."""
+    text = (ROOT / "docs" / "limitations.md").read_text(encoding="utf-8")
+    metrics = load("bias.json")["metrics"]
+    order = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
+    labels = {"BLEU": "bleu", "chrF": "chrf", "BERTScore, BERT-base": "bertscore-bert-base",
+              'BERTScore, RoBERTa-large (`lang="en"`)': "bertscore-roberta-large",
+              "**BERTScore, MiniLM (our default), F1**": "ours-f1", "MiniLM precision": "ours-precision",
+              "MiniLM recall": "ours-recall"}
+    expected = []
+    for label, key in labels.items():
+        values = [metrics[key][name] for name in order] + [mean(metrics[key].values())]
+        cells = [f"**{v:.2f}**" if label.startswith("**") else f"{v:.2f}" for v in values]
+        expected.append(f"| {label} | " + " | ".join(cells) + " |")
+    results = load("blind_spots.json")["results"]
+    rows = {"every number changed": "numbers changed", "negation flipped": "negation flipped",
+            "two names swapped": "entities swapped",
+            "sentences shuffled, 4-sentence texts": "sentence order, 4-sentence documents",
+            'sentences shuffled, 32-sentence texts, `long_texts="window"`': "sentence order, 32-sentence documents, window"}
+    for label, key in rows.items():
+        f1, chrf, bleu = results[key]["f1"], results[key]["chrf"], results[key]["bleu"]
+        expected.append(f"| {label} | {f1['drop']:.3f} ({f1['drop_share_of_system_gap']:.0%}) | "
+                        f"{f1['share_systems_below']:.0%} | {chrf['drop']:.1f} ({chrf['drop_share_of_system_gap']:.0%}) | "
+                        f"{bleu['drop']:.1f} ({bleu['drop_share_of_system_gap']:.0%}) |")
+    assert [row for row in expected if row not in text] == []
