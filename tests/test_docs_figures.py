@@ -26,6 +26,7 @@ STALE_HASHES = {
     "bias.json": "needs the Metric-Fairness data (github.com/txsun1997/Metric-Fairness), not vendored",
     "blind_spots.json": "a run takes about 9 minutes on 2 shared cores",
     "system_level.json": "a run takes about 2 hours (170,180 segments)",
+    "long_texts.json": "a run takes about 17 minutes, after system_level's",
 }
 
 
@@ -108,9 +109,9 @@ def _hashes(value) -> list[str]:
     return [value] if isinstance(value, str) and "_version=bertscore-" in value else []
 
 
-@pytest.mark.parametrize("name", ["correlation.json", "bias.json", "blind_spots.json", "system_level.json"])
+@pytest.mark.parametrize("name", sorted(["correlation.json", *STALE_HASHES]))
 def test_quoted_scores_carry_a_hash_in_todays_format(name: str) -> None:
-    hashes = _hashes(load(name).get("hash"))
+    hashes = _hashes(load(name))
     assert hashes, f"{name} records no scorer hash"
     if name in STALE_HASHES:
         assert not all(TODAY.search(h) for h in hashes), f"{name} is current now: drop it from STALE_HASHES"
@@ -217,4 +218,24 @@ def test_the_limitations_page_tables_are_the_committed_results() -> None:
         expected.append(f"| {label} | {f1['drop']:.3f} ({f1['drop_share_of_system_gap']:.0%}) | "
                         f"{f1['share_systems_below']:.0%} | {chrf['drop']:.1f} ({chrf['drop_share_of_system_gap']:.0%}) | "
                         f"{bleu['drop']:.1f} ({bleu['drop_share_of_system_gap']:.0%}) |")
+    assert [row for row in expected if row not in text] == []
+
+
+def test_the_long_texts_page_tables_are_the_committed_results() -> None:
+    """docs/long-texts.md's cost table and its correlation table, from long_texts.json."""
+    text = (ROOT / "docs" / "long-texts.md").read_text(encoding="utf-8")
+    result = load("long_texts.json")
+    mib = 2**20
+    runs = {(tuple(run["content_tokens"]), run["mode"]): run for run in result["resources"]}
+    expected = []
+    for tokens in sorted({key[0] for key in runs}):
+        cut, whole = runs[tokens, "truncate"], runs[tokens, "window"]
+        expected.append(f"| {tokens[0]:,} / {tokens[1]:,} | {cut['seconds']:.1f} / {cut['peak_rss_bytes'] / mib:.0f} MiB | "
+                        f"{whole['seconds']:.1f} ({whole['encoder_seconds']:.1f}) / {whole['peak_rss_bytes'] / mib:.0f} MiB |")
+    pairs = [pair["summary"] for pair in result["correlation"]["pairs"]]
+    assert [pair["lp"] for pair in pairs] == ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
+    for label, key in (("(a) documents, truncate", "truncate"), ("(b) documents, window", "window"),
+                       ("(c) mean sentence F1", "sentence")):
+        values = [pair[key] for pair in pairs]
+        expected.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {mean(values):.3f} |")
     assert [row for row in expected if row not in text] == []
