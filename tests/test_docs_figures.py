@@ -239,3 +239,37 @@ def test_the_long_texts_page_tables_are_the_committed_results() -> None:
         values = [pair[key] for pair in pairs]
         expected.append(f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {mean(values):.3f} |")
     assert [row for row in expected if row not in text] == []
+
+
+def test_the_deploy_page_quotes_the_wheel_sizes() -> None:
+    """docs/deploy.md's table of the Space's build (decimal MB, as the Hub and pip show sizes)."""
+    wheels = load("space_wheels.json")
+    mb = 1e6
+    stack = sum(wheels["gpu_stack"].values())
+    cuda = wheels["torch_cuda_wheel"] + stack
+    rows = [f"| torch {wheels['torch_version']} from PyPI (CUDA) | {cuda / mb:,.0f} MB (torch "
+            f"{wheels['torch_cuda_wheel'] / mb:,.0f} MB + {len(wheels['gpu_stack'])} nvidia/cuda/triton wheels "
+            f"{stack / mb:,.0f} MB) | {wheels['total_with_cuda_torch'] / mb:,.0f} MB |",
+            f"| torch {wheels['torch_version']}+cpu (the CPU index) | {wheels['torch_cpu_wheel'] / mb:,.0f} MB | "
+            f"{wheels['total_with_cpu_torch'] / mb:,.0f} MB |",
+            f"| whole build ({wheels['packages']} wheels) |"]
+    text = page("docs/deploy.md")
+    assert [row for row in rows if row not in text] == []
+
+
+def test_the_space_page_quotes_the_load_result() -> None:
+    """docs/space.md's 'Under load' paragraph, from space_load.json (before and after, per client count)."""
+    runs = {run["label"]: {level["clients"]: level for level in run["levels"]} for run in load("space_load.json")["runs"]}
+    before, after = runs["before"], runs["after"]
+    phrases = [
+        f"{before[60]['served']} served and {before[60]['refused']} refused with \"Queue is full!\" before; now all "
+        f"{after[60]['served']} are served within {after[60]['wall_s']:.1f} s ({after[60]['pairs_per_s']:.0f} pairs/s "
+        f"against {before[60]['pairs_per_s']:.0f})",
+        f"10 clients: {after[10]['pairs_per_s']:.0f} against {before[10]['pairs_per_s']:.0f} pairs/s (p95 "
+        f"{after[10]['p95_s']:.1f} s against {before[10]['p95_s']:.1f} s)",
+        f"200 clients: {after[200]['served']} served and {after[200]['refused']} told how long to wait (before: "
+        f"{before[200]['served']} and {before[200]['refused']})",
+        f"p95 {after[200]['p95_s']:.0f} s",
+    ]
+    text = page("docs/space.md")
+    assert [phrase for phrase in phrases if phrase not in text] == []
