@@ -273,3 +273,11 @@ def test_the_space_page_quotes_the_load_result() -> None:
     ]
     text = page("docs/space.md")
     assert [phrase for phrase in phrases if phrase not in text] == []
+
+
+def test_the_layers_page_quotes_the_layer_ranking() -> None:
+    """docs/layers.md's ranking over all WMT17 to-English segments, from layers.json's mean r per layer."""
+    r = load("layers.json")["mean_pearson"]
+    phrase = (f"layer 6 r {r[6]:.3f}, layer 4 {r[4]:.3f}, layer 5 {r[5]:.3f}, layer 0 {r[0]:.3f}")
+    assert phrase in page("docs/layers.md")
+    assert max(range(len(r)), key=lambda layer: r[layer]) == 6  # 'the default is also the best'
