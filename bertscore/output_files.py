@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .digests import file_sha256
+from .digests import file_sha256, text_digest
 from .inputs import InputError
 
 META_SUFFIX = ".meta.json"
@@ -48,11 +48,18 @@ def values_path(output: Path) -> Path:
 
 
 def fingerprint(path: str | Path) -> dict[str, Any]:
-    """Size, modification time and sha256 of a file's contents (streamed, any size)."""
-    digest = file_sha256(path)
+    """Size, modification time and sha256 of a file's contents (streamed, any size); for a folder (a
+    datasets `save_to_disk` table), of every file in it: their sizes summed, and one sha256 over
+    their relative names and digests (the text digest of `name<TAB>sha256` lines)."""
     stat_result = os.stat(path)
-    return {"path": str(Path(path).resolve()), "size": stat_result.st_size, "mtime_ns": stat_result.st_mtime_ns,
-            "sha256": digest}
+    if not os.path.isdir(path):
+        return {"path": str(Path(path).resolve()), "size": stat_result.st_size, "mtime_ns": stat_result.st_mtime_ns,
+                "sha256": file_sha256(path)}
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file())
+    listing = [f"{p.relative_to(path).as_posix()}\t{file_sha256(p)}" for p in files]
+    return {"path": str(Path(path).resolve()), "size": sum(p.stat().st_size for p in files),
+            "mtime_ns": max([stat_result.st_mtime_ns, *(p.stat().st_mtime_ns for p in files)]),
+            "sha256": text_digest(listing)}
 
 
 def changed_inputs(recorded: Sequence[dict[str, Any]], current: Sequence[dict[str, Any]],

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..inputs import InputError
 
-FORMATS = ("text", "json", "jsonl", "tsv")
+FORMATS = ("text", "json", "jsonl", "tsv", "parquet")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-r", "--references", "--ref", nargs="+", default=[],
         help="reference file(s), one per line, aligned with the candidates; several files = several references",
     )
-    parser.add_argument("-i", "--input", help="instead of -c/-r: one CSV, TSV, JSONL or JSON table with a candidate "
-                        "column and one or more reference columns (see --candidate-column, --reference-column)")
+    parser.add_argument("-i", "--input", help="instead of -c/-r: one CSV, TSV, JSONL, JSON, Parquet or Arrow table, "
+                        "or a datasets save_to_disk folder, with a candidate column and one or more reference "
+                        "columns (see --candidate-column, --reference-column)")
     parser.add_argument("--candidate-column", help="--input's candidate column (default: candidate, prediction, "
                         "hypothesis, ...)")
     parser.add_argument("--reference-column", action="append", dest="reference_columns",
@@ -58,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "or window (whole texts through overlapping windows)")
     parser.add_argument("--window-stride", type=int,
                         help="with --long-texts window: content tokens between window starts (default: half a window)")
-    parser.add_argument("-f", "--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="text",
+                        help="output format (default: text; parquet needs --output)")
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
     parser.add_argument("--resume", action="store_true",
@@ -105,7 +107,7 @@ def check_statistics_options(args: argparse.Namespace) -> None:
             raise InputError("--ci is for a single -c run; --systems always prints intervals")
         if args.resume:
             raise InputError("--resume is for a single -c run, not --systems")
-        if args.format == "jsonl":
+        if args.format in ("jsonl", "parquet"):
             raise InputError("--systems writes one table: use --format text, json or tsv")
     elif args.paired_ar or args.paired_bs:
         raise InputError("--paired-ar/--paired-bs compare systems: pass --systems base.txt other.txt ...")

@@ -27,6 +27,7 @@ from .io import input_paths, read_files
 logger = logging.getLogger("bertscore")
 
 TSV_HEADER = "index\tprecision\trecall\tf1\n"
+HASH_KEY = b"bertscore.hashcode"  # a Parquet output's schema metadata: the settings' hash
 
 
 @dataclass
@@ -46,6 +47,29 @@ def format_row(row: Row, fmt: str) -> str:
     if fmt == "tsv":
         return f"{row.index}\t{row.precision:.6f}\t{row.recall:.6f}\t{row.f1:.6f}\n"
     return f"{row.index}\tP={row.precision:.6f}\tR={row.recall:.6f}\tF1={row.f1:.6f}\n"
+
+
+class ParquetRows:
+    """Rows written to a binary file as Parquet, one row group per chunk: index (int64), precision,
+    recall, f1 (float64, full precision); the scorer's hash in the schema's metadata. `close()`
+    writes the footer: a file whose run failed is never closed, and the one writer drops it."""
+
+    def __init__(self, handle: IO[bytes], hashcode: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._pa = pa
+        self.schema = pa.schema([("index", pa.int64()), ("precision", pa.float64()), ("recall", pa.float64()),
+                                 ("f1", pa.float64())], metadata={HASH_KEY: hashcode.encode("utf-8")})
+        self._writer = pq.ParquetWriter(handle, self.schema)
+
+    def write_rows(self, rows: list[Row]) -> None:
+        columns = [[row.index for row in rows], [row.precision for row in rows], [row.recall for row in rows],
+                   [row.f1 for row in rows]]
+        self._writer.write_table(self._pa.Table.from_arrays(columns, schema=self.schema))
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def parse_row(line: str, fmt: str) -> Row | None:
@@ -179,7 +203,8 @@ def resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
 def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tuple[IO[str], IO[str] | None]]:
     """The rows' file and, for a resumable TSV, its full-precision values file: stdout; a
     resumable file appended to (its meta first); otherwise the one writer (a device in place, a
-    regular file through a temporary file that replaces it only if the run succeeds)."""
+    regular file through a temporary file that replaces it only if the run succeeds), for
+    `-f parquet` wrapped in `ParquetRows`."""
     plan: OutputPlan = args.output_plan
     if plan.path is None:
         yield sys.stdout, None
@@ -191,6 +216,11 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
             values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))
                       if args.format == "tsv" else None)
             yield stack.enter_context(open(plan.path, mode, encoding="utf-8", newline="\n")), values
+    elif args.format == "parquet":
+        with open_output(plan.path, binary=True) as handle:
+            rows = ParquetRows(handle, scorer.hash)
+            yield rows, None  # type: ignore[misc]
+            rows.close()
     else:
         with open_output(plan.path) as handle:
             yield handle, None
