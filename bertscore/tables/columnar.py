@@ -160,7 +160,7 @@ class ColumnarReader(RowSource):
         where = self.source if self.format != "dataset" else f"{self.source} ({os.path.basename(path)})"
         try:
             if self.format == "parquet":
-                parquet = pa.parquet.ParquetFile(path, buffer_size=1 << 20)
+                parquet = pa.parquet.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # pages, not whole chunks
                 self._open.append(parquet)
                 if schema_only:
                     return parquet.schema_arrow
