@@ -20,6 +20,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
@@ -29,6 +30,7 @@ from .inputs import InputError
 
 META_SUFFIX = ".meta.json"
 VALUES_SUFFIX = ".meta.values"  # a resumable TSV's scores at full precision (its rows show 6 decimals)
+PARTS_SUFFIX = ".parts"  # a resumable Parquet output's finished chunks, one Parquet file each, until it is whole
 # 1: {"hashcode"} only (no input fingerprints); 2: no values file beside a TSV: not resumable any more
 META_VERSION = 3
 WRITTEN_BY = "bertscore"
@@ -45,6 +47,11 @@ def meta_path(output: Path) -> Path:
 def values_path(output: Path) -> Path:
     """Where a resumable TSV keeps its exact scores (index, P, R, F as Python float reprs)."""
     return output.with_name(output.name + VALUES_SUFFIX)
+
+
+def parts_path(output: Path) -> Path:
+    """The folder where a resumable Parquet output keeps its finished chunks until the run ends."""
+    return output.with_name(output.name + PARTS_SUFFIX)
 
 
 def fingerprint(path: str | Path) -> dict[str, Any]:
@@ -193,8 +200,8 @@ def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator
     """A text file in the output's folder that replaces `output` only when the block succeeds.
 
     On any exception (Ctrl-C included) the temporary file is removed and the old output stays
-    as it was. The meta and values files of a resumable run beside the old output no longer
-    describe the new one: with `replaces_meta` they are removed just before the replacement.
+    as it was. The meta and values files (and parts folder) of a resumable run beside the old output
+    no longer describe the new one: with `replaces_meta` they are removed just before the replacement.
     """
     target = Path(os.path.realpath(output))  # a symlink writes its target; the link stays
     try:
@@ -215,6 +222,7 @@ def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator
             for stale in (meta_path(output), values_path(output)):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(stale)
+            shutil.rmtree(parts_path(output), ignore_errors=True)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

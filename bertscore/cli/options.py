@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
     parser.add_argument("--resume", action="store_true",
-                        help="make an --output run resumable (jsonl/tsv): start it, or continue it after its last "
+                        help="make an --output run resumable (jsonl/tsv/parquet): start it, or continue it after its last "
                              "complete row when settings and inputs are unchanged")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timing")
     statistics = parser.add_argument_group("corpus statistics (bootstrap intervals, paired significance tests)")

@@ -5,7 +5,7 @@ Input files are streamed (one text per line) and scored chunk by chunk. Every in
 that replaces the target only when the run succeeds. `--resume` (JSONL/TSV) writes and flushes
 per chunk and continues an interrupted run after its last complete row (see `rows.py`).
 `--input` also reads Parquet, Arrow and datasets `save_to_disk` folders by record batches
-(`bertscore.tables`); `-f parquet` writes a row group per chunk (not resumable).
+(`bertscore.tables`); `-f parquet` writes a row group per chunk (resumable through part files).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from .options import build_scorer
 from .rows import TSV_HEADER, Row, format_row, open_rows, plan_output, resumed_rows
 
 logger = logging.getLogger("bertscore")
-PARQUET_RESUME = ("--resume is for --format jsonl or tsv: a Parquet file is whole only once its footer is written, "
-                  "so an interrupted one cannot be continued; resume a jsonl run, then convert it (docs/cli.md)")
 
 
 def _count_lines(path: str) -> int:
@@ -174,10 +172,8 @@ def run(args: argparse.Namespace) -> int:
     """Score the -c/-r files (or the --input table) pair by pair; the options are checked already."""
     if args.format == "parquet" and args.output is None:
         raise InputError("--format parquet writes a binary file: give --output FILE (or -o /dev/stdout to pipe it)")
-    if args.resume and args.format == "parquet":
-        raise InputError(PARQUET_RESUME)
-    if args.resume and (args.output is None or args.format not in ("jsonl", "tsv")):
-        raise InputError("--resume needs --output FILE and --format jsonl or tsv")
+    if args.resume and (args.output is None or args.format not in ("jsonl", "tsv", "parquet")):
+        raise InputError("--resume needs --output FILE and --format jsonl, tsv or parquet")
     if args.resume and args.candidates == "-":
         raise InputError("--resume needs --candidates as a file: stdin cannot be checked for changes between runs")
     if "-" in args.references:
