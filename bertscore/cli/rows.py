@@ -126,9 +126,12 @@ def _recover_parquet(path: Path) -> list[Row]:
         with open(path, "rb") as source, open_output(folder / _part_name(0), replaces_meta=False,
                                                       binary=True) as copy:
             shutil.copyfileobj(source, copy)
+    for stray in folder.iterdir():  # a temporary file of a part being written when the run was killed
+        if not stray.name.startswith("part-"):
+            stray.unlink()
     rows: list[Row] = []
     complete = True
-    for part in sorted(folder.iterdir()):
+    for part in sorted(folder.glob("part-*.parquet")):
         if complete and part.name == _part_name(len(rows)):
             try:
                 table = pq.read_table(part, columns=["index", "precision", "recall", "f1"])
@@ -139,7 +142,7 @@ def _recover_parquet(path: Path) -> list[Row]:
                 rows.extend(found)
                 continue
         complete = False
-        part.unlink()  # not the next part: a temporary file, damaged or out of order; all later ones go too
+        part.unlink()  # not the next part (damaged, or out of order): it and all later ones go
     return rows
 
 
