@@ -15,6 +15,7 @@ import torch
 
 from .devices import resolve_placement
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
+from .fork_safety import fork_safe
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import normalize_inputs
@@ -46,6 +47,7 @@ class BERTScorer(OfficialSurface):
     one) and idf counting needs no process pool.
     """
 
+    @fork_safe
     def __init__(
         self,
         model_type: str | None = None,
@@ -100,14 +102,16 @@ class BERTScorer(OfficialSurface):
                          self.model.max_length, self.model.add_prefix_space, self.dtype, self.device.type)
         self.embedder = Embedder(self.model, max_tokens_per_batch, batch_size, self.cache, embedding_key)
         self.pipeline = Pipeline(settings, self.embedder)
-        # What a copy is built from (`__reduce__`): the options, with the device and dtype as resolved.
+        # What a copy is built from (`__reduce__`): the options as resolved, so that two scorers built
+        # alike (num_layers=None or the default layer, a shared encoder or not) describe themselves alike.
         self._options: dict[str, Any] = dict(
-            model_type=model_type, num_layers=num_layers, batch_size=batch_size, nthreads=nthreads,
-            all_layers=all_layers, device=str(self.device), lang=lang, rescale_with_baseline=rescale_with_baseline,
-            baseline_path=baseline_path, use_fast_tokenizer=use_fast_tokenizer, dtype=self.dtype,
-            max_tokens_per_batch=max_tokens_per_batch, cache_bytes=self.cache.max_bytes, chunk_size=chunk_size,
-            cache_device=None if self.cache.device is None else str(self.cache.device), long_texts=long_texts,
-            window_stride=window_stride,
+            model_type=model_type, num_layers=num_layers if self.all_layers else self.num_layers,
+            batch_size=batch_size, nthreads=nthreads, all_layers=self.all_layers, device=str(self.device), lang=lang,
+            rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
+            use_fast_tokenizer=use_fast_tokenizer, dtype=self.dtype,
+            max_tokens_per_batch=self.embedder.max_tokens_per_batch, cache_bytes=self.cache.max_bytes,
+            chunk_size=chunk_size, cache_device=None if self.cache.device is None else str(self.cache.device),
+            long_texts=long_texts, window_stride=self.window_stride,
         )
 
     def __reduce__(self) -> tuple:
@@ -155,6 +159,7 @@ class BERTScorer(OfficialSurface):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(hash={self.hash!r}, device={self.device})"
 
+    @fork_safe
     def score(
         self,
         cands: Sequence[str],
@@ -179,6 +184,7 @@ class BERTScorer(OfficialSurface):
         out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes)
         return (out, self.hash_for(used)) if return_hash else out
 
+    @fork_safe
     def score_pairs(
         self,
         cands: Sequence[str],
