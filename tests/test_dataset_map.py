@@ -195,11 +195,22 @@ def test_bad_columns_are_named(minilm_scorer) -> None:
 def test_a_pickled_scorer_is_its_settings(minilm_scorer) -> None:
     import pickle
 
-    weights = BERTScorer(loaded_model=minilm_scorer.model, device="cpu", idf=REFERENCES)
-    for scorer in (minilm_scorer, weights):
+    from collections import defaultdict
+
+    from bertscore import TokenWeights
+
+    shared = minilm_scorer.model
+    texts = BERTScorer(loaded_model=shared, device="cpu", idf=REFERENCES)
+    mapping = BERTScorer(loaded_model=shared, device="cpu", idf=defaultdict(lambda: 2.0, {2003: 0.5, 4937: 3.0}))
+    table = BERTScorer(loaded_model=shared, device="cpu",
+                       idf=TokenWeights(torch.linspace(0.5, 2.0, shared.vocab_size)))
+    official = BERTScorer(loaded_model=shared, device="cpu")
+    official.compute_idf(PREDICTIONS)  # the official API replaces the weights after construction
+    for scorer in (minilm_scorer, texts, mapping, table, official):
         data = pickle.dumps(scorer)
         assert len(data) < 200_000  # the idf table (30,522 floats) at most
         copy = pickle.loads(data)
         assert copy.hash == scorer.hash and copy.model is not scorer.model
+        assert Hasher.hash(copy) == Hasher.hash(scorer)
         assert torch.allclose(torch.stack(copy.score(PREDICTIONS, REFERENCES)),
                               torch.stack(scorer.score(PREDICTIONS, REFERENCES)), atol=1e-6, rtol=0)
