@@ -16,14 +16,34 @@ installs the matching package from the Space this file came from (docs/deploy.md
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import shlex
 from pathlib import Path
 from typing import Any
 
-import datasets
-import evaluate
+# The `evaluate` extra (pyproject.toml; a test holds the two to it). Tried first, so that importing this
+# file without them stops with the command that installs them; then imported unindented, where
+# evaluate's own check of a module's imports sees them.
+EVALUATE_EXTRA = ("evaluate>=0.4.1", "datasets>=2.14")
+
+
+def _require_the_evaluate_extra() -> None:
+    for name in ("datasets", "evaluate"):
+        try:
+            importlib.import_module(name)
+        except ImportError as missing:
+            raise ImportError(
+                f"bertscore_metric needs the packages of bertscore's `evaluate` extra ({name} is not installed): "
+                f"pip install {' '.join(shlex.quote(spec) for spec in EVALUATE_EXTRA)}"
+                "  (from a clone: pip install -e \".[evaluate]\")"
+            ) from missing
+
+
+_require_the_evaluate_extra()
+import datasets  # noqa: E402
+import evaluate  # noqa: E402
 
 MODULE_VERSION = "0.1.0"  # the bertscore version this file belongs to (a test holds it to bertscore/version.py)
 

@@ -14,12 +14,22 @@ from ..inputs import InputError
 FORMATS = ("text", "json", "jsonl", "tsv")
 
 
+# The subcommands `main` dispatches to before this parser runs, with the line `bertscore --help` gives each.
+SUBCOMMANDS = {
+    "layers": "measure which layer of a model agrees best with human judgements of your texts",
+    "baseline": "compute a rescale baseline (LAYER,P,R,F) for any model from a monolingual corpus",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `bertscore` (the `baseline` subcommand has its own)."""
+    """The parser of `bertscore` (the `baseline` and `layers` subcommands have their own)."""
+    subcommands = "\n".join(f"  bertscore {name:<9} {line}" for name, line in SUBCOMMANDS.items())
     parser = argparse.ArgumentParser(
         prog="bertscore",
-        description="BERTScore of candidate texts against reference texts (one text per line).",
-        epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size, "
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="BERTScore of candidate texts against reference texts (one text per line).\n\n"
+                    f"subcommands (each with its own --help):\n{subcommands}",
+        epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size,\n"
                "--rescale_with_baseline, --baseline_path, -s/--seg_level, --nthreads, --use_fast_tokenizer.",
     )
     parser.add_argument("-c", "--candidates", "--cand",
