@@ -43,6 +43,7 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
         'project run  pip install ".[torchmetrics]"  (or pip install "torchmetrics>=1.3")', name="torchmetrics",
     ) from None
 
+from .devices import resolve_device
 from .distributed import local_device, score_distributed
 from .inputs import InputError, check_text, normalize_group, normalize_inputs
 from .notes import Spelling, spelled
@@ -160,7 +161,10 @@ class BERTScore(Metric):
     @property
     def scorer(self) -> BERTScorer:
         """The `BERTScorer` this metric scores with: on `device`, or where the metric is."""
-        device = local_device(self.embedding_device) if self.embedding_device is not None else self.device
+        device: Any = self.device
+        if self.embedding_device is not None:
+            device = resolve_device(self.embedding_device)  # an unknown device: the error every door gives
+            device = local_device(str(device)) if device.type == "cuda" else device  # under DDP: cuda:LOCAL_RANK
         if self._scorer is None or self._scorer.device != torch.device(device):
             self._scorer = _SHARED_POOL.get(device=device, **self.settings)
         return self._scorer
