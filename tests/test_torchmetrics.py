@@ -291,6 +291,8 @@ def test_two_gloo_ranks_compute_what_one_process_computes(tmp_path, data, minilm
         for rank in ranks:
             assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, expected, 1e-6)
         assert ranks[0][case]["hash"] == ranks[1][case]["hash"]
+    for rank in ranks:  # idf=True: every rank's compute() scored the synced texts in shards, not all of them alone
+        assert rank["sharded"] == [len(cands), len(cands)]
 
 
 # ----- a Lightning Trainer ---------------------------------------------------------------------
