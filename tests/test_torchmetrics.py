@@ -106,6 +106,16 @@ def test_an_update_loop_gives_the_official_numbers_and_score_s(data, official, m
     assert all(note.filename == __file__ for note in notes)  # at the line that called update, not in torchmetrics
 
 
+def test_notes_come_at_every_call_at_the_line_that_called_update_or_forward() -> None:
+    m = metric()
+    with pytest.warns(UserWarning) as notes:
+        m(["", "a cat"], ["x", "a cat sat"])  # forward: through nn.Module's __call__ and torchmetrics
+        m.update([""], ["x"])
+        m.update([""], ["x"])  # the same line again: noted again
+    assert [note.filename for note in notes] == [__file__] * 3
+    assert all("preds[0]" in str(note.message) for note in notes)
+
+
 def test_several_references_per_candidate_take_the_max(data, official) -> None:
     m = metric()
     feed(m, data["cands"][:12], data["groups"], 5)
