@@ -119,7 +119,9 @@ class BERTScore(Metric):
     ) -> None:
         for name, instead in _NOT_HERE.items():
             if name in kwargs:
-                raise InputError(f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, not of this one: {instead}")
+                raise InputError(
+                    f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, not of this one: {instead}"
+                )
         super().__init__(**kwargs)
         if model_name_or_path is None and lang is None:
             raise InputError("pass model_name_or_path=... or lang=... (e.g. lang='en' -> roberta-large; offline, "
@@ -128,7 +130,8 @@ class BERTScore(Metric):
             if not isinstance(value, bool):
                 raise InputError(f"{name} must be True or False, got {value!r}")
         check_size(max_length, "max_length", "None: the model's own limit")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0):
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 0):
             raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
         self.embedding_device = device
         self.verbose, self.return_hash, self.num_threads = verbose, return_hash, num_threads
@@ -273,8 +276,9 @@ def batch_inputs(preds: Any, target: Any) -> tuple[list[str], list[list[str]]]:
 def encode_texts(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """(the texts' UTF-8 bytes end to end [uint8], each text's byte count [long])."""
     encoded = [text.encode("utf-8") for text in texts]
-    data = torch.frombuffer(bytearray(b"".join(encoded)), dtype=torch.uint8) if any(encoded) else torch.zeros(0, dtype=torch.uint8)
-    return data.clone(), torch.tensor([len(e) for e in encoded], dtype=torch.long)
+    joined = b"".join(encoded)
+    data = torch.frombuffer(bytearray(joined), dtype=torch.uint8).clone() if joined else torch.zeros(0, dtype=torch.uint8)
+    return data, torch.tensor([len(e) for e in encoded], dtype=torch.long)
 
 
 def decode_texts(data: torch.Tensor, sizes: torch.Tensor) -> list[str]:
