@@ -252,6 +252,11 @@ def test_without_torchmetrics_the_error_names_the_extra(monkeypatch) -> None:
     spec = importlib.util.spec_from_file_location("bertscore._torchmetrics_probe", ROOT / "bertscore" / "torchmetrics.py")
     with pytest.raises(ModuleNotFoundError, match=r'pip install "\.\[torchmetrics\]"'):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(dep.startswith("torchmetrics>=") for dep in extras["torchmetrics"])  # the extra the error names
+    assert {"torchmetrics", "lightning"} <= {dep.split(">")[0] for dep in extras["test"]}
 
 
 GUEST = r"""
