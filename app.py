@@ -2,7 +2,7 @@
 
 Run locally with `python app.py` (honours GRADIO_SERVER_NAME / GRADIO_SERVER_PORT).
 Tabs: "One pair" (scores, hash, token-similarity heatmap with the greedy matches both ways,
-idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL / JSON upload, read by
+idf weights) and "Batch" (pasted text or a CSV / TSV / JSONL / JSON / Parquet / Arrow upload, read by
 `bertscore.tables` -> per-row table, corpus
 mean, F1 histogram, CSV download). API endpoint `/compute` for gradio_client:
 
@@ -134,7 +134,7 @@ PAIR_IDF_INFO = ("weights from the references below: needs 2 or more different o
                  "token weighs 0, so R and F1 would be 0)")
 BATCH_IDF_INFO = "weights from this batch's references (tokens in every reference weigh 0)"
 RESCALE_INFO = "off by default, as in /compute and score(); ticked: rescaled scores beside the raw ones"
-UPLOAD_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".txt"]
+UPLOAD_TYPES = [".csv", ".tsv", ".jsonl", ".json", ".txt", ".parquet", ".arrow", ".feather"]
 
 
 def batch_help(config: AppConfig) -> str:
@@ -197,7 +197,7 @@ def build_demo(config: AppConfig | None = None) -> gr.Blocks:
         with gr.Tab("Batch", elem_id="tab-batch"):
             gr.Markdown(batch_help(config), elem_id="batch-help")
             with gr.Row():
-                upload = gr.File(label="Upload CSV / TSV / JSONL / JSON", file_types=UPLOAD_TYPES,
+                upload = gr.File(label="Upload CSV / TSV / JSONL / JSON / Parquet / Arrow", file_types=UPLOAD_TYPES,
                                  type="filepath", elem_id="upload")
                 pasted = gr.Textbox(label="…or paste rows", lines=6, placeholder=PASTE_PLACEHOLDER, elem_id="pasted")
                 upload_b = gr.File(label="Compare with system B (optional): the same rows and references",

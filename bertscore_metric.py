@@ -16,13 +16,34 @@ installs the matching package from the Space this file came from (docs/deploy.md
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import shlex
 from pathlib import Path
 from typing import Any
 
-import datasets
-import evaluate
+# The `evaluate` extra (pyproject.toml; a test holds the two to it). Tried first, so that importing this
+# file without them stops with the command that installs them; then imported unindented, where
+# evaluate's own check of a module's imports sees them.
+EVALUATE_EXTRA = ("evaluate>=0.4.1", "datasets>=2.14")
+
+
+def _require_the_evaluate_extra() -> None:
+    for name in ("datasets", "evaluate"):
+        try:
+            importlib.import_module(name)
+        except ImportError as missing:
+            raise ImportError(
+                f"bertscore_metric needs the packages of bertscore's `evaluate` extra ({name} is not installed): "
+                f"pip install {' '.join(shlex.quote(spec) for spec in EVALUATE_EXTRA)}"
+                "  (from a clone: pip install -e \".[evaluate]\")"
+            ) from missing
+
+
+_require_the_evaluate_extra()
+import datasets  # noqa: E402
+import evaluate  # noqa: E402
 
 MODULE_VERSION = "0.1.0"  # the bertscore version this file belongs to (a test holds it to bertscore/version.py)
 
@@ -140,10 +161,25 @@ Args:
 Returns:
     precision, recall, f1: one float per prediction; hashcode: the reproducibility hash;
     with confidence_level, the means and intervals above (one per layer with all_layers).
+Settings can be given once, at load (then `compute()` needs none, as `evaluate.combine` calls it),
+or to each `compute()` (which overrides the load's): every argument above but predictions,
+references and seed (at load, `seed` is evaluate's own).
 Examples:
-    >>> metric = evaluate.load("bertscore_metric.py")
-    >>> metric.compute(predictions=["the cat sat"], references=[["a cat sat", "the cat is sitting"]],
-    ...                model_type="sentence-transformers/all-MiniLM-L6-v2")
+    Settings at load; each prediction has one reference or several:
+    >>> bertscore = evaluate.load("bertscore_metric", model_type="sentence-transformers/all-MiniLM-L6-v2")
+    >>> results = bertscore.compute(predictions=["the cat sat on the mat", "hello world"],
+    ...                             references=[["a cat sat on the mat", "the cat is sitting"], "hello there"])
+    >>> [round(f1, 2) for f1 in results["f1"]]
+    [0.98, 0.57]
+    >>> results["hashcode"].split("_")[1:3]  # the layer and the idf mode; the whole hash names every setting
+    ['L6', 'no-idf']
+
+    One example at a time, under either spelling evaluate uses; a setting at compute overrides the load's:
+    >>> bertscore.add(prediction="the cat sat on the mat", reference="a cat sat on the mat")
+    >>> bertscore.add(predictions="hello world", references=["hello there", "hi world"])
+    >>> results = bertscore.compute(num_layers=4)
+    >>> [round(f1, 2) for f1 in results["f1"]], results["hashcode"].split("_")[1]
+    ([0.96, 0.87], 'L4')
 """
 
 _SCORER_POOL = ScorerPool(max_models=1)
@@ -173,6 +209,29 @@ def _validated(predictions: Any, references: Any) -> tuple[Any, Any]:
     return candidates, groups
 
 
+def _one_spelling(singular: Any, kwargs: dict[str, Any], name: str) -> Any:
+    """`add()`'s example under `name` or `name + "s"` (taken out of `kwargs`), never both."""
+    if name + "s" not in kwargs:
+        return singular
+    plural = kwargs.pop(name + "s")
+    if singular is not None:
+        raise TypeError(f"add() got both {name}= and {name}s=: pass the example once (add_batch takes a batch)")
+    return plural
+
+
+def _load_settings(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The scoring settings among `evaluate.load(...)`'s keywords (taken out of `kwargs`); a keyword
+    that is neither a setting nor evaluate's is refused (evaluate itself would ignore it)."""
+    settings = {name: kwargs.pop(name) for name in list(kwargs) if name in _LOAD_SETTINGS}
+    unknown = [name for name in kwargs if name not in _EVALUATE_OPTIONS]
+    if unknown:
+        raise TypeError(
+            f"evaluate.load(...) got {', '.join(map(repr, unknown))}, which is neither a scoring setting "
+            f"({', '.join(sorted(_LOAD_SETTINGS))}) nor one of evaluate's options ({', '.join(sorted(_EVALUATE_OPTIONS))})"
+        )
+    return settings
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class BERTScoreMetric(evaluate.Metric):
     """BERTScore precision, recall and F1 per prediction, plus the reproducibility hash."""
@@ -190,10 +249,18 @@ class BERTScoreMetric(evaluate.Metric):
             reference_urls=["https://arxiv.org/abs/1904.09675"],
         )
 
+    def __init__(self, config_name: str | None = None, **kwargs: Any):
+        """evaluate's options (cache_dir, experiment_id, ...), and scoring settings that every
+        `compute()` then uses: `evaluate.load("bertscore_metric", model_type=..., num_layers=...)`."""
+        self.scoring_settings = _load_settings(kwargs)
+        super().__init__(config_name=config_name, **kwargs)
+
     def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
-        """Add one prediction (a string) and its reference(s) (a string or a list of strings)."""
-        prediction = check_text(prediction, "prediction")
-        super().add(prediction=prediction, reference=normalize_group(reference, "reference"), **kwargs)
+        """Add one prediction (a string) and its reference(s) (a string or a list of strings), as
+        `prediction=`/`reference=` or, as evaluate's `combine().add` passes them, `predictions=`/`references=`."""
+        prediction = check_text(_one_spelling(prediction, kwargs, "prediction"), "prediction")
+        reference = normalize_group(_one_spelling(reference, kwargs, "reference"), "reference")
+        super().add(prediction=prediction, reference=reference, **kwargs)
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
         """Add a batch, checked as `score()` checks it; each bare string reference becomes a list."""
@@ -203,7 +270,7 @@ class BERTScoreMetric(evaluate.Metric):
     def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict | None:
         """Score what was added (plus these inputs), checked as `score()` checks them."""
         predictions, references = _validated(predictions, references)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(predictions=predictions, references=references, **{**self.scoring_settings, **kwargs})
 
     def _compute(
         self,
@@ -266,5 +333,9 @@ class BERTScoreMetric(evaluate.Metric):
                 report(caution, None)
         return result
 
+
+_EVALUATE_OPTIONS = frozenset(inspect.signature(evaluate.EvaluationModule.__init__).parameters) - {"self", "kwargs"}
+# compute()'s settings, but for the inputs and evaluate's own `seed` (the bootstrap seed goes to compute())
+_LOAD_SETTINGS = frozenset(inspect.signature(BERTScoreMetric._compute).parameters) - {"self", "predictions", "references", "seed"}
 
 __all__ = ["BERTScoreMetric", "MODULE_VERSION", "bertscore_version", "release"]

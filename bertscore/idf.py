@@ -146,8 +146,18 @@ class TokenWeights:
         """The table as a plain dict (for inspection and hashing)."""
         return {i: float(w) for i, w in enumerate(self.table.tolist())}
 
+    def __reduce__(self) -> tuple:
+        """Pickled as the table's bytes, label and default: the same bytes for the same weights in any
+        process (a datasets fingerprint of a map function holding them is stable)."""
+        return _weights_from_bytes, (self.table.contiguous().numpy().tobytes(), self.label, self.default)
+
     def fingerprint(self) -> str:
         """A short content hash of the table."""
         import hashlib
 
         return hashlib.sha256(self.table.numpy().tobytes()).hexdigest()[:10]
+
+
+def _weights_from_bytes(data: bytes, label: str | None, default: float | None) -> TokenWeights:
+    """A `TokenWeights` unpickled (`TokenWeights.__reduce__`)."""
+    return TokenWeights(torch.frombuffer(bytearray(data), dtype=torch.float32), label, default)

@@ -20,15 +20,17 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .digests import file_sha256
+from .digests import file_sha256, text_digest
 from .inputs import InputError
 
 META_SUFFIX = ".meta.json"
 VALUES_SUFFIX = ".meta.values"  # a resumable TSV's scores at full precision (its rows show 6 decimals)
+PARTS_SUFFIX = ".parts"  # a resumable Parquet output's finished chunks, one Parquet file each, until it is whole
 # 1: {"hashcode"} only (no input fingerprints); 2: no values file beside a TSV: not resumable any more
 META_VERSION = 3
 WRITTEN_BY = "bertscore"
@@ -47,12 +49,24 @@ def values_path(output: Path) -> Path:
     return output.with_name(output.name + VALUES_SUFFIX)
 
 
+def parts_path(output: Path) -> Path:
+    """The folder where a resumable Parquet output keeps its finished chunks until the run ends."""
+    return output.with_name(output.name + PARTS_SUFFIX)
+
+
 def fingerprint(path: str | Path) -> dict[str, Any]:
-    """Size, modification time and sha256 of a file's contents (streamed, any size)."""
-    digest = file_sha256(path)
+    """Size, modification time and sha256 of a file's contents (streamed, any size); for a folder (a
+    datasets `save_to_disk` table), of every file in it: their sizes summed, and one sha256 over
+    their relative names and digests (the text digest of `name<TAB>sha256` lines)."""
     stat_result = os.stat(path)
-    return {"path": str(Path(path).resolve()), "size": stat_result.st_size, "mtime_ns": stat_result.st_mtime_ns,
-            "sha256": digest}
+    if not os.path.isdir(path):
+        return {"path": str(Path(path).resolve()), "size": stat_result.st_size, "mtime_ns": stat_result.st_mtime_ns,
+                "sha256": file_sha256(path)}
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file())
+    listing = [f"{p.relative_to(path).as_posix()}\t{file_sha256(p)}" for p in files]
+    return {"path": str(Path(path).resolve()), "size": sum(p.stat().st_size for p in files),
+            "mtime_ns": max([stat_result.st_mtime_ns, *(p.stat().st_mtime_ns for p in files)]),
+            "sha256": text_digest(listing)}
 
 
 def changed_inputs(recorded: Sequence[dict[str, Any]], current: Sequence[dict[str, Any]],
@@ -186,8 +200,8 @@ def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator
     """A text file in the output's folder that replaces `output` only when the block succeeds.
 
     On any exception (Ctrl-C included) the temporary file is removed and the old output stays
-    as it was. The meta and values files of a resumable run beside the old output no longer
-    describe the new one: with `replaces_meta` they are removed just before the replacement.
+    as it was. The meta and values files (and parts folder) of a resumable run beside the old output
+    no longer describe the new one: with `replaces_meta` they are removed just before the replacement.
     """
     target = Path(os.path.realpath(output))  # a symlink writes its target; the link stays
     try:
@@ -208,6 +222,7 @@ def _atomic(output: Path, replaces_meta: bool, binary: bool = False) -> Iterator
             for stale in (meta_path(output), values_path(output)):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(stale)
+            shutil.rmtree(parts_path(output), ignore_errors=True)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

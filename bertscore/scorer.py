@@ -6,13 +6,16 @@ in `pipeline.py`; the official package's attribute and method names in `official
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Mapping
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
 from .devices import resolve_placement
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
+from .fork_safety import fork_safe
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import normalize_inputs
@@ -44,6 +47,7 @@ class BERTScorer(OfficialSurface):
     one) and idf counting needs no process pool.
     """
 
+    @fork_safe
     def __init__(
         self,
         model_type: str | None = None,
@@ -98,6 +102,25 @@ class BERTScorer(OfficialSurface):
                          self.model.max_length, self.model.add_prefix_space, self.dtype, self.device.type)
         self.embedder = Embedder(self.model, max_tokens_per_batch, batch_size, self.cache, embedding_key)
         self.pipeline = Pipeline(settings, self.embedder)
+        # What a copy is built from (`__reduce__`): the options as resolved, so that two scorers built
+        # alike (num_layers=None or the default layer, a shared encoder or not) describe themselves alike.
+        self._options: dict[str, Any] = dict(
+            model_type=model_type, num_layers=num_layers if self.all_layers else self.num_layers,
+            batch_size=batch_size, nthreads=nthreads, all_layers=self.all_layers, device=str(self.device), lang=lang,
+            rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
+            use_fast_tokenizer=use_fast_tokenizer, dtype=self.dtype,
+            max_tokens_per_batch=self.embedder.max_tokens_per_batch, cache_bytes=self.cache.max_bytes,
+            chunk_size=chunk_size, cache_device=None if self.cache.device is None else str(self.cache.device),
+            long_texts=long_texts, window_stride=self.window_stride,
+        )
+
+    def __reduce__(self) -> tuple:
+        """A scorer pickles (and hashes, for datasets' map fingerprint) as its settings: never its
+        weights or its embedding cache. Unpickling (a `num_proc` worker, `copy.deepcopy`) loads the
+        model again from the same options; idf weights travel as their table (see `rebuilt_scorer`)."""
+        settings = self.pipeline.settings
+        weights = None if settings.idf_mode in ("no-idf", "idf") else settings.idf_weights
+        return rebuilt_scorer, (self._options, settings.idf_mode, weights, self.hash)
 
     @property
     def settings(self) -> ScoreSettings:
@@ -136,6 +159,7 @@ class BERTScorer(OfficialSurface):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(hash={self.hash!r}, device={self.device})"
 
+    @fork_safe
     def score(
         self,
         cands: Sequence[str],
@@ -160,6 +184,7 @@ class BERTScorer(OfficialSurface):
         out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes)
         return (out, self.hash_for(used)) if return_hash else out
 
+    @fork_safe
     def score_pairs(
         self,
         cands: Sequence[str],
@@ -178,6 +203,23 @@ class BERTScorer(OfficialSurface):
         """
         weights = self.pipeline.check_weights(weights)
         return self.pipeline.score_aligned(cands, refs, weights, verbose, batch_size, warn_empty, notes)
+
+
+def rebuilt_scorer(
+    options: dict[str, Any], idf_mode: str, weights: TokenWeights | None, expected_hash: str
+) -> BERTScorer:
+    """The scorer that `BERTScorer.__reduce__` describes: built from `options`, with the token
+    weights (and the label the hash gives them) of the original. A copy whose hash differs (another
+    transformers or tokenizers version in this process, say) is logged: its numbers carry its own hash."""
+    scorer = BERTScorer(**options, idf=idf_mode == "idf")
+    if weights is not None:
+        settings = scorer.pipeline.settings
+        weights.check(settings.model.vocab_size, "idf token weights")
+        scorer.pipeline.settings = dataclasses.replace(settings, idf_mode=idf_mode, idf_weights=weights)
+    if scorer.hash != expected_hash:
+        logger.warning("a copy of the scorer %s was rebuilt here as %s: its scores carry the new hash",
+                       expected_hash, scorer.hash)
+    return scorer
 
 
 def score(

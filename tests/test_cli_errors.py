@@ -123,3 +123,20 @@ def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -
     monkeypatch.setattr(scorer, "load_model", refuse)
     with pytest.raises(InputError, match=f"{name} must be a whole number >= 1"):
         BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", **{name: size})
+
+
+def test_help_lists_every_subcommand_with_one_line(capsys) -> None:
+    """`bertscore --help` names `layers` and `baseline`, one line each, and each runs its own --help."""
+    from bertscore.cli.main import SUBCOMMAND_MAINS
+    from bertscore.cli.options import SUBCOMMANDS
+
+    assert set(SUBCOMMAND_MAINS) == set(SUBCOMMANDS) == {"layers", "baseline"}
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out.splitlines()
+    for name, line in SUBCOMMANDS.items():
+        assert [row for row in shown if row.split() == ["bertscore", name, *line.split()]], (name, shown)
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        assert done.value.code == 0 and capsys.readouterr().out.startswith(f"usage: bertscore {name}")

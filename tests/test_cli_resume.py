@@ -118,6 +118,35 @@ def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
 
 
 
+def test_parquet_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -> None:
+    """A resumable Parquet run keeps each chunk as a whole Parquet file in OUTPUT.parts/: killed, it
+    resumes after its last complete part (a stray temporary file and a part that does not continue
+    the rows are dropped) and ends as one file equal to the uninterrupted run, a row group a chunk."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    output = tmp_path / "out.parquet"
+    parts = tmp_path / "out.parquet.parts"
+    _run_killed(_command(inputs, output, "parquet", "--resume"), lambda: len(list(parts.glob("part-*.parquet"))),
+                min_rows=5)
+    assert not output.exists() and (tmp_path / "out.parquet.meta.json").is_file()
+    written = sorted(parts.glob("part-*.parquet"))
+    assert 5 <= len(written) < LINES // CHUNK
+    (parts / ".part-999999999999.parquet.1234.partial").write_bytes(b"PAR1 torn")
+    (parts / "part-999999999990.parquet").write_bytes(b"PAR1 not a continuation")
+    resumed = subprocess.run(_command(inputs, output, "parquet", "--resume", "-v"), cwd=ROOT, env=_env(),
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming after {len(written) * CHUNK} complete rows" in resumed.stderr
+    assert not parts.exists()
+    expected = [json.loads(line) for line in uninterrupted.splitlines()]
+    table = pq.ParquetFile(output)
+    assert table.metadata.num_row_groups == LINES // CHUNK
+    assert table.read().to_pylist() == expected  # full precision: JSON floats round-trip exactly
+    # A finished output resumes as done: nothing scored again, the same rows.
+    assert main(_command(inputs, output, "parquet", "--resume")[3:]) == 0
+    assert f"mean over {LINES} pairs" in capsys.readouterr().err
+    assert pq.read_table(output).to_pylist() == expected and not parts.exists()
+
+
 def _partial_rows(folder: Path) -> int:
     """Lines in the temporary files of a fresh run (`.NAME.*.partial`) in `folder`."""
     return sum(_rows(path) for path in folder.glob(".*.partial"))

@@ -10,9 +10,13 @@ The rules a block follows (write new blocks by them):
   repository ships (examples/, tests/data/).
 - A block whose first line is `# needs the Hub`, `# needs a GPU` or `# needs data outside the
   clone` (more words may follow) is not run: the test is skipped with that line as the reason.
-- A line marked `# set-up` (make demo, make test, `. .venv/bin/activate`, installs) or `# serves`
-  (make app: runs until Ctrl-C) is not run: those targets build virtual environments and run this
-  very test. A marked `make TARGET` line is checked instead: the target must exist (`make -n`).
+- A block right after the line `<!-- docs test: set-up -->` (make demo, make test, `. .venv/bin/activate`,
+  installs) or `<!-- docs test: serves -->` (make app: runs until Ctrl-C) is not run: those commands
+  build virtual environments, install into them or run this very test. The reader sees the commands
+  alone (the comment does not render). Its `make TARGET` lines are checked instead: the target must
+  exist (`make -n`); an `. .venv/bin/activate` line must name that venv. (A line ending in a
+  `# set-up` or `# serves` comment is treated the same, as a safety net, but tests/test_docs_links.py
+  keeps such marks out of the pages: readers would copy them.)
 - Sample output, transcripts and templates with placeholders use a fence that is not run:
   ```text or ```console. A ```text block right after the line `<!-- output of the block above -->`
   is the exact stdout of the runnable block before it, and is checked against a real run.
@@ -37,6 +41,7 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 NEEDS = ("# needs the Hub", "# needs a GPU", "# needs data outside the clone")
 LINE_MARKS = ("# set-up", "# serves")
+BLOCK_MARKS = ("<!-- docs test: set-up -->", "<!-- docs test: serves -->")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 TIMEOUT_S = 180
 OUTPUT_MARK = "<!-- output of the block above -->"
@@ -50,6 +55,7 @@ class Block:
     language: str
     text: str
     shows_output: bool = False  # a ```text block marked as the output of the block before it
+    not_run: bool = False  # a block right after a BLOCK_MARKS comment: set-up or serving, checked, never run
 
     @property
     def id(self) -> str:
@@ -73,7 +79,7 @@ def blocks_of(path: Path) -> list[Block]:
         assert i < len(lines), f"{path.name}:{start + 1}: a ``` fence that is never closed"
         before = [line.strip() for line in lines[:start] if line.strip()][-1:]
         found.append(Block(path.relative_to(ROOT).as_posix(), start + 1, language, "\n".join(body) + "\n",
-                           before == [OUTPUT_MARK]))
+                           before == [OUTPUT_MARK], bool(before) and before[0] in BLOCK_MARKS))
         i += 1
     return found
 
@@ -109,8 +115,13 @@ def block_env(clone: Path) -> dict[str, str]:
 
 
 def check_marked_line(line: str, clone: Path) -> None:
-    """A `# set-up`/`# serves` line is not run; its make target must exist, its venv be this one."""
-    command = shlex.split(line.split("#", 1)[0])
+    """A set-up or serving line is not run; its make targets must exist, its venv be this one."""
+    parts = line.split("#", 1)[0].split("&&")
+    if len(parts) > 1:
+        for part in parts:
+            check_marked_line(part, clone)
+        return
+    command = shlex.split(parts[0])
     while command and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", command[0]):
         command = command[1:]  # VAR=value make ...
     if command[:1] == ["make"]:
@@ -134,7 +145,7 @@ def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.
     blocks running side by side cannot meet in a file)."""
     kept = []
     for line in block.text.splitlines():
-        if any(mark in line for mark in LINE_MARKS):
+        if block.not_run or any(mark in line for mark in LINE_MARKS):
             check_marked_line(line, clone)
         else:
             kept.append(line)
@@ -239,6 +250,13 @@ def test_readme_keeps_the_space_front_matter() -> None:
     assert header["sdk"] == "gradio" and (ROOT / header["app_file"]).is_file()
     assert {"title", "sdk_version", "python_version", "license", "short_description"} <= set(header)
     assert "evaluate" in header["tags"] and "metric" in header["tags"]
+
+
+def test_every_block_mark_precedes_a_runnable_block() -> None:
+    """A set-up/serves comment anywhere else would silence nothing, or a block it was not meant for."""
+    marked = sum(path.read_text(encoding="utf-8").count(mark) for path in DOC_FILES for mark in BLOCK_MARKS)
+    silenced = [block for block in ALL_BLOCKS if block.not_run]
+    assert marked == len(silenced) >= 1 and all(block.language in RUNNABLE for block in silenced)
 
 
 def test_every_output_mark_follows_a_runnable_block() -> None:

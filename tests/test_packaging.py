@@ -37,3 +37,21 @@ def test_wheel_builds_quietly_with_every_data_file(tmp_path):
     assert len(data_files) > 70  # today: 72 baseline TSVs and their LICENSE
     missing = sorted(data_files - names)
     assert not missing, f"files under bertscore/data missing from the wheel (extend package-data): {missing}"
+
+
+@pytest.mark.parametrize("blocked", ["datasets", "evaluate"])
+def test_the_metric_module_without_the_evaluate_extra_names_the_install_command(blocked):
+    """`import bertscore_metric` where the `evaluate` extra is not installed stops with the command
+    that installs it (a fresh interpreter: the module is blocked in sys.modules, as if absent)."""
+    import shlex
+    import tomllib
+
+    code = f"import sys; sys.modules[{blocked!r}] = None; import bertscore_metric"
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    extra = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]["evaluate"]
+    command = "pip install " + " ".join(shlex.quote(spec) for spec in extra)
+    assert last.startswith("ImportError: bertscore_metric needs") and f"({blocked} is not installed)" in last, last
+    assert command in last and "`evaluate` extra" in last, last

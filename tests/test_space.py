@@ -76,7 +76,7 @@ def test_batch_texts_reads_an_upload_or_pasted_rows(tmp_path) -> None:
                                                   "at a time. Remove the file")):
         batch_texts(SMALL, str(table), "candidate,reference\nc,r\n")
     assert batch_texts(SMALL, None, "candidate\treference\nc1\tr1\n") == (["c1"], [["r1"]])
-    with pytest.raises(UserError, match="upload a CSV / TSV / JSONL / JSON file or paste rows"):
+    with pytest.raises(UserError, match="upload a CSV / TSV / JSONL / JSON / Parquet / Arrow file or paste rows"):
         batch_texts(SMALL, None, " \n")
     big = tmp_path / "big.csv"
     big.write_text("candidate,reference\n" + "a,b\n" * 300_000)
@@ -92,6 +92,18 @@ def test_batch_texts_reads_an_upload_or_pasted_rows(tmp_path) -> None:
         batch_texts(SMALL, None, "candidate,reference_1,reference_2\na,b,\nc,d," + "e" * 13 + "\n")
     with pytest.raises(UserError, match=re.escape("row 1 (candidate) has 13 characters")):
         batch_texts(SMALL, None, "candidate,reference\n" + "a" * 13 + ",b\n")
+
+
+def test_batch_texts_reads_a_parquet_upload_with_list_references(tmp_path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "upload.parquet"
+    pq.write_table(pa.table({"candidate": ["c1", "c2"], "references": [["r1"], ["r2", "r3"]]}), table)
+    assert batch_texts(SMALL, str(table), "") == (["c1", "c2"], [["r1"], ["r2", "r3"]])
+    pq.write_table(pa.table({"candidate": ["c1", None], "references": [["r1"], ["r2"]]}), table)
+    with pytest.raises(TableError, match=re.escape("upload.parquet, row 2, column 'candidate': is null")):
+        batch_texts(SMALL, {"path": str(table)}, "")
 
 
 def test_system_b_needs_the_same_rows_and_references(tmp_path) -> None:

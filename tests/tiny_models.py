@@ -488,3 +488,19 @@ def build_without_layers(out_dir: Path) -> Path:
     BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=0, num_attention_heads=4,
                intermediate_size=32).save_pretrained(out_dir)
     return out_dir
+
+
+def build_causal_lm(out_dir: Path) -> Path:
+    """A tiny GPT-2 language model with a byte-level BPE tokenizer (`<|endoftext|>` as bos, eos and
+    pad; padding on the left, as batched generation needs): the model a `text-generation` pipeline
+    runs, transformers 5's one text generation task."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    out_dir = _prepare(out_dir)
+    files = _byte_level_bpe_files(training_corpus(), ["<|endoftext|>"])
+    tok = _save_tokenizer("GPT2Tokenizer", files, out_dir, pad_token="<|endoftext|>", padding_side="left")
+    torch.manual_seed(SEED)
+    config = GPT2Config(vocab_size=len(tok), n_positions=MODEL_MAX_LENGTH, n_embd=32, n_layer=2, n_head=4,
+                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    _save_model(GPT2LMHeadModel(config), out_dir)
+    return out_dir

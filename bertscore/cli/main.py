@@ -23,6 +23,9 @@ from .layers import main as layers_main
 from .options import build_parser, check_baseline_file, check_statistics_options
 from .score import run as score_pairs
 
+# `bertscore NAME ...` runs NAME's own command (its line in `bertscore --help`: options.SUBCOMMANDS)
+SUBCOMMAND_MAINS = {"layers": layers_main, "baseline": baseline_main}
+
 
 def run(args: argparse.Namespace) -> int:
     """Check what every mode of `bertscore` shares, then run `--systems` or the scoring of pairs."""
@@ -41,10 +44,8 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The `bertscore` command (its exit code): 0 done, 2 bad input, 1 a bug, 130 interrupted."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "baseline":
-        return baseline_main(argv[1:])
-    if argv and argv[0] == "layers":
-        return layers_main(argv[1:])
+    if argv and argv[0] in SUBCOMMAND_MAINS:
+        return SUBCOMMAND_MAINS[argv[0]](argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
 

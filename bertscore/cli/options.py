@@ -11,15 +11,25 @@ from typing import Any
 
 from ..inputs import InputError
 
-FORMATS = ("text", "json", "jsonl", "tsv")
+FORMATS = ("text", "json", "jsonl", "tsv", "parquet")
+
+
+# The subcommands `main` dispatches to before this parser runs, with the line `bertscore --help` gives each.
+SUBCOMMANDS = {
+    "layers": "measure which layer of a model agrees best with human judgements of your texts",
+    "baseline": "compute a rescale baseline (LAYER,P,R,F) for any model from a monolingual corpus",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `bertscore` (the `baseline` subcommand has its own)."""
+    """The parser of `bertscore` (the `baseline` and `layers` subcommands have their own)."""
+    subcommands = "\n".join(f"  bertscore {name:<9} {line}" for name, line in SUBCOMMANDS.items())
     parser = argparse.ArgumentParser(
         prog="bertscore",
-        description="BERTScore of candidate texts against reference texts (one text per line).",
-        epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size, "
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="BERTScore of candidate texts against reference texts (one text per line).\n\n"
+                    f"subcommands (each with its own --help):\n{subcommands}",
+        epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size,\n"
                "--rescale_with_baseline, --baseline_path, -s/--seg_level, --nthreads, --use_fast_tokenizer.",
     )
     parser.add_argument("-c", "--candidates", "--cand",
@@ -28,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-r", "--references", "--ref", nargs="+", default=[],
         help="reference file(s), one per line, aligned with the candidates; several files = several references",
     )
-    parser.add_argument("-i", "--input", help="instead of -c/-r: one CSV, TSV, JSONL or JSON table with a candidate "
-                        "column and one or more reference columns (see --candidate-column, --reference-column)")
+    parser.add_argument("-i", "--input", help="instead of -c/-r: one CSV, TSV, JSONL, JSON, Parquet or Arrow table, "
+                        "or a datasets save_to_disk folder, with a candidate column and one or more reference "
+                        "columns (see --candidate-column, --reference-column)")
     parser.add_argument("--candidate-column", help="--input's candidate column (default: candidate, prediction, "
                         "hypothesis, ...)")
     parser.add_argument("--reference-column", action="append", dest="reference_columns",
@@ -58,11 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "or window (whole texts through overlapping windows)")
     parser.add_argument("--window-stride", type=int,
                         help="with --long-texts window: content tokens between window starts (default: half a window)")
-    parser.add_argument("-f", "--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="text",
+                        help="output format (default: text; parquet needs --output)")
     parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
     parser.add_argument("--resume", action="store_true",
-                        help="make an --output run resumable (jsonl/tsv): start it, or continue it after its last "
+                        help="make an --output run resumable (jsonl/tsv/parquet): start it, or continue it after its last "
                              "complete row when settings and inputs are unchanged")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timing")
     statistics = parser.add_argument_group("corpus statistics (bootstrap intervals, paired significance tests)")
@@ -105,7 +117,7 @@ def check_statistics_options(args: argparse.Namespace) -> None:
             raise InputError("--ci is for a single -c run; --systems always prints intervals")
         if args.resume:
             raise InputError("--resume is for a single -c run, not --systems")
-        if args.format == "jsonl":
+        if args.format in ("jsonl", "parquet"):
             raise InputError("--systems writes one table: use --format text, json or tsv")
     elif args.paired_ar or args.paired_bs:
         raise InputError("--paired-ar/--paired-bs compare systems: pass --systems base.txt other.txt ...")

@@ -1,9 +1,12 @@
 """Where the per-pair rows of `bertscore -c/-r` (or `--input`) go: their formats, the output
 plan checked before the model loads, and resuming an interrupted `--resume` file.
 
-`--resume` (JSONL/TSV) continues an interrupted run after its last complete row, if its settings
-and input files are unchanged; a TSV keeps every score's full precision in `OUTPUT.meta.values`,
-so means and intervals equal an uninterrupted run's.
+`--resume` continues an interrupted run after its last complete row, if its settings and input
+files are unchanged; a TSV keeps every score's full precision in `OUTPUT.meta.values`, so means
+and intervals equal an uninterrupted run's. A Parquet file is whole only once its footer is
+written: a resumable one keeps each finished chunk as a Parquet file of its own in `OUTPUT.parts/`
+(written whole or not at all), joins them into OUTPUT (one row group each) when the run ends, and
+resumes after its last complete part.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import contextlib
 import json
 import logging
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +23,8 @@ from typing import IO, Any, Iterator
 
 from ..inputs import InputError
 from ..output_files import (
-    changed_inputs, check_not_an_input, check_output, fingerprint, meta_path, open_output, read_meta, values_path,
+    changed_inputs, check_not_an_input, check_output, fingerprint, meta_path, open_output, parts_path, read_meta,
+    values_path,
     write_meta,
 )
 from .io import input_paths, read_files
@@ -27,6 +32,7 @@ from .io import input_paths, read_files
 logger = logging.getLogger("bertscore")
 
 TSV_HEADER = "index\tprecision\trecall\tf1\n"
+HASH_KEY = b"bertscore.hashcode"  # a Parquet output's schema metadata: the settings' hash
 
 
 @dataclass
@@ -46,6 +52,98 @@ def format_row(row: Row, fmt: str) -> str:
     if fmt == "tsv":
         return f"{row.index}\t{row.precision:.6f}\t{row.recall:.6f}\t{row.f1:.6f}\n"
     return f"{row.index}\tP={row.precision:.6f}\tR={row.recall:.6f}\tF1={row.f1:.6f}\n"
+
+
+class ParquetRows:
+    """Rows written to a binary file as Parquet, one row group per chunk: index (int64), precision,
+    recall, f1 (float64, full precision); the scorer's hash in the schema's metadata. `close()`
+    writes the footer: a file whose run failed is never closed, and the one writer drops it."""
+
+    def __init__(self, handle: IO[bytes], hashcode: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._pa = pa
+        self.schema = pa.schema([("index", pa.int64()), ("precision", pa.float64()), ("recall", pa.float64()),
+                                 ("f1", pa.float64())], metadata={HASH_KEY: hashcode.encode("utf-8")})
+        self._writer = pq.ParquetWriter(handle, self.schema)
+
+    def write_rows(self, rows: list[Row]) -> None:
+        columns = [[row.index for row in rows], [row.precision for row in rows], [row.recall for row in rows],
+                   [row.f1 for row in rows]]
+        self.write_table(self._pa.Table.from_arrays(columns, schema=self.schema))
+
+    def write_table(self, table: Any) -> None:
+        self._writer.write_table(table.replace_schema_metadata(self.schema.metadata))
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _part_name(first_index: int) -> str:
+    return f"part-{first_index:012d}.parquet"
+
+
+class ParquetParts:
+    """A resumable Parquet output: each chunk's rows a whole Parquet file in the parts folder (through
+    the one writer: complete or absent), joined into the output by `finish()`."""
+
+    def __init__(self, folder: Path, hashcode: str) -> None:
+        self.folder, self.hashcode = folder, hashcode
+
+    def write_rows(self, rows: list[Row]) -> None:
+        with open_output(self.folder / _part_name(rows[0].index), replaces_meta=False, binary=True) as handle:
+            part = ParquetRows(handle, self.hashcode)
+            part.write_rows(rows)
+            part.close()
+
+    def finish(self, output: Path) -> None:
+        """The parts, a row group each and in order, into `output` (atomically); then the parts go."""
+        import pyarrow.parquet as pq
+
+        with open_output(output, replaces_meta=False, binary=True) as handle:
+            joined = ParquetRows(handle, self.hashcode)
+            for part in sorted(self.folder.glob("part-*.parquet")):
+                with pq.ParquetFile(part) as parquet:
+                    for group in range(parquet.num_row_groups):
+                        joined.write_table(parquet.read_row_group(group))
+            joined.close()
+        shutil.rmtree(self.folder)
+
+
+def _recover_parquet(path: Path) -> list[Row]:
+    """Rows of an interrupted resumable Parquet run, at full precision: its parts in order while each
+    continues the rows (a later, unreadable or stray file is removed); without parts, a finished
+    output, first copied into the parts folder (the run then ends by joining them again)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = parts_path(path)
+    if not any(folder.glob("part-*.parquet")):
+        if not path.exists():
+            return []
+        folder.mkdir(exist_ok=True)
+        with open(path, "rb") as source, open_output(folder / _part_name(0), replaces_meta=False,
+                                                      binary=True) as copy:
+            shutil.copyfileobj(source, copy)
+    for stray in folder.iterdir():  # a temporary file of a part being written when the run was killed
+        if not stray.name.startswith("part-"):
+            stray.unlink()
+    rows: list[Row] = []
+    complete = True
+    for part in sorted(folder.glob("part-*.parquet")):
+        if complete and part.name == _part_name(len(rows)):
+            try:
+                table = pq.read_table(part, columns=["index", "precision", "recall", "f1"])
+                found = [Row(*values) for values in zip(*(column.to_pylist() for column in table.columns))]
+            except (pa.ArrowException, OSError):
+                found = []
+            if found and [row.index for row in found] == list(range(len(rows), len(rows) + len(found))):
+                rows.extend(found)
+                continue
+        complete = False
+        part.unlink()  # not the next part (damaged, or out of order): it and all later ones go
+    return rows
 
 
 def parse_row(line: str, fmt: str) -> Row | None:
@@ -87,7 +185,9 @@ def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row],
 def _recover(path: Path, fmt: str) -> list[Row]:
     """Rows of an interrupted output file, at full precision; cut the file after its last complete
     row. A TSV shows 6 decimals: its exact values come from the values file beside it (written
-    before each chunk's rows), and only rows present, and equal, in both are kept."""
+    before each chunk's rows), and only rows present, and equal, in both are kept. Parquet: its parts."""
+    if fmt == "parquet":
+        return _recover_parquet(path)
     rows, offsets = _complete_rows(path, fmt, TSV_HEADER)
     if fmt == "tsv":
         values_file = values_path(path)
@@ -145,7 +245,7 @@ def plan_output(args: argparse.Namespace) -> OutputPlan:
         return OutputPlan()
     output = Path(args.output)
     inputs = read_files(args, input_paths(args))
-    check_not_an_input(output, inputs, [meta_path(output), values_path(output)])  # both are removed or written
+    check_not_an_input(output, inputs, [meta_path(output), values_path(output), parts_path(output)])  # removed or written
     if check_output(output, inputs):
         if args.resume:
             raise InputError(f"--resume needs a regular file as --output, not {output}: its meta file would go "
@@ -154,7 +254,7 @@ def plan_output(args: argparse.Namespace) -> OutputPlan:
     if not args.resume:
         return OutputPlan(output)
     fingerprints = _input_fingerprints(args)
-    if output.exists():
+    if output.exists() or parts_path(output).exists():
         _check_resumable(output, args, fingerprints)
     return OutputPlan(output, resume=True, fingerprints=fingerprints)
 
@@ -162,7 +262,7 @@ def plan_output(args: argparse.Namespace) -> OutputPlan:
 def resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
     """The complete rows of the resumable output being continued (none for a new one)."""
     plan: OutputPlan = args.output_plan
-    if not plan.resume or not plan.path.exists():
+    if not plan.resume or not (plan.path.exists() or parts_path(plan.path).exists()):
         return []
     previous = read_meta(plan.path).get("hashcode")
     if previous != scorer.hash:
@@ -179,10 +279,20 @@ def resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
 def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tuple[IO[str], IO[str] | None]]:
     """The rows' file and, for a resumable TSV, its full-precision values file: stdout; a
     resumable file appended to (its meta first); otherwise the one writer (a device in place, a
-    regular file through a temporary file that replaces it only if the run succeeds)."""
+    regular file through a temporary file that replaces it only if the run succeeds), for
+    `-f parquet` wrapped in `ParquetRows`."""
     plan: OutputPlan = args.output_plan
     if plan.path is None:
         yield sys.stdout, None
+    elif plan.resume and args.format == "parquet":
+        folder = parts_path(plan.path)
+        if not appending:
+            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
+            shutil.rmtree(folder, ignore_errors=True)  # parts of a run with other settings or inputs
+        folder.mkdir(exist_ok=True)
+        parts = ParquetParts(folder, scorer.hash)
+        yield parts, None  # type: ignore[misc]
+        parts.finish(plan.path)
     elif plan.resume:
         if not appending:
             write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
@@ -191,6 +301,11 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
             values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))
                       if args.format == "tsv" else None)
             yield stack.enter_context(open(plan.path, mode, encoding="utf-8", newline="\n")), values
+    elif args.format == "parquet":
+        with open_output(plan.path, binary=True) as handle:
+            rows = ParquetRows(handle, scorer.hash)
+            yield rows, None  # type: ignore[misc]
+            rows.close()
     else:
         with open_output(plan.path) as handle:
             yield handle, None

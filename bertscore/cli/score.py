@@ -4,6 +4,8 @@ Input files are streamed (one text per line) and scored chunk by chunk. Every in
 (exists, UTF-8, equal lengths) before any output is touched; `-o` is written to a temporary file
 that replaces the target only when the run succeeds. `--resume` (JSONL/TSV) writes and flushes
 per chunk and continues an interrupted run after its last complete row (see `rows.py`).
+`--input` also reads Parquet, Arrow and datasets `save_to_disk` folders by record batches
+(`bertscore.tables`); `-f parquet` writes a row group per chunk (resumable through part files).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def _table(args: argparse.Namespace) -> Any:
     """The --input table, opened for streaming (its columns are checked on opening)."""
     from ..tables import TableError, open_table
 
-    if not os.path.isfile(args.input):
+    if not os.path.exists(args.input):  # a file, or a datasets save_to_disk folder
         raise InputError(f"file not found: {args.input}")
     try:
         return open_table(args.input, candidate_column=args.candidate_column, reference_columns=args.reference_columns)
@@ -168,8 +170,10 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the -c/-r files (or the --input table) pair by pair; the options are checked already."""
-    if args.resume and (args.output is None or args.format not in ("jsonl", "tsv")):
-        raise InputError("--resume needs --output FILE and --format jsonl or tsv")
+    if args.format == "parquet" and args.output is None:
+        raise InputError("--format parquet writes a binary file: give --output FILE (or -o /dev/stdout to pipe it)")
+    if args.resume and (args.output is None or args.format not in ("jsonl", "tsv", "parquet")):
+        raise InputError("--resume needs --output FILE and --format jsonl, tsv or parquet")
     if args.resume and args.candidates == "-":
         raise InputError("--resume needs --candidates as a file: stdin cannot be checked for changes between runs")
     if "-" in args.references:
@@ -234,6 +238,9 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             if args.format == "json":
                 collected.extend(rows)
                 continue
+            if args.format == "parquet":  # a row group per chunk
+                out.write_rows(rows)
+                continue
             if exact_values is not None:  # first: a TSV row is kept on resume only with its exact values
                 exact_values.write("".join(f"{r.index}\t{r.precision!r}\t{r.recall!r}\t{r.f1!r}\n" for r in rows))
                 exact_values.flush()
@@ -257,7 +264,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             json.dump(payload, out)
             out.write("\n")
         # The summary goes beside machine-readable rows (stderr), never inside them.
-        report = sys.stderr if args.format in ("jsonl", "tsv", "json") else out
+        report = sys.stderr if args.format in ("jsonl", "tsv", "json", "parquet") else out
         if args.format != "json" or args.output is not None:
             print(f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
                   f"F1={means['f1']:.6f}", file=report)

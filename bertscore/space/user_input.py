@@ -114,7 +114,7 @@ def batch_texts(config: AppConfig, upload: Any, pasted: str) -> tuple[list[str],
     elif has_pasted:
         candidates, groups = parse_table(pasted, name="pasted text", max_rows=config.max_rows)
     else:
-        raise UserError("upload a CSV / TSV / JSONL / JSON file or paste rows (with a header line) first")
+        raise UserError("upload a CSV / TSV / JSONL / JSON / Parquet / Arrow file or paste rows (with a header line) first")
     check_texts(config, candidates, groups, BATCH_SPELLING)
     return candidates, groups
 

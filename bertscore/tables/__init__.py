@@ -1,4 +1,5 @@
-"""Read candidate/reference tables (CSV, TSV, JSONL, JSON) for the CLI and the Space.
+"""Read candidate/reference tables (CSV, TSV, JSONL, JSON; Parquet, Arrow IPC and datasets'
+`save_to_disk` folders through pyarrow: `columnar.py`) for the CLI and the Space.
 
 A table has one candidate column and one or several reference columns. Without explicit
 `candidate_column` / `reference_columns`, they are found by name (case-insensitive):
@@ -7,8 +8,9 @@ reference / references / ref / refs / target / targets, plus numbered reference_
 (ref_1, reference1, ...), for the references. Two candidate-like (or two plain reference-like)
 columns are an error: name the one to use.
 
-Formats: `format=` wins; else the file extension (.csv, .tsv/.tab, .jsonl/.ndjson, .json);
-else the content: a first character `[` is a JSON array of objects, `{` is JSONL, otherwise a
+Formats: `format=` wins; else a folder is a `save_to_disk` folder, and a file starting with
+Parquet's or Arrow's magic bytes is one (see `columnar.py`); else the file extension (.csv,
+.tsv/.tab, .jsonl/.ndjson, .json); else the content: a first character `[` is a JSON array of objects, `{` is JSONL, otherwise a
 header line with a tab is TSV and one without is CSV.
 - CSV follows RFC 4180 (fields with commas, quotes or line breaks are quoted); malformed
   quoting is an error, never a guess.
@@ -39,22 +41,29 @@ import os
 from typing import Iterable, Sequence
 
 from .cells import TableRow
+from .columnar import COLUMNAR_FORMATS, ColumnarReader, columnar_format
 from .columns import CANDIDATE_COLUMNS, REFERENCE_COLUMNS, resolve_columns
 from .errors import TableError
 from .lines import HEAD_BYTES, file_lines, text_lines
-from .reader import EXTENSIONS, FORMATS, TableReader
+from .reader import EXTENSIONS, TEXT_FORMATS, RowSource, TableReader
+
+FORMATS = TEXT_FORMATS + COLUMNAR_FORMATS
 
 
 def open_table(
     path: str | os.PathLike[str], *, format: str | None = None, candidate_column: str | None = None,
     reference_columns: Sequence[str] | None = None, max_rows: int | None = None, name: str | None = None,
     extra_columns: Sequence[str] = (),
-) -> TableReader:
+) -> RowSource:
     """A lazy reader of the table in `path` (`name`: how errors call it; default the path).
 
     `extra_columns`: further columns every row must have, read as they are into `TableRow.extras`
     (a human score, a second candidate): their meaning is the caller's."""
     source = name or os.fspath(path)
+    columnar = _columnar(path, source, format)
+    if columnar is not None:
+        return ColumnarReader(path, source, columnar, candidate_column=candidate_column,
+                              reference_columns=reference_columns, max_rows=max_rows, extra_columns=extra_columns)
     handle = open(path, "rb")
     try:
         extension = EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
@@ -70,11 +79,21 @@ def table_columns(path: str | os.PathLike[str], *, format: str | None = None, na
     """Every column of the table in `path` (its header, or its first JSON object's keys), in order,
     whatever they hold: for a caller that chooses its columns from what a table has."""
     source = name or os.fspath(path)
+    columnar = _columnar(path, source, format)
+    if columnar is not None:
+        return ColumnarReader(path, source, columnar, columns_only=True).columns
     with open(path, "rb") as handle:
         extension = EXTENSIONS.get(os.path.splitext(os.fspath(path))[1].lower())
         reader = TableReader(file_lines(handle, source), source, format=format, extension_format=extension,
                              columns_only=True)
         return reader.columns
+
+
+def _columnar(path: str | os.PathLike[str], source: str, format: str | None) -> str | None:
+    """The columnar format of `path` ('parquet', 'arrow', 'dataset'), or None for a text table."""
+    if format is not None and format not in FORMATS:
+        raise TableError(source, f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    return columnar_format(path, format, name=source)
 
 
 def table_from_text(
@@ -118,6 +137,6 @@ def parse_table(
 
 
 __all__ = [
-    "CANDIDATE_COLUMNS", "FORMATS", "HEAD_BYTES", "REFERENCE_COLUMNS", "TableError", "TableReader", "TableRow",
+    "CANDIDATE_COLUMNS", "COLUMNAR_FORMATS", "ColumnarReader", "FORMATS", "RowSource", "HEAD_BYTES", "REFERENCE_COLUMNS", "TableError", "TableReader", "TableRow",
     "collect", "open_table", "table_columns", "parse_table", "read_table", "resolve_columns", "table_from_text",
 ]

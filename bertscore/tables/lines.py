@@ -25,7 +25,7 @@ def file_lines(handle: io.BufferedIOBase, source: str) -> Lines:
     if b"\0" in head:
         nul = head.index(b"\0")
         raise TableError(source, f"looks binary (a NUL byte at byte {nul}), "
-                                 "not a UTF-8 text file (CSV, TSV, JSONL or JSON)")
+                                 "not a UTF-8 text file (CSV, TSV, JSONL or JSON) nor a Parquet or Arrow file")
     offset = 0
     for number, raw in enumerate(_byte_lines(handle, head), start=1):
         start = len(_UTF8_BOM) if number == 1 and raw.startswith(_UTF8_BOM) else 0

@@ -16,7 +16,8 @@ from .columns import CANDIDATE_COLUMNS, is_reference_name, resolve_columns
 from .errors import TableError
 from .lines import Lines
 
-FORMATS = ("csv", "tsv", "jsonl", "json")
+TEXT_FORMATS = ("csv", "tsv", "jsonl", "json")
+FORMATS = TEXT_FORMATS
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 
 
@@ -43,7 +44,61 @@ def _looks_csv_quoted(field: str) -> bool:
     return len(field) >= 2 and field[0] == field[-1] == '"' and '""' in field[1:-1]
 
 
-class TableReader:
+class RowSource:
+    """What every table reader shares: its rows iterated once (at most `max_rows`, at least one),
+    the file closed at the end, early with `close()` or on leaving a `with` block."""
+
+    source: str
+    format: str
+    max_rows: int | None
+    columns: tuple[str, ...]
+    candidate_column: str
+    reference_columns: tuple[str, ...]
+    extra_columns: tuple[str, ...]
+    _rows: Iterator[TableRow]
+    _close: Callable[[], None]
+    no_rows = "has a header but no rows"
+    columns_only = False  # read the header (or first object, or schema) alone: `columns`, no rows
+
+    def __iter__(self) -> Iterator[TableRow]:
+        try:
+            count = 0
+            for count, row in enumerate(self._rows, start=1):
+                if self.max_rows is not None and count > self.max_rows:
+                    raise TableError(self.source, f"has more than {self.max_rows} rows; at most {self.max_rows} "
+                                                  "are accepted here")
+                yield row
+            if count == 0:  # JSON formats always have a first record
+                raise TableError(self.source, self.no_rows)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._close()
+
+    def _columns(self, columns: Sequence[str], candidate_column: str | None,
+                 reference_columns: Sequence[str] | None) -> None:
+        self.columns = tuple(columns)  # every column of the header (or of the first JSON object)
+        if self.columns_only:
+            self.candidate_column, self.reference_columns = "", ()
+            return
+        self.candidate_column, self.reference_columns = resolve_columns(
+            columns, self.source, candidate_column, reference_columns
+        )
+        for name in self.extra_columns:  # columns the caller reads besides the texts (a human score, ...)
+            if name not in columns:
+                raise TableError(self.source, f"no column {name!r}; found columns: {', '.join(map(repr, columns))}")
+            if name == self.candidate_column or name in self.reference_columns:
+                raise TableError(self.source, f"column {name!r} is already the candidate or a reference column")
+
+    def __enter__(self) -> "RowSource":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class TableReader(RowSource):
     """The rows of one table, read lazily; its columns are known (and checked) on construction.
 
     Iterate it once for `TableRow`s; use it as a context manager (or call `close()`) to close
@@ -56,7 +111,7 @@ class TableReader:
                  extra_columns: Sequence[str] = (), columns_only: bool = False):
         self.source = source
         self.extra_columns = tuple(extra_columns)
-        self.columns_only = columns_only  # read the header (or first object) alone: `columns`, no rows
+        self.columns_only = columns_only
         self.max_rows = max_rows
         self._close = close
         self._auto_columns = candidate_column is None and reference_columns is None
@@ -81,47 +136,6 @@ class TableReader:
         except BaseException:
             close()
             raise
-
-    columns: tuple[str, ...]
-    candidate_column: str
-    reference_columns: tuple[str, ...]
-
-    def __iter__(self) -> Iterator[TableRow]:
-        try:
-            count = 0
-            for count, row in enumerate(self._rows, start=1):
-                if self.max_rows is not None and count > self.max_rows:
-                    raise TableError(self.source, f"has more than {self.max_rows} rows; at most {self.max_rows} "
-                                                  "are accepted here")
-                yield row
-            if count == 0:  # JSON formats always have a first record
-                raise TableError(self.source, "has a header but no rows")
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self._close()
-
-    def __enter__(self) -> "TableReader":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _columns(self, columns: Sequence[str], candidate_column: str | None,
-                 reference_columns: Sequence[str] | None) -> None:
-        self.columns = tuple(columns)  # every column of the header (or of the first JSON object)
-        if self.columns_only:
-            self.candidate_column, self.reference_columns = "", ()
-            return
-        self.candidate_column, self.reference_columns = resolve_columns(
-            columns, self.source, candidate_column, reference_columns
-        )
-        for name in self.extra_columns:  # columns the caller reads besides the texts (a human score, ...)
-            if name not in columns:
-                raise TableError(self.source, f"no column {name!r}; found columns: {', '.join(map(repr, columns))}")
-            if name == self.candidate_column or name in self.reference_columns:
-                raise TableError(self.source, f"column {name!r} is already the candidate or a reference column")
 
     # CSV / TSV -----------------------------------------------------------------------------------
     def _delimited(self, lines: Lines, candidate_column: str | None,

@@ -1,0 +1,150 @@
+"""datasets' map over a BERTScorer: the first map, the second (datasets' cache), and the fingerprint.
+
+A dataset of real WMT17 de-en pairs (the vendored tests/data fixture, --rows of them), saved with
+`save_to_disk` and loaded back (datasets caches maps of file-backed datasets only), is mapped twice
+by `score_columns(scorer)` and twice by the plain closure a user writes (the embedded MiniLM, its
+default layer, CPU). Recorded: each map's wall time, whether the second was served from the cache
+(the same cache file, no scoring call), and the time datasets takes to fingerprint the function
+(`Hasher.hash`, median of --repeats) before and after scoring, next to the time of hashing the
+scorer's state as it was pickled before scorers pickled as their settings (its `__dict__`: the
+weights and the embedding cache).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]
+
+Writes dataset_map.md and dataset_map.json to benchmarks/scratch/ (git-ignored), or to
+benchmarks/results/ with --update-results, or to --out FOLDER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
+
+
+def read_pairs(rows: int) -> tuple[list[str], list[str]]:
+    with FIXTURE.open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))[:rows]
+    return [row["candidate"] for row in table], [row["reference"] for row in table]
+
+
+def median_seconds(action: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, Any]:
+    from datasets.fingerprint import Hasher
+
+    calls.clear()
+    before = Hasher.hash(function)
+    started = time.perf_counter()
+    first = dataset.map(function, batched=True, batch_size=64)
+    first_s = time.perf_counter() - started
+    scored = sum(calls)
+    calls.clear()
+    started = time.perf_counter()
+    second = dataset.map(function, batched=True, batch_size=64)
+    second_s = time.perf_counter() - started
+    return {
+        "first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3),
+        "rows_scored_first": scored, "rows_scored_second": sum(calls),
+        "cache_hit": second.cache_files == first.cache_files and not calls,
+        "fingerprint_unchanged_by_scoring": Hasher.hash(function) == before,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=20)
+    add_output_options(parser)
+    args = parser.parse_args()
+    folder = output_folder(args)
+
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+    from bertscore.dataset_map import score_columns
+
+    datasets.disable_progress_bars()
+    candidates, references = read_pairs(args.rows)
+    scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu")
+    # the closure's scorer: the same encoder, an embedding cache of its own (its first map embeds anew)
+    closure_scorer = BERTScorer(loaded_model=scorer.model, device="cpu")
+    calls: list[int] = []
+
+    def counted(method: Callable) -> Callable:
+        def wrapper(cands: Any, refs: Any, *rest: Any, **options: Any) -> Any:
+            calls.append(len(cands))
+            return method(cands, refs, *rest, **options)
+        return wrapper
+
+    def add_scores(batch: dict) -> dict:
+        precision, recall, f1 = closure_scorer.score(batch["prediction"], batch["reference"])
+        return {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
+
+    helper = score_columns(scorer)
+    fingerprint = {
+        "helper_ms": round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3),
+        "closure_ms": round(1000 * median_seconds(lambda: Hasher.hash(add_scores), args.repeats), 3),
+    }
+    with tempfile.TemporaryDirectory() as work:
+        datasets.Dataset.from_dict({"prediction": candidates, "reference": references}).save_to_disk(f"{work}/pairs")
+        dataset = datasets.load_from_disk(f"{work}/pairs")
+        for each in (scorer, closure_scorer):  # counts rows scored; an instance attribute: not what a scorer pickles as
+            each.score = counted(each.score)
+        runs = {"score_columns(scorer)": map_twice(dataset, helper, calls),
+                "plain closure": map_twice(dataset, add_scores, calls)}
+        for each in (scorer, closure_scorer):
+            del each.score
+    fingerprint["helper_after_scoring_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3)
+    fingerprint["old_state_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(scorer.__dict__), 3), 1)
+    fingerprint["cached_embeddings"] = len(scorer.cache)
+
+    info = machine_info()
+    result = {"machine": info, "rows": len(candidates), "model": EMBEDDED_MODEL_NAME, "fingerprint": fingerprint,
+              "maps": runs}
+    lines = [
+        "# datasets' map over a BERTScorer: first map, cache hit, fingerprint", "",
+        machine_line(info), "",
+        f"{len(candidates)} WMT17 de-en pairs (tests/data), saved with save_to_disk and loaded back; "
+        f"{EMBEDDED_MODEL_NAME}, default layer, CPU, map batch size 64.", "",
+        "| map function | first map | second map | rows scored (1st / 2nd) | cache hit | fingerprint kept after scoring |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, run in runs.items():
+        lines.append(f"| {name} | {run['first_map_s']:.2f} s | {run['second_map_s']:.3f} s | "
+                     f"{run['rows_scored_first']} / {run['rows_scored_second']} | {'yes' if run['cache_hit'] else 'NO'} | "
+                     f"{'yes' if run['fingerprint_unchanged_by_scoring'] else 'NO'} |")
+    lines += [
+        "",
+        f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "
+        f"{fingerprint['helper_ms']:.2f} ms before scoring, {fingerprint['helper_after_scoring_ms']:.2f} ms after "
+        f"({fingerprint['cached_embeddings']} embeddings cached); the plain closure {fingerprint['closure_ms']:.2f} ms. "
+        f"Hashing the scorer's state as it was pickled before scorers pickled as their settings (weights and "
+        f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms.",
+        "",
+        f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py --rows {args.rows} "
+        f"--repeats {args.repeats}`",
+    ]
+    write_results(folder, "dataset_map", result, "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
