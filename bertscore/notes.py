@@ -31,9 +31,10 @@ class BERTScoreNote(UserWarning):
     """A note about one call (empty texts, truncated texts, ...): shown at every call that has it."""
 
 
-# Frames that are ours, or the evaluate machinery between the user and us: a note points past them.
-_INTERNAL_TOP_MODULES = frozenset({"bertscore", "evaluate", "contextlib", "functools"})
-_INTERNAL_MODULES = frozenset({"torch.utils._contextlib"})
+# Frames that are ours, or the machinery between the user and us (evaluate; torchmetrics and the
+# nn.Module call around a Metric's update/forward): a note points past them.
+_INTERNAL_TOP_MODULES = frozenset({"bertscore", "evaluate", "torchmetrics", "contextlib", "functools"})
+_INTERNAL_MODULES = frozenset({"torch.utils._contextlib", "torch.nn.modules.module"})
 
 
 def _is_internal(frame: FrameType) -> bool:

@@ -1,7 +1,8 @@
 """Parity with the official bert-score package (run with batch_size=1) on the same model and inputs.
 
 The official package is a test-only dependency. It is run with batch_size=1, where its
-0-masked padding cannot leak into a max; its batched results drift by up to ~5.6e-3.
+0-masked padding cannot leak into a max; batched, it drifts where a best cosine is negative (up to
+1.5e-2 on MiniLM between unrelated texts: benchmarks/results/torchmetrics_compare.md).
 """
 
 from __future__ import annotations
