@@ -41,7 +41,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     names the devices available, raised here rather than as a torch assertion mid-run.
     """
     if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return with_index(torch.device("cuda")) if torch.cuda.is_available() else torch.device("cpu")
     accelerators = {"cuda": (torch.cuda.is_available, torch.cuda.device_count),
                     "mps": (torch.backends.mps.is_available, lambda: 1)}
     if getattr(torch, "xpu", None) is not None:
@@ -76,7 +76,25 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     if resolved.index is not None and resolved.index >= count():
         raise InputError(f"{resolved} requested but this machine has {count()} {kind.upper()} device(s); "
                          f"available: {available()}")
-    return resolved
+    return with_index(resolved)
+
+
+def with_index(device: torch.device) -> torch.device:
+    """`device` spelled as torch spells a tensor's device: an accelerator always with its index.
+
+    torch.device("cuda") != torch.device("cuda:0"), and a tensor's `.device` is always the
+    latter: without one spelling, a model "on cuda" looks moved when asked for "cuda:0" (a deep
+    copy of the encoder on the GPU) and caches keyed by the name reload it. "cuda" and "xpu" mean
+    the current device of their kind; "mps" is mps:0.
+    """
+    if device.type == "cpu" or device.index is not None:
+        return device
+    current = {"cuda": lambda: torch.cuda.current_device(), "mps": lambda: 0}
+    if getattr(torch, "xpu", None) is not None:
+        current["xpu"] = lambda: torch.xpu.current_device()
+    if device.type not in current:
+        return device
+    return torch.device(device.type, current[device.type]())
 
 
 def resolve_placement(

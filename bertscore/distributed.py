@@ -59,8 +59,9 @@ def init_from_env(backend: str | None = None, device: str | None = None) -> bool
 
     Backend: follows the device the ranks will score on (`device`, resolved as the scorer
     does: CUDA when available unless told otherwise): nccl for CUDA, gloo otherwise, so
-    `--device cpu` on a GPU machine uses gloo. On CUDA the current device is set to
-    LOCAL_RANK. Returns True when this call created the group (so the caller may destroy it).
+    `--device cpu` on a GPU machine uses gloo. On CUDA the current device is set to the
+    rank's GPU (`local_cuda_index`). Returns True when this call created the group (so the
+    caller may destroy it).
     """
     import torch.distributed as dist
 
@@ -69,9 +70,29 @@ def init_from_env(backend: str | None = None, device: str | None = None) -> bool
     if backend is None:
         backend = "nccl" if _device_type(device) == "cuda" else "gloo"
     if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(local_cuda_index())
     dist.init_process_group(backend=backend)
     return True
+
+
+def local_cuda_index() -> int:
+    """The GPU index this rank uses among those it sees: LOCAL_RANK, or 0 where it sees one GPU.
+
+    Schedulers often give each rank its own GPU through CUDA_VISIBLE_DEVICES: every rank then
+    sees exactly one device, cuda:0, whatever its LOCAL_RANK. A rank with more visible GPUs takes
+    cuda:LOCAL_RANK, which must exist.
+    """
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    count = torch.cuda.device_count()
+    if count == 1:
+        return 0
+    if local_rank >= count:
+        raise InputError(
+            f"LOCAL_RANK={local_rank} but this process sees {count} GPU(s) "
+            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): launch at most {count} "
+            "ranks per node, or give each rank one GPU through CUDA_VISIBLE_DEVICES"
+        )
+    return local_rank
 
 
 def _device_type(device: str | None) -> str:
@@ -93,7 +114,8 @@ def world_size() -> int:
 
 
 def local_device(device: str | None = None) -> str | None:
-    """The device a rank should score on: cuda:LOCAL_RANK when CUDA is used, else `device`.
+    """The device a rank should score on: cuda:LOCAL_RANK when CUDA is used (cuda:0 where each
+    rank sees one GPU, `local_cuda_index`), else `device`.
 
     An explicit `cuda:N` is kept only where each process sees a single GPU (e.g.
     CUDA_VISIBLE_DEVICES set per rank); with several ranks sharing several visible GPUs it is
@@ -101,7 +123,6 @@ def local_device(device: str | None = None) -> str | None:
     """
     if _device_type(device) != "cuda" or not torch.cuda.is_available():
         return device
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if device is not None and torch.device(device).index is not None:
         if env_world_size() > 1 and torch.cuda.device_count() > 1:
             raise InputError(
@@ -109,7 +130,7 @@ def local_device(device: str | None = None) -> str | None:
                 "same GPU: pass device='cuda' (each rank then takes cuda:LOCAL_RANK)"
             )
         return device
-    return f"cuda:{local_rank}"
+    return f"cuda:{local_cuda_index()}"
 
 
 # ----- sharding ---------------------------------------------------------------------------

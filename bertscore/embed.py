@@ -20,7 +20,7 @@ import torch
 
 from .devices import full_fp32_precision, resolve_device
 from .inputs import InputError
-from .matching import normalize
+from .matching import normalize_with_norms
 from .models import LoadedModel
 from .windows import WindowAssembly, plan_windows
 
@@ -37,6 +37,36 @@ def default_tokens_per_batch(device: torch.device) -> int:
     tokens to fill a large GPU.
     """
     return 65536 if device.type == "cuda" else 2048
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """`tensor` on `device`; asynchronous only where that is safe: host to accelerator.
+
+    A host-to-device copy is queued on the device's stream, before any kernel that reads it. A
+    copy towards the host with non_blocking=True returns before the data has arrived: the CPU
+    would then read a buffer the GPU has not filled yet (a cache on CUDA, scoring on the CPU).
+    """
+    asynchronous = tensor.device.type == "cpu" and device.type != "cpu"
+    return tensor.to(device, non_blocking=asynchronous)
+
+
+def move_all(tensors: Sequence[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """`tensors` on `device`, moved in one copy per source device instead of one per tensor.
+
+    Those already there are returned as they are; the others are concatenated where they live,
+    copied once (`to_device`) and split again (views into that one copy: a call's working set).
+    """
+    moved = list(tensors)
+    by_source: dict[torch.device, list[int]] = {}
+    for index, tensor in enumerate(moved):
+        if tensor.device != device:
+            by_source.setdefault(tensor.device, []).append(index)
+    for indices in by_source.values():
+        parts = [moved[i] for i in indices]
+        flat = to_device(torch.cat([part.reshape(-1) for part in parts]), device)
+        for i, piece, part in zip(indices, flat.split([part.numel() for part in parts]), parts):
+            moved[i] = piece.view(part.shape)
+    return moved
 
 
 class EmbeddingCache:
@@ -74,15 +104,24 @@ class EmbeddingCache:
 
     def put(self, key: Hashable, value: torch.Tensor) -> None:
         """Keep `value` (a compact copy, so a view does not pin its whole batch) unless too big."""
-        size = value.numel() * value.element_size()
-        if size > self.max_bytes:
+        self.put_many([(key, value)])
+
+    def put_many(self, items: Sequence[tuple[Hashable, torch.Tensor]]) -> None:
+        """`put` for many values at once: values computed elsewhere than the cache's device come
+        over in one copy per call (then one compact copy each there), not one transfer per text."""
+        if self.max_bytes == 0:
             return
-        copy = value.to(self.device, copy=True) if self.device is not None else value.clone()
+        fitting = [(key, value) for key, value in items if value.numel() * value.element_size() <= self.max_bytes]
+        if self.device is not None and any(value.device != self.device for _, value in fitting):
+            copies = [value.clone() for value in move_all([value for _, value in fitting], self.device)]
+        else:
+            copies = [value.clone() for _, value in fitting]
         with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = copy
-            self.bytes += size
+            for (key, _), copy in zip(fitting, copies):
+                if key in self._items:
+                    continue
+                self._items[key] = copy
+                self.bytes += copy.numel() * copy.element_size()
             while self.bytes > self.max_bytes:
                 _, evicted = self._items.popitem(last=False)
                 self.bytes -= evicted.numel() * evicted.element_size()
@@ -154,14 +193,18 @@ class Embedder:
         self.cache_namespace = cache_namespace
 
     @torch.inference_mode()
-    def _forward(self, batch_ids: list[Sequence[int]]) -> tuple[list[torch.Tensor], list[int]]:
-        """Normalised embeddings of one batch, and the rows whose encoder output was not finite."""
-        longest = max(len(ids) for ids in batch_ids)
-        input_ids = torch.full((len(batch_ids), longest), self.model.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(batch_ids), longest), dtype=torch.long)
-        for row, ids in enumerate(batch_ids):
-            input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            attention[row, : len(ids)] = 1
+    def _forward(self, batch_ids: list[Sequence[int]]) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Normalised embeddings of one batch, and which rows' encoder output was not finite.
+
+        The second is a [B] bool tensor on the device, not read here: reading it would make the
+        host wait for the device at every batch (`OverflowCheck` reads all of a call's at once).
+        The padded ids are built in one vectorised step, not row by row.
+        """
+        lengths = torch.tensor([len(ids) for ids in batch_ids], dtype=torch.long)
+        mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
+        input_ids = torch.full(mask.shape, self.model.pad_token_id, dtype=torch.long)
+        input_ids[mask] = torch.from_numpy(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in batch_ids]))
+        attention = mask.long()
         if self.device.type == "cuda":
             input_ids = input_ids.pin_memory().to(self.device, non_blocking=True)
             attention = attention.pin_memory().to(self.device, non_blocking=True)
@@ -169,29 +212,15 @@ class Embedder:
             input_ids, attention = input_ids.to(self.device), attention.to(self.device)
         with full_fp32_precision():  # the declared dtype at full precision, whatever the caller set
             hidden = self.model.encode(input_ids, attention)  # [B, L, D] or [B, K, L, D]
-            bad: list[int] = []
-            nonfinite = ~torch.isfinite(hidden)
-            if bool(nonfinite.any()):  # only real positions count (padding outputs are never used)
-                per_position = nonfinite.any(dim=-1)  # [B, L] or [B, K, L]
-                if per_position.dim() == 3:
-                    per_position = per_position.any(dim=1)
-                bad = torch.nonzero((per_position & attention.bool()).any(dim=1)).flatten().tolist()
-            hidden = normalize(hidden)
+            hidden, norms = normalize_with_norms(hidden)
+            # A norm is inf/NaN where its vector holds one; only real positions count.
+            per_position = ~torch.isfinite(norms.squeeze(-1))  # [B, L] or [B, K, L]
+            if per_position.dim() == 3:
+                per_position = per_position.any(dim=1)
+            bad = (per_position & attention.bool()).any(dim=1)
         # Views into one batch tensor: one large allocation per batch instead of one small one per
         # text, which fragments the heap so that RSS keeps growing with the corpus.
         return [hidden[row, ..., : len(ids), :] for row, ids in enumerate(batch_ids)], bad
-
-    def _encode(self, batch_ids: list[Sequence[int]], names: Sequence[str]) -> list[torch.Tensor]:
-        """`_forward`, raising NonFiniteEmbeddingError naming the texts (`names[row]`) that overflowed."""
-        embeddings, bad = self._forward(batch_ids)
-        if bad:
-            texts = [names[row] for row in bad]
-            raise NonFiniteEmbeddingError(
-                f"the encoder returned inf/NaN in {self.dtype} for {len(texts)} text{'' if len(texts) == 1 else 's'}, e.g. "
-                f"{texts[0][:80]!r}: {self.dtype} overflowed on {self.model.name}. Use dtype='float32' "
-                "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
-            )
-        return embeddings
 
     def _batches(self, lengths: Sequence[int], batch_size: int | None) -> Iterator[list[int]]:
         sentences = batch_size if batch_size is not None else self.batch_size
@@ -213,21 +242,28 @@ class Embedder:
         """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
+        hits: dict[str, torch.Tensor] = {}
         for index, key in enumerate(keys):
             cached = self.cache.get((self.cache_namespace, key))
             if cached is None:
                 todo.append(index)
             else:
-                result[key] = cached.to(self.device, non_blocking=True)
+                hits[key] = cached
+        result.update(zip(hits, move_all(list(hits.values()), self.device)))
+        overflow = OverflowCheck(self)
+        computed: list[tuple[Hashable, torch.Tensor]] = []
         lengths = [len(ids[i]) for i in todo]
         for batch in self._batches(lengths, batch_size):
             members = [todo[i] for i in batch]
-            embeddings = self._encode([ids[i] for i in members], [keys[i] for i in members])
+            embeddings, bad = self._forward([ids[i] for i in members])
+            overflow.add(bad, [keys[i] for i in members])
             for index, embedding in zip(members, embeddings):
                 result[keys[index]] = embedding
-                self.cache.put((self.cache_namespace, keys[index]), embedding)
+                computed.append(((self.cache_namespace, keys[index]), embedding))
             if on_progress is not None:
                 on_progress(len(result))
+        overflow.check()  # before anything is cached
+        self.cache.put_many(computed)
         return result
 
     def window_key(self, key: str, window: tuple[int, int]) -> Hashable:
@@ -261,7 +297,7 @@ class Embedder:
         for index, key in enumerate(keys):
             cached = self.cache.get(self.window_key(key, window))
             if cached is not None:
-                result[key] = cached.to(self.device, non_blocking=True)
+                result[key] = to_device(cached, self.device)  # long texts: a few, each large
                 continue
             plan = plan_windows(num_lead, len(ids[index]) - num_lead - num_trail, num_trail, *window)
             assemblies[index] = WindowAssembly(plan)
@@ -275,21 +311,56 @@ class Embedder:
             start, end = num_lead + int(plan.starts[k]), num_lead + int(plan.ends[k])
             return np.concatenate([text[:num_lead], text[start:end], text[len(text) - num_trail:]])
 
+        computed: list[tuple[Hashable, torch.Tensor]] = []
+
         def finish(index: int) -> None:
             embedding = assemblies.pop(index).result()
             result[keys[index]] = embedding
-            self.cache.put(self.window_key(keys[index], window), embedding)
+            computed.append((self.window_key(keys[index], window), embedding))
 
         for index in [i for i, assembly in assemblies.items() if assembly.complete]:
             finish(index)  # texts whose only window was given
         lengths = [assemblies[i].plan.window_lengths[k] for i, k in sequences]
+        overflow = OverflowCheck(self)
         for batch in self._batches(lengths, batch_size):
             members = [sequences[s] for s in batch]
-            states_of = self._encode([window_ids(i, k) for i, k in members], [keys[i] for i, _ in members])
+            states_of, bad = self._forward([window_ids(i, k) for i, k in members])
+            overflow.add(bad, [keys[i] for i, _ in members])
             for (index, k), states in zip(members, states_of):
                 assemblies[index].add(k, states)
                 if assemblies[index].complete:
                     finish(index)
             if on_progress is not None:
                 on_progress(len(result))
+        overflow.check()  # before anything is cached
+        self.cache.put_many(computed)
         return result
+
+
+class OverflowCheck:
+    """The encoder batches' not-finite flags of one call, read once at its end (one device sync)."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self.flags: list[torch.Tensor] = []
+        self.names: list[str] = []
+
+    def add(self, bad: torch.Tensor, names: Sequence[str]) -> None:
+        """`bad[row]`: whether the text `names[row]` of a batch overflowed."""
+        self.flags.append(bad)
+        self.names += names
+
+    def check(self) -> None:
+        """Raise NonFiniteEmbeddingError naming the texts that overflowed, if any did."""
+        if not self.flags:
+            return
+        bad = torch.nonzero(torch.cat(self.flags)).flatten().tolist()
+        if not bad:
+            return
+        texts = list(dict.fromkeys(self.names[row] for row in bad))
+        model, dtype = self.embedder.model, self.embedder.dtype
+        raise NonFiniteEmbeddingError(
+            f"the encoder returned inf/NaN in {dtype} for {len(texts)} text{'' if len(texts) == 1 else 's'}, e.g. "
+            f"{texts[0][:80]!r}: {dtype} overflowed on {model.name}. Use dtype='float32' "
+            "(or 'bfloat16', which has float32's range); no score is returned rather than NaN"
+        )

@@ -13,6 +13,7 @@ import numbers
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
 import torch
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,14 @@ class TokenWeights:
     def __call__(self, ids: Sequence[int]) -> torch.Tensor:
         """Weights [L] of one token-id sequence."""
         return self.table[torch.as_tensor(ids, dtype=torch.long)]
+
+    def many(self, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
+        """Weights of many token-id sequences in one lookup (views into one host tensor)."""
+        if not sequences:
+            return []
+        ids = np.concatenate([np.asarray(sequence, dtype=np.int64) for sequence in sequences])
+        values = self.table[torch.from_numpy(ids)]
+        return list(values.split([len(sequence) for sequence in sequences]))
 
     def as_dict(self) -> dict[int, float]:
         """The table as a plain dict (for inspection and hashing)."""

@@ -19,9 +19,16 @@ from torch.nn.utils.rnn import pad_sequence
 
 def normalize(embeddings: torch.Tensor) -> torch.Tensor:
     """L2-normalise the last dimension in fp32 (a zero vector stays zero instead of NaN)."""
+    return normalize_with_norms(embeddings)[0]
+
+
+def normalize_with_norms(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`normalize`, and the norms [..., 1] it divided by: a norm is inf or NaN exactly where its
+    vector holds an inf or NaN (or overflows fp32 when squared), so they tell bad outputs apart
+    without another pass over the states."""
     embeddings = embeddings.float()
     norms = embeddings.norm(dim=-1, keepdim=True)
-    return embeddings / norms.clamp_min(torch.finfo(torch.float32).tiny)
+    return embeddings / norms.clamp_min(torch.finfo(torch.float32).tiny), norms
 
 
 def pad_sequences(

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .devices import DTYPES
+from .devices import DTYPES, with_index
 from .inputs import InputError
 from .notes import advice
 from .padding import PROBE_TEXT, padding_is_safe
@@ -202,14 +202,15 @@ class LoadedModel:
         A device change copies the encoder; a dtype change reloads it the way transformers
         loads reduced precision (modules kept in fp32 stay fp32).
         """
-        if torch.device(device) == self.device and dtype == self.dtype:
+        device = with_index(torch.device(device))  # "cuda" is cuda:0 (current): the same place, no copy
+        if device == self.device and dtype == self.dtype:
             return self
         if dtype != self.dtype:
             logger.info("loading a separate %s copy of %s on %s", dtype, self.name, device)
             return load_model(self.name, self.num_layers, self.all_layers, device=device, dtype=dtype)
         logger.info("copying %s to %s (the shared copy stays on %s)", self.name, device, self.device)
         encoder = copy.deepcopy(self.encoder).to(device)
-        return dataclasses.replace(self, encoder=encoder, device=torch.device(device))
+        return dataclasses.replace(self, encoder=encoder, device=device)
 
 
 def tokenizer_library_versions(tokenizer: Any) -> tuple[str, str]:
@@ -359,7 +360,7 @@ def load_model(
     progress_was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no per-tensor "Loading weights" bar on every load
     try:
-        return _load_model(model_type, num_layers, all_layers, torch.device(device), dtype)
+        return _load_model(model_type, num_layers, all_layers, with_index(torch.device(device)), dtype)
     finally:
         if progress_was_enabled:
             hf_logging.enable_progress_bar()

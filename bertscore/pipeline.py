@@ -193,7 +193,7 @@ class Pipeline:
             embeddings = self.embedder.embed(
                 needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
             )
-            text_weights = {k: weights(heads[k]) for k in needed}  # host tensors, moved per batch
+            text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
             match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
                         self.floats_per_token, settings.score_layers)
             advance(len(needed))
@@ -237,7 +237,7 @@ class Pipeline:
                 long_keys, [token_ids[k] for k in long_keys], self.settings.window, first_windows=first_windows,
                 on_progress=advance, batch_size=batch_size,
             ))
-            text_weights = {k: weights(token_ids[k]) for k in texts}
+            text_weights = dict(zip(texts, weights.many([token_ids[k] for k in texts])))
             match_pairs(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores,
                         self.floats_per_token, self.settings.score_layers)
             advance(len(long_keys))
@@ -276,7 +276,10 @@ def match_pairs(
 ) -> None:
     """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
     pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`
-    (`plan.match_batches` groups them; `length(key)` is a text's embedding rows)."""
+    (`plan.match_batches` groups them; `length(key)` is a text's embedding rows).
+    The batches' scores stay on the device until the last one: one copy to the host per call, so
+    the host queues the next batch while the device computes this one."""
+    done: list[tuple[list[int], torch.Tensor]] = []
     with full_fp32_precision():
         for batch, tiled in plan.match_batches(pairs, cand_keys, ref_keys, length, floats_per_token, layers):
             cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
@@ -293,7 +296,10 @@ def match_pairs(
                     *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
                     *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
                 )
-            scores[torch.tensor(batch)] = torch.stack((precision, recall, f1), dim=-1).cpu()
+            done.append((batch, torch.stack((precision, recall, f1), dim=-1)))
+    if done:
+        results = torch.cat([result for _, result in done]).cpu()
+        scores[torch.tensor([index for batch, _ in done for index in batch])] = results
 
 
 def _advancer(progress: Any, pairs: int, texts: int) -> Callable[[int], None]:

@@ -10,7 +10,7 @@ kept beside it: a truncated text still knows how long it was.
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
@@ -32,19 +32,20 @@ class TokenStore:
         """`content_ids(texts)` gives each text's content ids (no special tokens, no truncation)."""
         self.index = {text: i for i, text in enumerate(texts)}
         self.num_lead, self.num_trail, self.limit = len(lead), len(trail), limit
-        lead, trail = list(lead), list(trail)
         pieces: list[np.ndarray] = []
-        lengths = np.zeros(len(texts), dtype=np.int64)
-        self.content_lengths = np.zeros(len(texts), dtype=np.int64)
+        lengths: list[np.ndarray] = []
+        content_lengths: list[np.ndarray] = []
         for start in range(0, len(texts), TOKENIZE_BATCH):
             batch = content_ids(texts[start : start + TOKENIZE_BATCH])
-            for offset, ids in enumerate(batch):
-                self.content_lengths[start + offset] = len(ids)
-                lengths[start + offset] = len(lead) + min(len(ids), limit if limit is not None else len(ids)) + len(trail)
-            stored = (t for ids in batch for part in (lead, islice(ids, limit), trail) for t in part)
-            pieces.append(np.fromiter(stored, dtype=np.int32))
+            counts = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+            content = np.fromiter(chain.from_iterable(batch), dtype=np.int32, count=int(counts.sum()))
+            stored, stored_lengths = _with_specials(content, counts, lead, trail, limit)
+            pieces.append(stored)
+            lengths.append(stored_lengths)
+            content_lengths.append(counts)
         self.flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
-        self.offsets = np.concatenate([[0], np.cumsum(lengths)])
+        self.content_lengths = np.concatenate(content_lengths) if pieces else np.zeros(0, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths) if pieces else [])]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -88,3 +89,24 @@ class TokenStore:
         values = np.asarray(table, dtype=np.float64)[self.flat]
         cumulative = np.concatenate([[0.0], np.cumsum(values)])
         return cumulative[self.offsets[1:]] - cumulative[self.offsets[:-1]]
+
+
+def _with_specials(
+    content: np.ndarray, counts: np.ndarray, lead: Sequence[int], trail: Sequence[int], limit: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`lead + content[:limit] + trail` of each text, vectorised: (flat ids, each text's length).
+
+    `content` is the texts' content ids end to end, `counts[i]` how many are text i's.
+    """
+    kept = counts if limit is None else np.minimum(counts, limit)
+    lengths = len(lead) + kept + len(trail)
+    starts = np.cumsum(lengths) - lengths  # where each text begins in the result
+    sources = np.cumsum(counts) - counts  # where each text begins in `content`
+    within = np.arange(int(kept.sum()), dtype=np.int64) - np.repeat(np.cumsum(kept) - kept, kept)
+    flat = np.empty(int(lengths.sum()), dtype=np.int32)
+    flat[np.repeat(starts + len(lead), kept) + within] = content[np.repeat(sources, kept) + within]
+    for position, token in enumerate(lead):
+        flat[starts + position] = token
+    for position, token in enumerate(trail):
+        flat[starts + len(lead) + kept + position] = token
+    return flat, lengths

@@ -51,8 +51,9 @@ def test_cuda_index_out_of_range_with_two_gpus(monkeypatch):
     """The index check, on any machine: pretend torch sees two GPUs."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     assert resolve_device("cuda:1") == torch.device("cuda:1")
-    assert resolve_device("cuda") == torch.device("cuda")
+    assert resolve_device("cuda") == torch.device("cuda:0")
     with pytest.raises(ValueError) as error:
         resolve_device("cuda:2")
     assert str(error.value).startswith("cuda:2 requested but this machine has 2 CUDA device(s); "
@@ -146,3 +147,53 @@ def test_the_precision_pin_knows_every_node_torch_exposes_parents_first():
     for backend, op in nodes:
         parents = [("generic", "all")] + ([(backend, "all")] if op != "all" else [])
         assert all(nodes.index(parent) <= nodes.index((backend, op)) for parent in parents)
+
+
+def _pretend_two_gpus(monkeypatch, current: int = 0) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current)
+
+
+def test_cuda_is_spelled_with_its_index(monkeypatch):
+    """torch.device("cuda") != torch.device("cuda:0"): the resolver names the current GPU's index,
+    as a tensor's `.device` does, so every spelling of one GPU is one key."""
+    from bertscore.devices import resolve_placement
+
+    _pretend_two_gpus(monkeypatch, current=1)
+    assert resolve_device("cuda") == resolve_device(" CUDA ") == resolve_device(torch.device("cuda")) == torch.device("cuda:1")
+    assert resolve_device(None) == torch.device("cuda:1")
+    assert resolve_device("cuda:0") == torch.device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    # the scorer pool keys its models by str(device): one key, no reload
+    assert str(resolve_placement("cuda", None)[0]) == str(resolve_placement("cuda:0", None)[0]) == "cuda:0"
+
+
+def test_a_model_on_cuda_0_asked_for_cuda_is_not_copied(minilm_scorer, monkeypatch):
+    """`with_placement` gets the resolver's spelling: a model loaded on cuda:0 asked for "cuda" is
+    itself, not a deep copy of the encoder on the GPU."""
+    import copy
+    import dataclasses
+
+    _pretend_two_gpus(monkeypatch)
+    on_gpu = dataclasses.replace(minilm_scorer.model, device=torch.device("cuda:0"))  # a label: nothing moves
+    copies: list[object] = []
+    monkeypatch.setattr(copy, "deepcopy", lambda *args, **kwargs: copies.append(args) or pytest.fail("deep copy"))
+    assert on_gpu.with_placement(resolve_device("cuda"), on_gpu.dtype) is on_gpu
+    assert on_gpu.with_placement(torch.device("cuda"), on_gpu.dtype) is on_gpu
+    assert not copies
+
+
+def test_cuda_convolutions_are_exact_fp32_inside_the_pin_and_as_found_after():
+    """docs/exactness.md's decision: torch's CUDA convolutions default to TF32 (the official
+    package runs them so); ours run at IEEE fp32 like every other fp32 operation, and the caller's
+    setting is put back. The tree's getters work on a CPU build too."""
+    from bertscore.devices import fp32_precision_nodes, full_fp32_precision
+
+    if ("cuda", "conv") not in fp32_precision_nodes():
+        pytest.skip("this torch has no fp32_precision tree (before 2.9): the legacy cudnn flag is pinned instead")
+    getter = torch._C._get_fp32_precision_getter
+    before = getter("cuda", "conv")
+    with full_fp32_precision():
+        assert getter("cuda", "conv") == "ieee" and getter("cuda", "all") == "ieee"
+    assert getter("cuda", "conv") == before

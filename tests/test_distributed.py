@@ -235,10 +235,10 @@ def test_every_rank_gets_the_results_with_dst_none_and_mismatched_inputs_fail_ev
                 assert "the ranks differ" in out["error"] and "rank 1: 40 candidates" in out["error"]
 
 
-def test_backend_follows_the_device_and_ranks_get_their_own_gpu(monkeypatch) -> None:
+def _rank_one_of_two(monkeypatch, gpus: int) -> list[str]:
+    """Rank 1 of 2 on a machine showing `gpus` GPUs: a stubbed process group and a patched
+    torch.cuda whose set_device fails as CUDA does on an absent ordinal; returns what was chosen."""
     import torch.distributed as dist
-
-    from bertscore import distributed
 
     chosen: list[str] = []
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -246,17 +246,47 @@ def test_backend_follows_the_device_and_ranks_get_their_own_gpu(monkeypatch) -> 
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
     monkeypatch.setattr(dist, "init_process_group", lambda backend: chosen.append(backend))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "set_device", lambda index: chosen.append(f"cuda:{index}"))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+
+    def set_device(index: int) -> None:
+        if index >= torch.cuda.device_count():
+            raise RuntimeError("CUDA error: invalid device ordinal")
+        chosen.append(f"cuda:{index}")
+
+    monkeypatch.setattr(torch.cuda, "set_device", set_device)
+    return chosen
+
+
+def test_backend_follows_the_device_and_ranks_get_their_own_gpu(monkeypatch) -> None:
+    from bertscore import distributed
+
+    chosen = _rank_one_of_two(monkeypatch, gpus=2)
     assert distributed.init_from_env(device="cpu") and chosen == ["gloo"]
     chosen.clear()
     assert distributed.init_from_env(device="cuda") and chosen == ["cuda:1", "nccl"]
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert distributed.local_device("cuda") == "cuda:1" and distributed.local_device(None) == "cuda:1"
     assert distributed.local_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="every rank on the same GPU"):
         distributed.local_device("cuda:0")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # CUDA_VISIBLE_DEVICES per rank
     assert distributed.local_device("cuda:0") == "cuda:0"
+
+
+def test_a_rank_that_sees_one_gpu_takes_cuda_0(monkeypatch) -> None:
+    """Schedulers give each rank its own GPU through CUDA_VISIBLE_DEVICES: rank 1 then sees one
+    device, cuda:0. init_from_env selected cuda:LOCAL_RANK ("invalid device ordinal" on rank 1)."""
+    from bertscore import distributed
+
+    chosen = _rank_one_of_two(monkeypatch, gpus=1)
+    assert distributed.init_from_env(device="cuda") and chosen == ["cuda:0", "nccl"]
+    assert distributed.local_device("cuda") == "cuda:0" and distributed.local_device(None) == "cuda:0"
+    # more ranks on a node than the GPUs it shows: a message that says so, before torch's
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    with pytest.raises(ValueError, match="LOCAL_RANK=2 but this process sees 2 GPU"):
+        distributed.init_from_env(device="cuda")
+    with pytest.raises(ValueError, match="LOCAL_RANK=2 but this process sees 2 GPU"):
+        distributed.local_device("cuda")
 
 
 def test_example_reads_the_last_line_without_a_trailing_newline(tmp_path) -> None:

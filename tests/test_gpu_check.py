@@ -16,7 +16,8 @@ from bertscore import BERTScorer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
-SECTIONS = ("environment", "setup", "parity", "precision", "throughput", "long_texts", "torchrun", "evaluate")
+SECTIONS = ("environment", "setup", "parity", "probe", "official", "options", "torchrun", "evaluate", "precision",
+            "long_texts", "memory", "throughput")
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +52,56 @@ def test_dry_run_checks_are_real_and_cuda_parts_say_skipped(dry_run) -> None:
     _, report, markdown = dry_run
     sections = report["sections"]
     parity = sections["parity"]["checks"]
-    # 4 families x (3 modes + 2 batch-invariance runs), each a measured delta that passed.
-    assert len(parity) == 20 and all(c["passed"] is True for c in parity)
+    # 8 families (MiniLM, the large BERT, 3 tokenizer kinds, 3 convolution families) x (3 modes +
+    # 2 batch-invariance runs), each a measured delta that passed.
+    assert len(parity) == 40 and all(c["passed"] is True for c in parity)
     assert all(isinstance(c["measured"], float) and c["measured"] <= 1e-5 for c in parity)
     # Speed targets are computed on the CPU but not judged; the official package's numbers are.
     throughput = {c["check"]: c for c in sections["throughput"]["checks"]}
-    assert throughput["ours_fp32 throughput / official fp32"]["result"] == "not judged (dry run)"
-    official = [c for name, c in throughput.items() if name.startswith("ours fp32 vs official fp32")]
-    assert official and official[0]["passed"] is True
+    fp32 = throughput["ours_fp32 throughput / official fp32 (the same fp32 matmuls)"]
+    assert fp32["result"] == "not judged (dry run)" and fp32["target"] == ">= 0.95"
+    assert {"ours_fp32", "ours_bf16"} == set(sections["throughput"]["data"]["phases"])
+    for phases in sections["throughput"]["data"]["phases"].values():
+        assert set(phases) == {"tokenize", "encode", "match", "other", "total"} and phases["encode"] > 0
     assert {"official_fp32", "ours_fp32", "ours_bf16", "floor_bf16"} <= set(sections["throughput"]["data"]["methods"])
-    # The torchrun runs really ran the CLI (their scores were compared with the in-process ones).
-    assert [c["passed"] for c in sections["torchrun"]["checks"]] == [True, True]
+    # The torchrun runs really ran the CLI (their scores were compared with the in-process ones),
+    # two ranks among them.
+    assert [c["passed"] for c in sections["torchrun"]["checks"]] == [True, True, True]
+    assert any("2 ranks over gloo" in c["check"] for c in sections["torchrun"]["checks"])
     if "skipped (no CUDA)" not in markdown:
         pytest.skip("CUDA is available here: nothing is skipped for the lack of it")
     assert "nccl: skipped (no CUDA)" in markdown and "GPU: skipped (no CUDA)" in markdown
     assert report["meta"]["machine"]["cpu_model"] and "cpu_flags" in report["meta"]["machine"]
+
+
+@pytest.mark.slow
+def test_dry_run_covers_the_new_sections(dry_run) -> None:
+    """The official package at batch_size=1 with convolutions in fp32 (and its TF32 default as a
+    figure), the probe's verdicts, the options, memory at two sizes: each ran and passed."""
+    _, report, _ = dry_run
+    sections = report["sections"]
+    official = {c["check"]: c for c in sections["official"]["checks"]}
+    for family in ("minilm", "bert", "squeezebert", "convbert", "deberta-v2-conv"):
+        assert official[f"{family}: ours vs official, convolutions fp32 on both sides"]["passed"] is True
+    figures = [c for c in official.values() if "torch's default" in c["check"]]
+    assert len(figures) == 3 and all(c["passed"] is None for c in figures)
+    probe = sections["probe"]["checks"]
+    assert len(probe) == 8 and all(c["passed"] is True for c in probe)
+    assert {c["measured"] for c in probe if c["check"].startswith("convbert")} == {"one length"}
+    options = [c["check"] for c in sections["options"]["checks"] if c["passed"] is True]
+    for part in ("all_layers: ours vs official", "dtype='auto' picks", "cache_device='cpu'", "read by a CPU scorer",
+                 "explain_pair", "caller's TF32", "caller's matmul precision after"):
+        assert any(check.startswith(part) or part in check for check in options), part
+    assert [row[0] for row in sections["memory"]["tables"][0]["rows"]] == [12, 48]
+
+
+def test_the_run_is_planned_within_eight_minutes() -> None:
+    """Every section has a planned time, and the plan (setup included) fits the 8 minutes of one run."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.pop(0)
+    assert set(gpu_check.PLANNED_S) == set(gpu_check.SECTIONS) == set(SECTIONS[2:])
+    assert gpu_check.SETUP_PLANNED_S + sum(gpu_check.PLANNED_S.values()) <= gpu_check.PLAN_LIMIT_S == 480
+    assert list(gpu_check.SECTIONS)[-2:] == ["memory", "throughput"]  # the costly ones last

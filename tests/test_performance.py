@@ -111,6 +111,29 @@ def test_cache_hits_give_identical_numbers(model32, reference):
     assert torch.equal(mixed, torch.stack(plain.score(new_cands, REFS)))
 
 
+def test_cached_embeddings_never_copy_towards_the_host_asynchronously(model32, monkeypatch):
+    """A copy with non_blocking=True towards the host returns before the data arrives: with the
+    cache on CUDA and scoring on the CPU, the CPU read a buffer the GPU had not filled yet. A spy
+    on Tensor.to: every asynchronous copy the scorer asks for goes host -> accelerator."""
+    scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model32, device="cpu")
+    first = torch.stack(scorer.score(CANDS[:6], REFS[:6]))
+    asynchronous: list[tuple[str, str]] = []
+    original = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        if kwargs.get("non_blocking") or any(arg is True for arg in args[1:2]):
+            asynchronous.append((self.device.type, result.device.type))
+        return result
+
+    monkeypatch.setattr(torch.Tensor, "to", spy)
+    hits = scorer.cache.hits
+    again = torch.stack(scorer.score(CANDS[:6], REFS[:6]))
+    assert scorer.cache.hits - hits == len(set(CANDS[:6] + REFS[:6]))  # the cached path ran
+    assert torch.equal(first, again)
+    assert all(source == "cpu" and target != "cpu" for source, target in asynchronous), asynchronous
+
+
 def test_cache_off_same_numbers(model32, reference):
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model32, cache_bytes=0, device="cpu")
     assert torch.equal(_scores(scorer), reference)

@@ -136,9 +136,10 @@ def test_encoder_overflow_is_an_error_naming_the_text_not_nan(tiny_models, tmp_p
     AutoTokenizer.from_pretrained(tiny_models["electra"]).save_pretrained(tmp_path / "huge")
     fp32 = BERTScorer(model_type=str(tmp_path / "huge"), num_layers=2, cache_bytes=0)
     assert torch.isfinite(_scores(fp32, ["the cat sat on the mat"], ["a dog"])).all()
-    fp16 = BERTScorer(model_type=str(tmp_path / "huge"), num_layers=2, dtype="float16", cache_bytes=0)
+    fp16 = BERTScorer(model_type=str(tmp_path / "huge"), num_layers=2, dtype="float16")
     with pytest.raises(NonFiniteEmbeddingError, match=r"inf/NaN in float16 .*'(the cat sat on the mat|a dog)'"):
         fp16.score(["the cat sat on the mat"], ["a dog"])
+    assert len(fp16.cache) == 0  # the check (once per call, no sync per batch) runs before anything is cached
 
 
 # ----- concurrent use -----------------------------------------------------------------------------
