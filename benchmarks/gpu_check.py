@@ -320,12 +320,14 @@ def carry_minilm(source: Path, target: Path) -> None:
     import torch
     from transformers import AutoModel
 
+    from bertscore.output_files import write_text
+
     target.mkdir(parents=True, exist_ok=True)
     AutoModel.from_pretrained(str(source), dtype=torch.float32).half().save_pretrained(target)
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
-    (target / "CARRIED_FP16").write_text("weights rounded to fp16 for the carry; widened to fp32 before use\n")
+    write_text(target / "CARRIED_FP16", "weights rounded to fp16 for the carry; widened to fp32 before use\n")
 
 
 def widen_minilm(carried: Path, target: Path) -> Path:
