@@ -281,3 +281,40 @@ def test_the_layers_page_quotes_the_layer_ranking() -> None:
     phrase = (f"layer 6 r {r[6]:.3f}, layer 4 {r[4]:.3f}, layer 5 {r[5]:.3f}, layer 0 {r[0]:.3f}")
     assert phrase in page("docs/layers.md")
     assert max(range(len(r)), key=lambda layer: r[layer]) == 6  # 'the default is also the best'
+
+
+def test_the_datasets_page_quotes_the_fingerprint_times() -> None:
+    """docs/datasets.md's fingerprint times, from dataset_map.json (the fastest and slowest of today's
+    fingerprints, against hashing the scorer's weights and cache as it was before)."""
+    fingerprint = load("dataset_map.json")["fingerprint"]
+    today = [fingerprint[key] for key in ("helper_ms", "closure_ms", "helper_after_scoring_ms")]
+    phrase = (f"({min(today):.1f}-{max(today):.1f} ms against {fingerprint['old_state_ms'] / 1000:.1f} s "
+              "for MiniLM's weights and cache before)")
+    assert phrase in page("docs/datasets.md"), f"docs/datasets.md should read {phrase!r}"
+
+
+def test_exactness_quotes_the_torchmetrics_comparison() -> None:
+    """docs/exactness.md's table of torchmetrics' BERTScore and the official package batched against the
+    definition, row by row from torchmetrics_compare.json, and the pairing count under it."""
+    result = load("torchmetrics_compare.json")
+
+    def cells(stats: dict, big: bool = False) -> str:
+        style = (lambda v: f"{v:.2f}") if big else (lambda v: sci(v, 1))
+        return f"{stats['differ']} / {stats['of']} | {style(stats['mean_abs'])} | {style(stats['max_abs'])} |"
+
+    version = result["versions"]["torchmetrics"]
+    rows = [
+        "| `bertscore.torchmetrics.BERTScore`, update per batch, compute | " + cells(result["ours"]["f1"]),
+        f"| torchmetrics {version} `BERTScore`, update per batch, compute once | "
+        + cells(result["torchmetrics_epoch"]["f1"], big=True),
+        f"| torchmetrics {version} `BERTScore`, forward per batch of {result['batch']} | "
+        + cells(result["torchmetrics_per_batch"]["f1"], big=True),
+        "| official package, `batch_size=64`, the same pairs | " + cells(result["official_batched"]["f1"]),
+        f"| official package, `batch_size=64`, all pairs of {result['grid']} candidates x {result['grid']} references | "
+        + cells(result["all_pairs"]["official_batched"]["f1"]),
+    ]
+    pairings = result["torchmetrics_per_batch"]["pairings"]
+    text = page("docs/exactness.md")
+    assert [row for row in rows if row not in text] == []
+    assert f"{pairings['another_pairing']} are the definition's F1 of *another*" in text
+    assert f"{pairings['own_pairing']} that of their own pair" in text
