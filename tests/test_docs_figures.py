@@ -24,7 +24,6 @@ TODAY = re.compile(r"_(cpu|cuda|mps)_version=bertscore-[^()]+\(transformers=[^,(
 # Quoted results whose hashes predate today's format, and why they were not rerun.
 STALE_HASHES = {
     "bias.json": "needs the Metric-Fairness data (github.com/txsun1997/Metric-Fairness), not vendored",
-    "blind_spots.json": "a run takes about 9 minutes on 2 shared cores",
     "system_level.json": "a run takes about 2 hours (170,180 segments)",
     "long_texts.json": "a run takes about 17 minutes, after system_level's",
 }
