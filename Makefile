@@ -66,7 +66,7 @@ browser:
 	fi
 
 test: setup browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 # The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset, with the
 # oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the Space is built there.

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["parallel", "cpu_profile"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
