@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import parallel  # noqa: F401  (first: it sets the workers' thread count before torch loads)
+
 pytest_plugins = ["parallel", "cpu_profile"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
