@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import parallel  # noqa: F401  (first: it sets the workers' thread count before torch loads)
+pytest.register_assert_rewrite("parallel")
+import parallel  # noqa: E402,F401  (first: it sets the workers' thread count before torch loads)
 
 pytest_plugins = ["parallel", "cpu_profile"]
 

@@ -2,8 +2,8 @@
 
 The rules a block follows (write new blocks by them):
 - ```python blocks run as `python -` (the text on stdin, cwd on sys.path), ```bash/```sh/```shell
-  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout, two at a time, each in
-  its own temporary copy of the clone (the files git lists, untracked ones included: a block can
+  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout (one test each, spread
+  over the xdist workers of `make test`: tests/parallel.py), each in its own temporary copy of the clone (the files git lists, untracked ones included: a block can
   never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
   first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
   (HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1). The model is the embedded MiniLM; files are those the
