@@ -6,6 +6,8 @@ fail counts, and the CPU seconds of each test file (its subprocesses included) f
 
   --runs 3             three runs in a row (the suite must pass each: no rerun plugin is installed)
   --busy-core-run 2    run 2 of them with a busy loop on one core (another user of the machine)
+  --warm-oracles       keep tests/.oracle-cache between runs (by default each run starts without
+                       it, as a clean clone does)
   --ref REV            first, the suite of git revision REV run as it was then (`--ref-command`,
                        default the serial `python -m pytest -q -p no:cacheprovider`), in a worktree:
                        the side-by-side figure a speed-up is measured against
@@ -24,6 +26,7 @@ import os
 import re
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +47,10 @@ def _busy_loop() -> None:  # pragma: no cover - runs in a child process until ki
         pass
 
 
-def run_suite(folder: Path, command: str, profile: Path | None, busy: bool) -> dict:
+def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm_oracles: bool = False) -> dict:
     """One run of `command` (its `python` is this interpreter) in `folder`: wall, CPU, counts."""
+    if not warm_oracles:
+        shutil.rmtree(folder / "tests" / ".oracle-cache", ignore_errors=True)  # as in a clean clone
     argv = shlex.split(command)
     argv[0] = sys.executable if argv[0] == "python" else argv[0]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(folder))
@@ -72,7 +77,8 @@ def run_suite(folder: Path, command: str, profile: Path | None, busy: bool) -> d
         cpu = None  # the busy loop's CPU is in the children's figure too
     return {"command": command, "exit_code": done.returncode, "wall_s": round(wall, 1),
             "pytest_s": float(summary.group(2)) if summary else None, "counts": counts,
-            "cpu_s": None if cpu is None else round(cpu, 1), "busy_core": busy, "summary": tail}
+            "cpu_s": None if cpu is None else round(cpu, 1), "busy_core": busy, "oracles": "warm" if warm_oracles else "cold",
+            "summary": tail}
 
 
 def by_file(profile: Path) -> list[dict]:
@@ -93,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
+    parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
     parser.add_argument("--ref", help="a git revision whose suite runs first, as it was (--ref-command)")
     parser.add_argument("--ref-command", default=SERIAL)
     add_output_options(parser)
@@ -113,14 +120,15 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
         profile = Path(tmp) / "cpu.jsonl"
         for number in range(1, args.runs + 1):
-            run = run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run)
+            run = run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run,
+                            warm_oracles=args.warm_oracles)
             run["run"] = number
             print(json.dumps(run), flush=True)
             runs.append(run)
         files = by_file(profile) if profile.is_file() else []
 
     flags = [f"--runs {args.runs}"] + ([f"--busy-core-run {args.busy_core_run}"] if args.busy_core_run else []) + (
-        [f"--ref {args.ref}"] if args.ref else [])
+        ["--warm-oracles"] if args.warm_oracles else []) + ([f"--ref {args.ref}"] if args.ref else [])
     result = {"command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py " + " ".join(flags),
               "reference": reference, "runs": runs, "by_file": files,
               "machine": {**machine_info(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
@@ -130,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(result: dict) -> str:
     lines = ["# The test suite's time", "", f"Reproduce: `{result['command']}`", "", machine_line(result["machine"]), "",
-             "| run | command | pytest s | wall s | CPU s | passed | skipped | failed | busy loop on a core |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| run | command | pytest s | wall s | CPU s | passed | skipped | failed | busy loop on a core | oracle cache |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     reference = result["reference"]
     for label, run in ([(f"before ({reference['revision']})", reference)] if reference else []) + [
             (str(run["run"]), run) for run in result["runs"]]:
@@ -139,7 +147,7 @@ def render(result: dict) -> str:
         lines.append(f"| {label} | `{run['command']}` | {run['pytest_s']} | {run['wall_s']} | "
                      f"{'-' if run['cpu_s'] is None else run['cpu_s']} | {counts.get('passed', 0)} | "
                      f"{counts.get('skipped', 0)} | {counts.get('failed', 0) + counts.get('error', 0) + counts.get('errors', 0)} | "
-                     f"{'yes' if run['busy_core'] else 'no'} |")
+                     f"{'yes' if run['busy_core'] else 'no'} | {run.get('oracles', '-')} |")
     if result["by_file"]:
         total = sum(row["cpu_s"] for row in result["by_file"])
         lines += ["", f"CPU seconds by file in run 1 (the tests' own and their subprocesses'; {total:.0f} in all), "
