@@ -72,13 +72,14 @@ def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
     summary = SUMMARY.search(tail)
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail)}
+    failures = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if loop is not None:
         cpu = None  # the busy loop's CPU is in the children's figure too
     return {"command": command, "exit_code": done.returncode, "wall_s": round(wall, 1),
             "pytest_s": float(summary.group(2)) if summary else None, "counts": counts,
             "cpu_s": None if cpu is None else round(cpu, 1), "busy_core": busy, "oracles": "warm" if warm_oracles else "cold",
-            "summary": tail}
+            "summary": tail, "failures": failures}
 
 
 def by_file(profile: Path) -> list[dict]:
