@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bertscore.distributed import assemble_pair_scores, balanced_shards
+from conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -53,7 +54,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 def _torchrun(args: list[str], nproc: int = 2) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-               "--master_port", str(29500 + os.getpid() % 1000), *args]
+               "--master_port", str(free_port()), *args]
     return subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
 
 
@@ -182,7 +183,7 @@ def test_accelerate_launch_two_processes(example_inputs, example_in_one_process,
     launched = subprocess.run(
         [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
          "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-         "--main_process_port", str(29600 + os.getpid() % 300), EXAMPLE, *example_inputs,
+         "--main_process_port", str(free_port()), EXAMPLE, *example_inputs,
          "--out", str(tmp_path / "acc.json"), *EXAMPLE_ARGS],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
     )
