@@ -66,7 +66,7 @@ browser:
 	fi
 
 test: setup browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 # The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset, with the
 # oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the Space is built there.
@@ -94,7 +94,7 @@ test-compat: $(VENV_TF4)/.installed
 	$(VENV_TF4)/bin/python -c "import torch, transformers, tokenizers, gradio; print('torch', torch.__version__, \
 		'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__, 'gradio', gradio.__version__); \
 		assert transformers.__version__ == '$(TF4_VERSION)' and gradio.__version__ == '$(GRADIO_FLOOR)'"
-	BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR) $(VENV_TF4)/bin/python -m pytest -q $(CORE_TESTS) $(COMPAT_SKIP)
+	BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR) $(VENV_TF4)/bin/python -m pytest -q -n auto $(CORE_TESTS) $(COMPAT_SKIP)
 	$(MAKE) test-hub
 
 # The Hub rehearsed (tests/test_hub_rehearsal.py): a user's fresh venv loading the metric through

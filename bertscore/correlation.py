@@ -64,10 +64,24 @@ def _pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def pearson(x: Any, y: Any) -> float:
     """Pearson's r of x and y; NaN when either is constant (no correlation is defined)."""
-    a, b = _pair(x, y)
-    a, b = a - a.mean(), b - b.mean()
+    a, b = map(_standardised, _pair(x, y))
+    if a is None or b is None:
+        return math.nan
     denominator = math.sqrt(float(a @ a) * float(b @ b))
-    return float(a @ b) / denominator if denominator > 0 else math.nan
+    return max(-1.0, min(1.0, float(a @ b) / denominator)) if denominator > 0 else math.nan
+
+
+def _standardised(values: np.ndarray) -> np.ndarray | None:
+    """values centred, at a largest |value| of 1 (Pearson's r does not change); None if constant.
+    Scaled before centring and after: a tiny spread such as [0, 5e-324] would otherwise lose its
+    mean to rounding or square to 0, giving a wrong r or NaN where r is defined (as scipy scales)."""
+    scale = float(np.abs(values).max(initial=0.0))
+    if scale == 0:
+        return None
+    centred = values / scale
+    centred = centred - centred.mean()
+    spread = float(np.abs(centred).max(initial=0.0))
+    return centred / spread if spread > 0 else None
 
 
 def _tied_pairs(sorted_values: np.ndarray) -> int:

@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+pytest.register_assert_rewrite("parallel")
+import parallel  # noqa: E402,F401  (first: it sets the workers' thread count before torch loads)
+
+pytest_plugins = ["parallel", "cpu_profile"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

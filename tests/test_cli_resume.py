@@ -79,18 +79,17 @@ def uninterrupted(inputs, tmp_path_factory) -> list[dict]:
     return output.read_text(encoding="utf-8")
 
 
-def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
+def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -> None:
     output = tmp_path / "out.jsonl"
     _run_killed(_command(inputs, output, "jsonl", "--resume"), lambda: _rows(output), min_rows=5 * CHUNK)
     partial = _rows(output)
     assert 0 < partial < LINES
 
-    # Resuming with other settings is refused (exit 2) and leaves the file as it was.
+    # Resuming with other settings is refused (exit 2) and leaves the file as it was (in this
+    # process: the refusal comes before any scoring).
     before = output.read_bytes()
-    refused = subprocess.run(_command(inputs, output, "jsonl", "--resume", "--idf"), cwd=ROOT, env=_env(),
-                             capture_output=True, text=True)
-    assert refused.returncode == 2
-    assert "other settings" in refused.stderr
+    assert main(_command(inputs, output, "jsonl", "--resume", "--idf")[3:]) == 2
+    assert "other settings" in capsys.readouterr().err
     assert output.read_bytes() == before
 
     resumed = subprocess.run(_command(inputs, output, "jsonl", "--resume"), cwd=ROOT, env=_env(),
@@ -152,7 +151,7 @@ def _partial_rows(folder: Path) -> int:
     return sum(_rows(path) for path in folder.glob(".*.partial"))
 
 
-def test_a_killed_fresh_run_leaves_the_old_output(inputs, tmp_path) -> None:
+def test_a_killed_fresh_run_leaves_the_old_output(inputs, tmp_path, capsys) -> None:
     """Without --resume the rows go to a temporary file: a SIGKILL leaves the old output whole,
     and the next run replaces it completely."""
     output = tmp_path / "out.jsonl"
@@ -161,9 +160,8 @@ def test_a_killed_fresh_run_leaves_the_old_output(inputs, tmp_path) -> None:
     assert output.read_bytes() == b"results of last week\n"
     assert not (tmp_path / "out.jsonl.meta.json").exists()
     # Not started with --resume, so not resumable: refused rather than cut.
-    refused = subprocess.run(_command(inputs, output, "jsonl", "--resume"), cwd=ROOT, env=_env(),
-                             capture_output=True, text=True)
-    assert refused.returncode == 2 and "has no out.jsonl.meta.json" in refused.stderr
+    assert main(_command(inputs, output, "jsonl", "--resume")[3:]) == 2
+    assert "has no out.jsonl.meta.json" in capsys.readouterr().err
     assert output.read_bytes() == b"results of last week\n"
 
 

@@ -59,6 +59,13 @@ def test_pearson_equals_scipy(pair) -> None:
     assert correlation.pearson(x, y) == pytest.approx(theirs, abs=1e-9)
 
 
+def test_a_tiny_spread_still_has_its_correlation() -> None:
+    """Spreads whose squares underflow (subnormal floats) are not constant: r is defined, as scipy says."""
+    tiny = [0.0, 5e-324, 1e-323]
+    assert correlation.pearson(tiny, [1.0, 2.0, 3.0]) == pytest.approx(scipy.stats.pearsonr(tiny, [1, 2, 3]).statistic)
+    assert correlation.pearson([0.0, 5e-324], [2.0, 1.0]) == -1.0
+
+
 def test_constant_sides_have_no_correlation() -> None:
     assert math.isnan(correlation.pearson([1, 1, 1], [1, 2, 3]))
     assert math.isnan(correlation.kendall_tau_b([1, 2, 3], [5, 5, 5]))

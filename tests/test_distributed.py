@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bertscore.distributed import assemble_pair_scores, balanced_shards
+from conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -53,7 +54,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 def _torchrun(args: list[str], nproc: int = 2) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-               "--master_port", str(29500 + os.getpid() % 1000), *args]
+               "--master_port", str(free_port()), *args]
     return subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
 
 
@@ -129,16 +130,29 @@ def test_pairs_with_corpus_weights_finish_as_score(corpus) -> None:
         assert torch.allclose(got, want, atol=1e-6)
 
 
-def test_python_api_two_ranks_equal_one_process(corpus, tmp_path) -> None:
-    extra = ["--idf"]  # per-call idf must come from all references, not a shard's
-    script = str(ROOT / "examples" / "score_distributed.py")
-    inputs = [str(corpus["c"]), str(corpus["r"]), str(corpus["r2"])]
-    one = subprocess.run([sys.executable, script, *inputs, "--out", str(tmp_path / "one.json"), *extra],
+EXAMPLE = str(ROOT / "examples" / "score_distributed.py")
+EXAMPLE_ARGS = ["--idf"]  # per-call idf must come from all references, not a shard's
+
+
+@pytest.fixture(scope="module")
+def example_inputs(corpus) -> list[str]:
+    return [str(corpus["c"]), str(corpus["r"]), str(corpus["r2"])]
+
+
+@pytest.fixture(scope="module")
+def example_in_one_process(example_inputs, tmp_path_factory) -> dict:
+    """The example run as one process: what torchrun's and accelerate's two ranks must give."""
+    out = tmp_path_factory.mktemp("one") / "one.json"
+    one = subprocess.run([sys.executable, EXAMPLE, *example_inputs, "--out", str(out), *EXAMPLE_ARGS],
                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
     assert one.returncode == 0, one.stderr
-    two = _torchrun([script, *inputs, "--out", str(tmp_path / "two.json"), *extra])
+    return json.loads(out.read_text())
+
+
+def test_python_api_two_ranks_equal_one_process(example_inputs, example_in_one_process, tmp_path) -> None:
+    two = _torchrun([EXAMPLE, *example_inputs, "--out", str(tmp_path / "two.json"), *EXAMPLE_ARGS])
     assert two.returncode == 0, two.stderr[-3000:]
-    a = json.loads((tmp_path / "one.json").read_text())
+    a = example_in_one_process
     b = json.loads((tmp_path / "two.json").read_text())
     assert b["world_size"] == 2 and a["world_size"] == 1
     assert a["hashcode"] == b["hashcode"]
@@ -163,22 +177,18 @@ def test_cli_two_ranks_equal_one_process(corpus, tmp_path) -> None:
     assert two.stderr.count("mean over 40 pairs") == 1  # rank 0 alone reports
 
 
-def test_accelerate_launch_two_processes(corpus, tmp_path) -> None:
+def test_accelerate_launch_two_processes(example_inputs, example_in_one_process, tmp_path) -> None:
     """`accelerate launch --multi_gpu --num_processes 2` sets the same env vars (CPU works too)."""
     pytest.importorskip("accelerate")
-    script = str(ROOT / "examples" / "score_distributed.py")
-    inputs = [str(corpus["c"]), str(corpus["r"])]
-    one = subprocess.run([sys.executable, script, *inputs, "--out", str(tmp_path / "one.json")],
-                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
-    assert one.returncode == 0, one.stderr
     launched = subprocess.run(
         [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
          "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-         "--main_process_port", str(29600 + os.getpid() % 300), script, *inputs, "--out", str(tmp_path / "acc.json")],
+         "--main_process_port", str(free_port()), EXAMPLE, *example_inputs,
+         "--out", str(tmp_path / "acc.json"), *EXAMPLE_ARGS],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
     )
     assert launched.returncode == 0, launched.stderr[-3000:]
-    a = json.loads((tmp_path / "one.json").read_text())
+    a = example_in_one_process
     b = json.loads((tmp_path / "acc.json").read_text())
     assert b["world_size"] == 2
     assert max(abs(x - y) for key in ("precision", "recall", "f1") for x, y in zip(a[key], b[key])) <= 1e-6
@@ -200,16 +210,16 @@ from bertscore.distributed import init_from_env, score_distributed
 init_from_env()
 cands = open(sys.argv[1], encoding="utf-8").read().split("\\n")[:-1]
 refs = open(sys.argv[2], encoding="utf-8").read().split("\\n")[:-1]
-if sys.argv[4] == "skew" and dist.get_rank() == 1:
-    cands = cands[:-1] + ["a different last candidate"]  # rank 1 read another file
 scorer = BERTScorer(model_type=%r, idf=True)
-try:
-    p, r, f = score_distributed(scorer, cands, refs)  # dst=None: every rank gets the results
-    out = {"f1": f.tolist(), "precision": p.tolist(), "recall": r.tolist()}
-except ValueError as error:
-    out = {"error": str(error)}
-with open(f"{sys.argv[3]}.{dist.get_rank()}.json", "w") as handle:
-    json.dump(out, handle)
+for mode in ("same", "skew"):  # one launch, both checks: the same inputs, then rank 1 reading another file
+    mine = cands[:-1] + ["a different last candidate"] if mode == "skew" and dist.get_rank() == 1 else cands
+    try:
+        p, r, f = score_distributed(scorer, mine, refs)  # dst=None: every rank gets the results
+        out = {"f1": f.tolist(), "precision": p.tolist(), "recall": r.tolist()}
+    except ValueError as error:
+        out = {"error": str(error)}
+    with open(f"{sys.argv[3]}/{mode}.{dist.get_rank()}.json", "w") as handle:
+        json.dump(out, handle)
 dist.destroy_process_group()
 """ % MODEL
 
@@ -222,9 +232,9 @@ def test_every_rank_gets_the_results_with_dst_none_and_mismatched_inputs_fail_ev
     cands = corpus["c"].read_text().split("\n")[:-1]
     refs = corpus["r"].read_text().split("\n")[:-1]
     expected = BERTScorer(model_type=MODEL, idf=True).score(cands, refs)
+    run = _torchrun([str(script), str(corpus["c"]), str(corpus["r"]), str(tmp_path)])
+    assert run.returncode == 0, run.stderr[-3000:]
     for mode in ("same", "skew"):
-        run = _torchrun([str(script), str(corpus["c"]), str(corpus["r"]), str(tmp_path / mode), mode])
-        assert run.returncode == 0, run.stderr[-3000:]
         outputs = [json.loads((tmp_path / f"{mode}.{rank}.json").read_text()) for rank in (0, 1)]
         if mode == "same":
             for out in outputs:

@@ -2,8 +2,8 @@
 
 The rules a block follows (write new blocks by them):
 - ```python blocks run as `python -` (the text on stdin, cwd on sys.path), ```bash/```sh/```shell
-  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout, two at a time, each in
-  its own temporary copy of the clone (the files git lists, untracked ones included: a block can
+  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout (one test each, spread
+  over the xdist workers of `make test`: tests/parallel.py), each in its own temporary copy of the clone (the files git lists, untracked ones included: a block can
   never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
   first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
   (HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1). The model is the embedded MiniLM; files are those the
@@ -30,7 +30,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +44,6 @@ BLOCK_MARKS = ("<!-- docs test: set-up -->", "<!-- docs test: serves -->")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 TIMEOUT_S = 180
 OUTPUT_MARK = "<!-- output of the block above -->"
-WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -168,25 +166,12 @@ def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.
     return text, done
 
 
-@pytest.fixture(scope="session")
-def block_runs(request, clone: Path, tmp_path_factory):
-    """The selected blocks, started two at a time as soon as the first is asked for: each is mostly
-    one process loading torch and the model, so two overlap well on two cores."""
-    selected = [item.callspec.params["block"] for item in request.session.items
-                if item.module is sys.modules[__name__] and getattr(item, "originalname", "") == "test_block_runs_as_pasted"]
-    pool = ThreadPoolExecutor(max_workers=WORKERS)
-    runs = {block.id: pool.submit(run_block, block, clone, tmp_path_factory.mktemp("block"))
-            for block in selected if needs_line(block) is None}
-    yield runs
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
 @pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
-def test_block_runs_as_pasted(block: Block, block_runs) -> None:
+def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path) -> None:
     reason = needs_line(block)
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
-    text, done = block_runs[block.id].result()
+    text, done = run_block(block, clone, tmp_path)
     if done is None:
         return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"

@@ -322,3 +322,17 @@ def test_exactness_quotes_the_torchmetrics_comparison() -> None:
     assert [row for row in rows if row not in text] == []
     assert f"{pairings['another_pairing']} are the definition's F1 of *another*" in text
     assert f"{pairings['own_pairing']} that of their own pair" in text
+
+
+def test_the_testing_page_quotes_the_suite_time() -> None:
+    """docs/testing.md's run times and costliest files are benchmarks/suite_time.py's last result,
+    whose runs all passed."""
+    result, text = load("suite_time.json"), page("docs/testing.md")
+    assert result["runs"] and all(run["exit_code"] == 0 and not run["failures"] for run in result["runs"])
+    quiet = [run for run in result["runs"] if not run["busy_core"]]
+    busy = [run for run in result["runs"] if run["busy_core"]]
+    assert ", ".join(f"{run['pytest_s']:.0f} s" for run in quiet) in text
+    assert not busy or f"{busy[0]['pytest_s']:.0f} s with a busy loop on one core" in text
+    assert f"({result['runs'][0]['counts']['passed']:,} passed" in text
+    for row in result["by_file"][:10]:
+        assert f"| `{row['file']}` | {row['tests']} | {row['cpu_s']:.0f} |" in text, row

@@ -126,16 +126,18 @@ def test_measured_speed_replaces_the_estimate(pool, wmt17_de_en) -> None:
 
 @contextlib.contextmanager
 def gated(scorer):
-    """The scorer's calls wait until the block ends (then score for real): the worker is busy meanwhile."""
-    gate, original = threading.Event(), scorer.score
+    """The scorer's calls wait until the block ends (then score for real): the worker is busy meanwhile.
+    Yields an event set once a call has entered the gate (a worker holds it)."""
+    gate, entered, original = threading.Event(), threading.Event(), scorer.score
 
     def score(*args, **kwargs):
+        entered.set()
         gate.wait(60)
         return original(*args, **kwargs)
 
     scorer.score = score
     try:
-        yield
+        yield entered
     finally:
         gate.set()
         del scorer.score
@@ -145,10 +147,9 @@ def test_a_cancelled_waiting_request_is_never_scored(pool) -> None:
     scorer = pool.get(model_type=MODEL)
     queue = RequestQueue(max_wait_s=600, pairs_per_s=100)
     notes: list[str] = []
-    with gated(scorer):
+    with gated(scorer) as entered:
         first = queue.submit(scorer, ["busy"] * 30, [["worker"]] * 30, notes=[])
-        while not first.running():
-            time.sleep(0.001)
+        assert entered.wait(60) and first.running()
         dropped = queue.submit(scorer, [""], [["x"]], notes=notes)  # would get a note if it were scored
         assert dropped.cancel()
     first.result(timeout=300)
@@ -162,10 +163,8 @@ def test_worker_threads_end_when_the_queue_is_empty(pool) -> None:
     before = {t.ident for t in threading.enumerate() if t.name == "bertscore-request-queue"}
     for future in [queue.submit(scorer, ["a b c"], [["a b"]], notes=[]) for _ in range(5)]:
         future.result(timeout=300)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and {t.ident for t in threading.enumerate()
-                                           if t.name == "bertscore-request-queue"} - before:
-        time.sleep(0.01)
+    for thread in [t for t in threading.enumerate() if t.name == "bertscore-request-queue" and t.ident not in before]:
+        thread.join(timeout=10)  # a worker with nothing left to do returns
     assert not {t.ident for t in threading.enumerate() if t.name == "bertscore-request-queue"} - before
 
 

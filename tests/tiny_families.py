@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import oracle
 import torch
 
 from tiny_models import (
@@ -615,15 +617,27 @@ def official_scores(name: str, folder: Path, cands: list[str], refs: list[str], 
     idf over `refs` when asked, with the family's `official_patches`."""
     import bert_score
 
-    with official_patches(name):
-        scorer = bert_score.BERTScorer(model_type=str(folder), num_layers=num_layers, all_layers=all_layers,
-                                       idf=idf, idf_sents=refs if idf else None, nthreads=0, device="cpu")
-        return tuple(scorer.score(cands, refs, batch_size=1))
+    def compute() -> tuple[torch.Tensor, ...]:
+        with official_patches(name):
+            scorer = bert_score.BERTScorer(model_type=str(folder), num_layers=num_layers, all_layers=all_layers,
+                                           idf=idf, idf_sents=refs if idf else None, nthreads=0, device="cpu")
+            return tuple(scorer.score(cands, refs, batch_size=1))
+
+    inputs = {"cands": cands, "refs": refs, "num_layers": num_layers, "idf": idf, "all_layers": all_layers}
+    return oracle.cached(_recipe("BERTScorer.score(batch_size=1)", name), folder, inputs, compute)
 
 
 def official_token_ids(name: str, folder: Path, texts: list[str]) -> list[list[int]]:
     """The official `sent_encode` of each text, with its own tokenizer (`use_fast=False`)."""
     from bert_score.utils import get_tokenizer, sent_encode
 
-    tokenizer = get_tokenizer(str(folder), use_fast=False)
-    return [list(sent_encode(tokenizer, text)) for text in texts]
+    def compute() -> list[list[int]]:
+        tokenizer = get_tokenizer(str(folder), use_fast=False)
+        return [list(sent_encode(tokenizer, text)) for text in texts]
+
+    return oracle.cached(_recipe("sent_encode(use_fast=False)", name), folder, texts, compute)
+
+
+def _recipe(call: str, name: str) -> str:
+    """An oracle's recipe: the official call, the family, and the source of the patches it runs under."""
+    return f"{call} {name} {inspect.getsource(official_patches)}"

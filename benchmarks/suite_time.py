@@ -1,0 +1,161 @@
+"""The test suite's time on this machine: `make test`'s command, run N times in a row, by file.
+
+Runs `python -m pytest -q -n auto -p no:cacheprovider` (what `make test` runs, on every core) in
+this checkout with tests/cpu_profile.py on, and writes the wall time of each run, its pass/skip/
+fail counts, and the CPU seconds of each test file (its subprocesses included) from the first run.
+
+  --runs 3             three runs in a row (the suite must pass each: no rerun plugin is installed)
+  --busy-core-run 2    run 2 of them with a busy loop on one core (another user of the machine)
+  --warm-oracles       keep tests/.oracle-cache between runs (by default each run starts without
+                       it, as a clean clone does)
+  --ref REV            first, the suite of git revision REV run as it was then (`--ref-command`,
+                       default the serial `python -m pytest -q -p no:cacheprovider`), in a worktree:
+                       the side-by-side figure a speed-up is measured against
+
+Reproduce docs/testing.md's table:
+  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import re
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = "python -m pytest -q -n auto -p no:cacheprovider"
+SERIAL = "python -m pytest -q -p no:cacheprovider"
+SUMMARY = re.compile(r"=* ?(.*\b(?:passed|failed|error)\b.*) in ([0-9.]+)s")
+
+
+def _busy_loop() -> None:  # pragma: no cover - runs in a child process until killed
+    while True:
+        pass
+
+
+def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm_oracles: bool = False) -> dict:
+    """One run of `command` (its `python` is this interpreter) in `folder`: wall, CPU, counts."""
+    if not warm_oracles:
+        shutil.rmtree(folder / "tests" / ".oracle-cache", ignore_errors=True)  # as in a clean clone
+    argv = shlex.split(command)
+    argv[0] = sys.executable if argv[0] == "python" else argv[0]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(folder))
+    if profile is not None:
+        env["BERTSCORE_CPU_PROFILE"] = str(profile)
+    loop = multiprocessing.Process(target=_busy_loop, daemon=True) if busy else None
+    if loop is not None:
+        loop.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
+    finally:
+        wall = time.perf_counter() - started
+        if loop is not None:
+            loop.kill()
+            loop.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+    summary = SUMMARY.search(tail)
+    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail)}
+    failures = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if loop is not None:
+        cpu = None  # the busy loop's CPU is in the children's figure too
+    return {"command": command, "exit_code": done.returncode, "wall_s": round(wall, 1),
+            "pytest_s": float(summary.group(2)) if summary else None, "counts": counts,
+            "cpu_s": None if cpu is None else round(cpu, 1), "busy_core": busy, "oracles": "warm" if warm_oracles else "cold",
+            "summary": tail, "failures": failures}
+
+
+def by_file(profile: Path) -> list[dict]:
+    """CPU and wall seconds per test file from tests/cpu_profile.py's lines, costliest first."""
+    files: dict[str, dict] = collections.defaultdict(lambda: {"tests": 0, "cpu_s": 0.0, "wall_s": 0.0})
+    for line in profile.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        entry = files[record["test"].split("::", 1)[0]]
+        entry["tests"] += 1
+        entry["cpu_s"] += record["cpu_s"] + record["children_cpu_s"]
+        entry["wall_s"] += record["wall_s"]
+    rows = [{"file": name, "tests": e["tests"], "cpu_s": round(e["cpu_s"], 1), "wall_s": round(e["wall_s"], 1)}
+            for name, e in files.items()]
+    return sorted(rows, key=lambda row: -row["cpu_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
+    parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
+    parser.add_argument("--ref", help="a git revision whose suite runs first, as it was (--ref-command)")
+    parser.add_argument("--ref-command", default=SERIAL)
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    args.out = output_folder(args)
+
+    runs, reference = [], None
+    with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
+        if args.ref:
+            tree = Path(tmp) / "ref"
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), args.ref], cwd=ROOT, check=True)
+            try:
+                reference = run_suite(tree, args.ref_command, None, busy=False)
+                reference["revision"] = subprocess.run(["git", "rev-parse", "--short", args.ref], cwd=ROOT,
+                                                       capture_output=True, text=True).stdout.strip()
+                print(json.dumps(reference), flush=True)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+        profile = Path(tmp) / "cpu.jsonl"
+        for number in range(1, args.runs + 1):
+            run = run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run,
+                            warm_oracles=args.warm_oracles)
+            run["run"] = number
+            print(json.dumps(run), flush=True)
+            runs.append(run)
+        files = by_file(profile) if profile.is_file() else []
+
+    flags = [f"--runs {args.runs}"] + ([f"--busy-core-run {args.busy_core_run}"] if args.busy_core_run else []) + (
+        ["--warm-oracles"] if args.warm_oracles else []) + ([f"--ref {args.ref}"] if args.ref else [])
+    result = {"command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py " + " ".join(flags),
+              "reference": reference, "runs": runs, "by_file": files,
+              "machine": {**machine_info(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
+    write_results(args.out, "suite_time", result, render(result))
+    return 0 if all(run["exit_code"] == 0 for run in runs) else 1
+
+
+def render(result: dict) -> str:
+    lines = ["# The test suite's time", "", f"Reproduce: `{result['command']}`", "", machine_line(result["machine"]), "",
+             "| run | command | pytest s | wall s | CPU s | passed | skipped | failed | busy loop on a core | oracle cache |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    reference = result["reference"]
+    for label, run in ([(f"before ({reference['revision']})", reference)] if reference else []) + [
+            (str(run["run"]), run) for run in result["runs"]]:
+        counts = run["counts"]
+        lines.append(f"| {label} | `{run['command']}` | {run['pytest_s']} | {run['wall_s']} | "
+                     f"{'-' if run['cpu_s'] is None else run['cpu_s']} | {counts.get('passed', 0)} | "
+                     f"{counts.get('skipped', 0)} | {counts.get('failed', 0) + counts.get('error', 0) + counts.get('errors', 0)} | "
+                     f"{'yes' if run['busy_core'] else 'no'} | {run.get('oracles', '-')} |")
+    if result["by_file"]:
+        total = sum(row["cpu_s"] for row in result["by_file"])
+        lines += ["", f"CPU seconds by file in run 1 (the tests' own and their subprocesses'; {total:.0f} in all), "
+                  "costliest first:", "", "| file | tests | CPU s | wall s (on its worker) |", "|---|---|---|---|"]
+        lines += [f"| {row['file']} | {row['tests']} | {row['cpu_s']} | {row['wall_s']} |" for row in result["by_file"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
