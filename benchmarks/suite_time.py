@@ -8,9 +8,6 @@ fail counts, and the CPU seconds of each test file (its subprocesses included) f
   --busy-core-run 2    run 2 of them with a busy loop on one core (another user of the machine)
   --warm-oracles       keep tests/.oracle-cache between runs (by default each run starts without
                        it, as a clean clone does)
-  --ref REV            first, the suite of git revision REV run as it was then (`--ref-command`,
-                       default the serial `python -m pytest -q -p no:cacheprovider`), in a worktree:
-                       the side-by-side figure a speed-up is measured against
 
 Reproduce docs/testing.md's table:
   HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
@@ -38,7 +35,6 @@ from machine import add_output_options, machine_info, machine_line, output_folde
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = "python -m pytest -q -n auto -p no:cacheprovider"
-SERIAL = "python -m pytest -q -p no:cacheprovider"
 SUMMARY = re.compile(r"=* ?(.*\b(?:passed|failed|error)\b.*) in ([0-9.]+)s")
 
 
@@ -101,24 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
     parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
-    parser.add_argument("--ref", help="a git revision whose suite runs first, as it was (--ref-command)")
-    parser.add_argument("--ref-command", default=SERIAL)
     add_output_options(parser)
     args = parser.parse_args(argv)
     args.out = output_folder(args)
 
-    runs, reference = [], None
+    runs = []
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
-        if args.ref:
-            tree = Path(tmp) / "ref"
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), args.ref], cwd=ROOT, check=True)
-            try:
-                reference = run_suite(tree, args.ref_command, None, busy=False)
-                reference["revision"] = subprocess.run(["git", "rev-parse", "--short", args.ref], cwd=ROOT,
-                                                       capture_output=True, text=True).stdout.strip()
-                print(json.dumps(reference), flush=True)
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
         profile = Path(tmp) / "cpu.jsonl"
         for number in range(1, args.runs + 1):
             run = run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run,
@@ -129,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         files = by_file(profile) if profile.is_file() else []
 
     flags = [f"--runs {args.runs}"] + ([f"--busy-core-run {args.busy_core_run}"] if args.busy_core_run else []) + (
-        ["--warm-oracles"] if args.warm_oracles else []) + ([f"--ref {args.ref}"] if args.ref else [])
+        ["--warm-oracles"] if args.warm_oracles else [])
     result = {"command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py " + " ".join(flags),
-              "reference": reference, "runs": runs, "by_file": files,
+              "runs": runs, "by_file": files,
               "machine": {**machine_info(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
     write_results(args.out, "suite_time", result, render(result))
     return 0 if all(run["exit_code"] == 0 for run in runs) else 1
@@ -141,11 +125,9 @@ def render(result: dict) -> str:
     lines = ["# The test suite's time", "", f"Reproduce: `{result['command']}`", "", machine_line(result["machine"]), "",
              "| run | command | pytest s | wall s | CPU s | passed | skipped | failed | busy loop on a core | oracle cache |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    reference = result["reference"]
-    for label, run in ([(f"before ({reference['revision']})", reference)] if reference else []) + [
-            (str(run["run"]), run) for run in result["runs"]]:
+    for run in result["runs"]:
         counts = run["counts"]
-        lines.append(f"| {label} | `{run['command']}` | {run['pytest_s']} | {run['wall_s']} | "
+        lines.append(f"| {run['run']} | `{run['command']}` | {run['pytest_s']} | {run['wall_s']} | "
                      f"{'-' if run['cpu_s'] is None else run['cpu_s']} | {counts.get('passed', 0)} | "
                      f"{counts.get('skipped', 0)} | {counts.get('failed', 0) + counts.get('error', 0) + counts.get('errors', 0)} | "
                      f"{'yes' if run['busy_core'] else 'no'} | {run.get('oracles', '-')} |")
