@@ -87,7 +87,7 @@ def prepared_backend(tokenizer: Any) -> Any | None:
     if backend.padding is not None:
         backend.no_padding()
     split = bool(getattr(tokenizer, "split_special_tokens", False))
-    if backend.encode_special_tokens != split:
+    if getattr(backend, "encode_special_tokens", split) != split:  # the attribute: tokenizers >= 0.15
         backend.encode_special_tokens = split
     return backend
 
