@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import pandas as pd
@@ -148,6 +147,8 @@ def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | N
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Set here, not at import: host_speed.py imports load_pairs and measures the user's own setting.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)

@@ -17,6 +17,7 @@ import pytest
 
 import app
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baseline_tables, baselines
+from bertscore.cli import main as cli_main
 from bertscore.space.messages import UserError
 from conftest import REPO_ROOT
 
@@ -105,17 +106,34 @@ def test_the_evaluate_module_refuses_a_malformed_file(metric, malformed) -> None
     _assert_names(str(raised.value), path, words)
 
 
-@pytest.mark.slow
-def test_the_cli_exits_2_naming_the_file(malformed, tmp_path) -> None:
+def _cli_args(path: Path, texts: Path) -> list[str]:
+    return ["-c", str(texts), "-r", str(texts), "-m", EMBEDDED_MODEL_NAME, "-l", str(LAYER), "--rescale-with-baseline",
+            "--baseline-path", str(path), "--device", "cpu"]
+
+
+def test_the_cli_exits_2_naming_the_file(malformed, tmp_path, capsys) -> None:
+    """The command's own `main` (in process: each malformed kind; the process itself is checked below)."""
     path, words = malformed
     texts = tmp_path / "texts.txt"
     texts.write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
+    assert cli_main(_cli_args(path, texts)) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bertscore: error: "), err  # no traceback
+    _assert_names(lines[0], path, words)
+
+
+def test_the_cli_process_exits_2_with_the_one_line(tmp_path) -> None:
+    """`python -m bertscore` as a process: exit code 2, nothing on stdout, the one line on stderr."""
+    text, words = MALFORMED["nan"]
+    path = tmp_path / "nan.tsv"
+    path.write_text(text, encoding="utf-8")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "bertscore", "-c", str(texts), "-r", str(texts), "-m", EMBEDDED_MODEL_NAME,
-         "-l", str(LAYER), "--rescale-with-baseline", "--baseline-path", str(path), "--device", "cpu"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
+    done = subprocess.run([sys.executable, "-m", "bertscore", *_cli_args(path, texts)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     lines = done.stderr.splitlines()

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from bertscore import BERTScorer
-from bertscore.models import load_model
+from bertscore.models import load_model, prepared_backend
 
 bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
 
@@ -94,6 +94,28 @@ def test_family_equals_the_official_package(name, variant, family_models, pairs,
 def test_token_ids_are_the_official_sent_encode(name, family_models, pairs, loaded):
     texts = pairs[0] + pairs[1]
     assert loaded(name).tokenize(texts) == official_token_ids(name, family_models[name], texts)
+
+
+EDGE_TEXTS = ["", "  spaced out  ", "[SEP] [MASK] <s> </s> <mask> <pad>", "naïve café – Tōkyō 東京 🙂", "tab\there"]
+
+
+def test_content_ids_are_the_tokenizers_own_after_a_call_that_left_it_truncating(family_models, pairs, loaded):
+    """`content_ids` calls a fast tokenizer's backend directly (models.prepared_backend): its ids are
+    the tokenizer's own call's, text by text, even when a user's call left the backend truncating
+    and padding, as transformers leaves it."""
+    texts = list(pairs[0][:20]) + EDGE_TEXTS + [" ".join(pairs[1][:12])]  # the last one past 128 tokens
+    direct = set()
+    for name in FAMILIES:
+        model = loaded(name)
+        tokenizer = model.tokenizer
+        expected = [tokenizer(text.strip(), add_special_tokens=False, verbose=False)["input_ids"] for text in texts]
+        tokenizer(["one two three four", "five"], truncation=True, max_length=3, padding="max_length")
+        if getattr(tokenizer, "_tokenizer", None) is not None:
+            assert tokenizer._tokenizer.truncation is not None, name  # left on: the case this test is about
+        assert model.content_ids(texts) == expected, name
+        if prepared_backend(tokenizer) is not None:
+            direct.add(name)
+    assert {"bert", "roberta", "xlmr", "electra"} <= direct  # the direct path ran for the common kinds
 
 
 def test_squeezebert_truncates_its_encoder_layers(loaded):
