@@ -115,7 +115,12 @@ def test_content_ids_are_the_tokenizers_own_after_a_call_that_left_it_truncating
         assert model.content_ids(texts) == expected, name
         if prepared_backend(tokenizer) is not None:
             direct.add(name)
-    assert {"bert", "roberta", "xlmr", "electra"} <= direct  # the direct path ran for the common kinds
+    # The direct path ran for the common kinds (on transformers 4, the byte-level BPE classes override
+    # the batch encoding, and their tokenizer is called instead).
+    import transformers
+
+    common = {"bert", "electra"} | ({"roberta", "xlmr"} if int(transformers.__version__.split(".")[0]) >= 5 else set())
+    assert common <= direct, direct
 
 
 def test_squeezebert_truncates_its_encoder_layers(loaded):
