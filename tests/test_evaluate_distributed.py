@@ -2,7 +2,8 @@
 
 Each process loads the metric with num_process=2, process_id=i, the same experiment_id and
 cache_dir, adds its contiguous half and calls compute(); process 0 gets the scores of all
-pairs in input order (process 0's half, then process 1's), the others get None.
+pairs in input order (process 0's half, then process 1's), the others get None. The same two
+processes run every experiment of the file in turn, each under its own experiment_id.
 """
 
 from __future__ import annotations
@@ -24,45 +25,60 @@ PREDICTIONS = ["the cat sat on the mat", "a dog ran fast", "it rains", "", "blue
 REFERENCES = [["a cat sat on a mat"], ["the dog ran", "dogs run fast"], ["it is raining"], ["hi world"],
               ["the sky is blue"], ["she reads books"]]
 
+# Each process runs every experiment in turn, as a training loop evaluates after each epoch: two
+# processes serve all the tests of this file (an interpreter costs seconds of imports).
 WORKER = r'''
 import json, sys, warnings
 import evaluate
-metric_path, rank, experiment, cache_dir, data_path, out_path = sys.argv[1:7]
+metric_path, rank, cache_dir, data_path, out_path = sys.argv[1:6]
 rank = int(rank)
-data = json.load(open(data_path))
-metric = evaluate.load(metric_path, num_process=2, process_id=rank, experiment_id=experiment, cache_dir=cache_dir,
-                      timeout=30)
-try:
-    metric.add_batch(predictions=data["predictions"][rank], references=data["references"][rank])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = metric.compute(model_type=data["model"])
-    payload = {"ok": True, "result": result}
-except Exception as error:
-    payload = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-json.dump(payload, open(out_path, "w"))
+payloads = {}
+for experiment in json.load(open(data_path)):
+    metric = evaluate.load(metric_path, num_process=2, process_id=rank, experiment_id=experiment["id"],
+                           cache_dir=cache_dir, timeout=30)
+    try:
+        metric.add_batch(predictions=experiment["predictions"][rank], references=experiment["references"][rank])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = metric.compute(model_type=experiment["model"])
+        payloads[experiment["name"]] = {"ok": True, "result": result}
+    except Exception as error:
+        payloads[experiment["name"]] = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+json.dump(payloads, open(out_path, "w"))
 '''
 
+HALF = len(PREDICTIONS) // 2
+# experiment name -> each rank's (predictions, references)
+EXPERIMENTS = {
+    "halves": [(PREDICTIONS[:HALF], REFERENCES[:HALF]), (PREDICTIONS[HALF:], REFERENCES[HALF:])],
+    "rank 1 without data": [(PREDICTIONS, REFERENCES), ([], [])],
+}
 
-def _run_two(tmp_path: Path, halves: list[tuple[list[str], list[list[str]]]]) -> list[dict]:
-    worker = tmp_path / "worker.py"
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every experiment of EXPERIMENTS run by two real processes: {name: [rank 0's answer, rank 1's]}."""
+    folder = tmp_path_factory.mktemp("evaluate_distributed")
+    worker = folder / "worker.py"
     worker.write_text(WORKER, encoding="utf-8")
-    data = tmp_path / "data.json"
-    data.write_text(json.dumps({"predictions": [h[0] for h in halves], "references": [h[1] for h in halves],
-                                "model": MODEL}), encoding="utf-8")
+    data = folder / "data.json"
+    data.write_text(json.dumps([{"name": name, "id": uuid.uuid4().hex, "model": MODEL,
+                                 "predictions": [h[0] for h in halves], "references": [h[1] for h in halves]}
+                                for name, halves in EXPERIMENTS.items()]), encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    experiment = uuid.uuid4().hex
     processes = [
-        subprocess.Popen([sys.executable, str(worker), METRIC, str(rank), experiment, str(tmp_path / "cache"),
-                          str(data), str(tmp_path / f"out{rank}.json")], env=env, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, str(worker), METRIC, str(rank), str(folder / "cache"), str(data),
+                          str(folder / f"out{rank}.json")], env=env, stderr=subprocess.PIPE, text=True)
         for rank in range(2)
     ]
-    outputs = []
+    answers: dict[str, list[dict]] = {name: [] for name in EXPERIMENTS}
     for rank, process in enumerate(processes):
         _, stderr = process.communicate(timeout=300)
-        path = tmp_path / f"out{rank}.json"
-        outputs.append(json.loads(path.read_text()) if path.exists() else {"ok": False, "error": stderr[-2000:]})
-    return outputs
+        path = folder / f"out{rank}.json"
+        payloads = json.loads(path.read_text()) if path.exists() else {}
+        for name in EXPERIMENTS:
+            answers[name].append(payloads.get(name, {"ok": False, "error": stderr[-2000:]}))
+    return answers
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +91,8 @@ def single_process() -> dict:
         return metric.compute(predictions=PREDICTIONS, references=REFERENCES, model_type=MODEL)
 
 
-def test_two_processes_equal_one_in_input_order(tmp_path, single_process) -> None:
-    half = len(PREDICTIONS) // 2
-    outputs = _run_two(tmp_path, [(PREDICTIONS[:half], REFERENCES[:half]), (PREDICTIONS[half:], REFERENCES[half:])])
+def test_two_processes_equal_one_in_input_order(two_processes, single_process) -> None:
+    outputs = two_processes["halves"]
     assert outputs[0]["ok"], outputs[0]
     assert outputs[1] == {"ok": True, "result": None}  # only process 0 gets the result
     result = outputs[0]["result"]
@@ -94,14 +109,14 @@ def _features_are_single(metric_path: str) -> bool:
     return isinstance(evaluate.load(metric_path).features, Features)
 
 
-def test_rank_without_data_calls_empty_add_batch(tmp_path, single_process) -> None:
+def test_rank_without_data_calls_empty_add_batch(two_processes, single_process) -> None:
     """A rank with no data must still take part (else process 0 waits for its cache file and
     fails): it calls add_batch(predictions=[], references=[]) before compute(). evaluate
     0.4.6 infers the input format from the first example when a module declares a *list*
     of feature sets (an empty batch then raises IndexError), so the module declares one
     `Features`."""
     assert _features_are_single(METRIC)
-    outputs = _run_two(tmp_path, [(PREDICTIONS, REFERENCES), ([], [])])
+    outputs = two_processes["rank 1 without data"]
     assert outputs[0]["ok"] and outputs[1] == {"ok": True, "result": None}
     for key in ("precision", "recall", "f1"):
         assert outputs[0]["result"][key] == pytest.approx(single_process[key], abs=1e-6)

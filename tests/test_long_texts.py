@@ -24,6 +24,7 @@ import torch
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
 from bertscore import pipeline as pipeline_module
 from bertscore import plan as plan_module
+from bertscore.cli import main as cli_main
 from bertscore.explain import explain_pair
 from bertscore.models import has_position_limit, load_model
 from conftest import REPO_ROOT, SENTENCES
@@ -449,7 +450,9 @@ def test_evaluate_module_warns_and_windows():
                        long_texts="window", window_stride=0)
 
 
-def test_cli_notes_truncation_on_stderr_and_windows(tmp_path):
+def test_cli_notes_truncation_on_stderr_and_windows(tmp_path, capsys):
+    """Two real processes score (the notes a process writes on stderr); the refusals, exit code 2
+    before any scoring, are checked through the command's own `main` in process."""
     cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
     cands.write_text("short\n" + LONG + "\n", encoding="utf-8")
     refs.write_text(LONG + " more\nshort too\n", encoding="utf-8")
@@ -467,11 +470,12 @@ def test_cli_notes_truncation_on_stderr_and_windows(tmp_path):
     (p, r, f), code = score(["short", LONG], [LONG + " more", "short too"], model_type=EMBEDDED_MODEL_NAME,
                             long_texts="window", window_stride=200, return_hash=True)
     assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6) and result["hashcode"] == code
-    bad = subprocess.run(base + ["--long-texts", "window", "--window-stride", "0"],
-                         capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
-    assert bad.returncode == 2 and "window_stride=0" in bad.stderr
-    unknown = subprocess.run(base + ["--long-texts", "all"], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
-    assert unknown.returncode == 2 and "'all'" in unknown.stderr
+    capsys.readouterr()
+    assert cli_main(base[3:] + ["--long-texts", "window", "--window-stride", "0"]) == 2
+    assert "window_stride=0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as unknown:  # argparse's refusal of a choice
+        cli_main(base[3:] + ["--long-texts", "all"])
+    assert unknown.value.code == 2 and "'all'" in capsys.readouterr().err
 
 
 def test_space_api_notes_truncation_and_takes_the_window_settings():
