@@ -124,6 +124,7 @@ def _serve(preload: list[str]) -> None:
     os.dup2(null, 1)
     os.close(null)
     base_path = [entry for entry in sys.path[1:] if entry not in _python_path(dict(os.environ))]
+    sys.path[:] = base_path  # preloading finds installed packages only, never the clone's or the tests' files
     import importlib
 
     for name in preload:
