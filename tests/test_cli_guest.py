@@ -76,3 +76,10 @@ def test_program_freezes_the_collector_for_the_exit_and_main_does_not(tmp_path, 
         assert program() == 2 and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()  # the rest of this test process collects as before
+    monkeypatch.setattr(sys, "argv", ["bertscore", "--no-such-option"])
+    try:
+        with pytest.raises(SystemExit) as stopped:  # argparse's own exit, also on the way out
+            program()
+        assert stopped.value.code == 2 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

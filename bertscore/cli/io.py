@@ -168,11 +168,13 @@ def internal_error(program: str) -> int:
 
 def as_program(main: Callable[[], int]) -> int:
     """`main()`'s exit code, for a process that ends right after: the `bertscore` script and
-    `python -m bertscore ...`. Before returning it calls `gc.freeze()`, so that the interpreter's
-    exit does not run full garbage collections over the millions of objects torch and transformers
-    created: about 1.4 s of a one-pair run's 5 (benchmarks/cli_exit.py). Atexit handlers and the
-    flushing of streams still run; the process ends, so nothing stays that the exit would free.
-    Callers of `main` in their own process (a notebook, a test) keep their collector as it was."""
-    code = main()
-    gc.freeze()
-    return code
+    `python -m bertscore ...`. On the way out (a return, or argparse's exit) it calls `gc.freeze()`,
+    so that the interpreter's exit does not run full garbage collections over the millions of
+    objects torch and transformers created: about a quarter of a short run
+    (benchmarks/results/cli_exit.md). Atexit handlers and the flushing of streams still run; the
+    process ends, so nothing stays that the exit would free. Callers of `main` in their own process
+    (a notebook, a test) keep their collector as it was."""
+    try:
+        return main()
+    finally:
+        gc.freeze()

@@ -1,6 +1,7 @@
 """Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
 
-`main` dispatches (`program` is the same for a process that ends with it): `bertscore baseline ...` to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
+`main` dispatches (`program` is the same, for a process that ends with it): `bertscore baseline ...`
+to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
 checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
 (an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
 where; anything else is a bug: its traceback is shown and the exit code is 1. The official
