@@ -1,4 +1,5 @@
-"""`bertscore.cli.main([...])` called inside a user's process leaves its logging as found.
+"""`bertscore.cli.main([...])` called inside a user's process leaves its logging and its garbage
+collector as found; `program`, the entry of a process that ends with it, freezes the collector.
 
 The command line prints its log lines ("bertscore: ...") on stderr, the way
 `logging.basicConfig` would; run in-process (a notebook, a test, a script), it used to leave
@@ -21,11 +22,12 @@ from bertscore import EMBEDDED_MODEL_NAME
 REPO = Path(__file__).resolve().parents[1]
 
 SCRIPT = """
-import json, logging, sys
+import gc, json, logging, sys
 {setup}
 def state():
-    return {{name or "root": [logging.getLogger(name).level, [repr(h) for h in logging.getLogger(name).handlers],
-                              logging.getLogger(name).propagate] for name in ("", "bertscore")}}
+    loggers = {{name or "root": [logging.getLogger(name).level, [repr(h) for h in logging.getLogger(name).handlers],
+                                 logging.getLogger(name).propagate] for name in ("", "bertscore")}}
+    return {{**loggers, "gc": [gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()]}}
 before = state()
 from bertscore.cli import main
 codes = [
@@ -57,3 +59,27 @@ def test_cli_main_in_process_leaves_logging_as_found(tmp_path, setup):
         assert "mine: baseline of " + EMBEDDED_MODEL_NAME in done.stderr and "bertscore: baseline of" not in done.stderr
     else:  # the command's own log line was shown while it ran
         assert "bertscore: baseline of " + EMBEDDED_MODEL_NAME in done.stderr
+
+
+def test_program_freezes_the_collector_for_the_exit_and_main_does_not(tmp_path, monkeypatch):
+    """The process entry skips the exit's collection over torch's objects (io.as_program); `main` is
+    what a caller in its own process runs, and it leaves the collector alone (the test above)."""
+    import gc
+
+    from bertscore.cli import main, program
+
+    monkeypatch.setattr(sys, "argv", ["bertscore", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "r.txt"),
+                                      "-m", EMBEDDED_MODEL_NAME])
+    assert gc.get_freeze_count() == 0  # this test starts from a collector no one froze
+    assert main() == 2 and gc.get_freeze_count() == 0  # a missing file: exit code 2, no model loaded
+    try:
+        assert program() == 2 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # the rest of this test process collects as before
+    monkeypatch.setattr(sys, "argv", ["bertscore", "--no-such-option"])
+    try:
+        with pytest.raises(SystemExit) as stopped:  # argparse's own exit, also on the way out
+            program()
+        assert stopped.value.code == 2 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -2,7 +2,10 @@
 
 The rules a block follows (write new blocks by them):
 - ```python blocks run as `python -` (the text on stdin, cwd on sys.path), ```bash/```sh/```shell
-  blocks as `bash -e -o pipefail`, each in its own subprocess with a timeout (one test each, spread
+  blocks as `bash -e -o pipefail`, each in its own process with a timeout (a python block's is a
+  fork of a warm interpreter that has imported torch, transformers, datasets and evaluate and
+  nothing else, with the state `python -` starts in: tests/warm_python.py; its namespace is empty,
+  so a missing import still fails) (one test each, spread
   over the xdist workers of `make test`: tests/parallel.py), each in its own temporary copy of the clone (the files git lists, untracked ones included: a block can
   never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
   first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
@@ -34,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from warm_python import WarmPython
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -90,6 +95,14 @@ SHOWN_OUTPUT = {previous.id: block.text for previous, block in zip(ALL_BLOCKS, A
 
 
 @pytest.fixture(scope="session")
+def warm_python(clone: Path, tmp_path_factory) -> WarmPython:
+    """This worker's warm interpreter, with the environment every python block gets."""
+    warm = WarmPython(block_env(clone), tmp_path_factory.mktemp("warm_python"))
+    yield warm
+    warm.close()
+
+
+@pytest.fixture(scope="session")
 def clone(tmp_path_factory) -> Path:
     """A copy of the files a clone has (tracked, plus untracked ones git does not ignore)."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
@@ -138,7 +151,8 @@ def needs_line(block: Block) -> str | None:
     return first if first.startswith(NEEDS) else None
 
 
-def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.CompletedProcess | None]:
+def run_block(block: Block, clone: Path, folder: Path,
+              warm: WarmPython | None = None) -> tuple[str, subprocess.CompletedProcess | None]:
     """Check the block's marked lines, then run the rest in its own copy of the clone (so that
     blocks running side by side cannot meet in a file)."""
     kept = []
@@ -152,26 +166,30 @@ def run_block(block: Block, clone: Path, folder: Path) -> tuple[str, subprocess.
         return text, None  # every line was a checked set-up line
     work = folder / "clone"
     shutil.copytree(clone, work, symlinks=True)
-    if RUNNABLE[block.language] == "python":  # as typed into `python`: the current folder on sys.path
-        command, stdin = [sys.executable, "-"], text
-    else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
-        script = folder / "block.sh"
-        script.write_text(text, encoding="utf-8")
-        command, stdin = ["bash", "-e", "-o", "pipefail", str(script)], ""
     try:
-        done = subprocess.run(command, input=stdin, cwd=work, env=block_env(work), capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
+        if RUNNABLE[block.language] == "python":  # as typed into `python -`: the current folder on sys.path
+            if warm is not None:
+                done = warm.run(text, work, block_env(work), TIMEOUT_S)
+            else:
+                done = subprocess.run([sys.executable, "-"], input=text, cwd=work, env=block_env(work),
+                                      capture_output=True, text=True, timeout=TIMEOUT_S)
+        else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
+            script = folder / "block.sh"
+            script.write_text(text, encoding="utf-8")
+            done = subprocess.run(["bash", "-e", "-o", "pipefail", str(script)], cwd=work, env=block_env(work),
+                                  capture_output=True, text=True, timeout=TIMEOUT_S)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return text, done
 
 
 @pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
-def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path) -> None:
+def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, request) -> None:
     reason = needs_line(block)
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
-    text, done = run_block(block, clone, tmp_path)
+    warm = request.getfixturevalue("warm_python") if block.language == "python" else None
+    text, done = run_block(block, clone, tmp_path, warm)
     if done is None:
         return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"

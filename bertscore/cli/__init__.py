@@ -9,9 +9,9 @@
 - `io.py`: what they share (line readers, naming files and lines, stderr); no command imports another.
 """
 
-from .main import main
+from .main import main, program
 from .options import build_parser, build_scorer
 from .rows import TSV_HEADER, Row, format_row
 from .score import Summary
 
-__all__ = ["main", "build_parser", "build_scorer", "TSV_HEADER", "Row", "format_row", "Summary"]
+__all__ = ["main", "program", "build_parser", "build_scorer", "TSV_HEADER", "Row", "format_row", "Summary"]

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..inputs import InputError
 from .corpus import check_baseline_output, open_corpus, read_corpus
-from .io import cli_logging, run_command
+from .io import as_program, cli_logging, run_command
 
 logger = logging.getLogger("bertscore")
 
@@ -96,4 +96,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(as_program(main))

@@ -1,6 +1,6 @@
 """What every command of the CLI shares: reading input files line by line, naming the user's
 files and lines, how a command speaks on stderr (its log lines, an internal error), and that
-Ctrl-C always stops it.
+Ctrl-C always stops it, and how a command's process ends (`as_program`).
 
 The subcommands (`score`, `compare`, `baseline`) import from here, never from each other.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -163,3 +164,17 @@ def internal_error(program: str) -> int:
     print(f"{program}: internal error (not a problem with your input): please report it with the traceback above",
           file=sys.stderr)
     return 1
+
+
+def as_program(main: Callable[[], int]) -> int:
+    """`main()`'s exit code, for a process that ends right after: the `bertscore` script and
+    `python -m bertscore ...`. On the way out (a return, or argparse's exit) it calls `gc.freeze()`,
+    so that the interpreter's exit does not run full garbage collections over the millions of
+    objects torch and transformers created: about a quarter of a short run
+    (benchmarks/results/cli_exit.md). Atexit handlers and the flushing of streams still run; the
+    process ends, so nothing stays that the exit would free. Callers of `main` in their own process
+    (a notebook, a test) keep their collector as it was."""
+    try:
+        return main()
+    finally:
+        gc.freeze()

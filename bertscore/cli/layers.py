@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
 from .corpus import check_baseline_output, read_corpus
-from .io import cli_logging, run_command
+from .io import as_program, cli_logging, run_command
 
 PROGRAM = "bertscore layers"
 
@@ -220,4 +220,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(as_program(main))

@@ -1,6 +1,7 @@
 """Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
 
-`main` dispatches: `bertscore baseline ...` to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
+`main` dispatches (`program` is the same, for a process that ends with it): `bertscore baseline ...`
+to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
 checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
 (an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
 where; anything else is a bug: its traceback is shown and the exit code is 1. The official
@@ -18,7 +19,7 @@ from ..inputs import InputError
 from ..notes import CLI, spelled
 from .baseline import main as baseline_main
 from .compare import run_systems
-from .io import cli_logging, run_command
+from .io import as_program, cli_logging, run_command
 from .layers import main as layers_main
 from .options import build_parser, check_baseline_file, check_statistics_options
 from .score import run as score_pairs
@@ -59,3 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return f": {args.output} is left as it was" if args.output else ""
 
     return run_command("bertscore", logged, kept)
+
+
+def program() -> int:
+    """The `bertscore` script's and `python -m bertscore`'s entry: `main` for a process that ends
+    with it (io.as_program)."""
+    return as_program(main)

@@ -1,0 +1,122 @@
+"""tests/warm_python.py: a fork of the warm interpreter starts Python text as a new `python -` does.
+
+Each case runs the same text both ways, a real `python -` and a warm fork, and compares what the
+text saw and how the process ended. The probe imports nothing heavy, so the real runs are cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from warm_python import PRELOADED, WarmPython
+
+# The doc blocks' server preloads all of PRELOADED; these tests need only the one that is hardest to
+# fork after (torch) and a cheap one.
+TEST_PRELOAD = ("torch", "numpy")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = r"""
+import json, os, random, sys, threading
+import numpy
+seen = {
+    "argv": sys.argv, "cwd": os.getcwd(), "path_head": sys.path[:3], "path": sys.path,
+    "main": sorted(k for k in vars(sys.modules["__main__"]) if k.startswith("__")),
+    "name": __name__, "file": __file__, "cached": __cached__, "stdin": sys.stdin.read(),
+    "env": [os.environ.get("PROBE_VALUE"), os.environ.get("PYTEST_CURRENT_TEST")], "ours": sorted(m for m in sys.modules if m.split(".")[0] in ("bertscore", "bertscore_metric", "tiny_models")),
+    "threads": threading.active_count(), "session": os.getsid(0) == os.getpid(),
+    "loader": repr(__loader__), "spec": repr(__spec__), "package": repr(__package__), "doc": repr(__doc__),
+    "random": random.random(), "numpy": float(numpy.random.random()),
+}
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PROBE_VALUE="server")
+    env.pop("BERTSCORE_TESTS_COLD", None)
+    server = WarmPython(env, tmp_path_factory.mktemp("warm"), preload=TEST_PRELOAD)
+    yield server
+    server.close()
+
+
+def both(warm: WarmPython, text: str, cwd: Path, **extra: str) -> tuple[subprocess.CompletedProcess, ...]:
+    env = dict(warm.env, PYTHONPATH=str(cwd), **extra)
+    cold = subprocess.run([sys.executable, "-"], input=text, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    forked = warm.run(text, cwd, env, timeout=60)
+    return cold, forked
+
+
+def test_a_fork_sees_what_a_new_python_dash_sees(warm: WarmPython, tmp_path: Path) -> None:
+    cold, forked = both(warm, PROBE, tmp_path, PYTEST_CURRENT_TEST="tests/a.py::b (call)")  # pytest's, per test
+    assert forked.warm and cold.returncode == forked.returncode == 0, (cold.stderr, forked.stderr)
+    again = warm.run(PROBE, tmp_path, dict(warm.env, PYTHONPATH=str(tmp_path), PYTEST_CURRENT_TEST="tests/a.py::b (call)"),
+                     timeout=60)
+    seen_cold, seen_warm, seen_again = (json.loads(done.stdout) for done in (cold, forked, again))
+    for drawn in ("random", "numpy"):  # each new process draws new entropy, forks of one server too
+        assert len({seen_cold.pop(drawn), seen_warm.pop(drawn), seen_again.pop(drawn)}) == 3
+    assert seen_warm == seen_cold == seen_again
+    assert seen_warm["path_head"][:2] == ["", str(tmp_path)] and seen_warm["ours"] == []
+    assert seen_warm["env"] == ["server", "tests/a.py::b (call)"]
+    assert seen_warm["argv"] == ["-"] and seen_warm["main"] == ["__annotations__", "__builtins__", "__cached__", "__doc__",
+                                                                "__file__", "__loader__", "__name__", "__package__",
+                                                                "__spec__"]
+
+
+def test_the_preloaded_modules_are_there_and_a_block_still_needs_its_imports(warm: WarmPython, tmp_path: Path) -> None:
+    text = "import sys\nprint(sorted(m for m in %r if m in sys.modules))\ntorch.zeros(1)\n" % (TEST_PRELOAD,)
+    cold, forked = both(warm, text, tmp_path)
+    assert forked.stdout.strip() == str(sorted(TEST_PRELOAD)) and cold.stdout.strip() == "[]"
+    assert set(PRELOADED) >= {"torch", "transformers", "datasets"}  # what the doc blocks' server holds
+    assert cold.returncode == forked.returncode == 1
+    assert forked.stderr == cold.stderr  # the same traceback, from <stdin> on
+    assert "NameError: name 'torch' is not defined" in forked.stderr
+
+
+@pytest.mark.parametrize("ending", ["raise SystemExit(3)", "import sys; sys.exit('a message')", "raise ValueError('x')",
+                                    "import atexit; atexit.register(print, 'at exit')",
+                                    "import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('joined'))).start()",
+                                    "import sys; print('out'); print('err', file=sys.stderr)",
+                                    "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"])
+def test_it_ends_as_a_new_python_dash_ends(warm: WarmPython, tmp_path: Path, ending: str) -> None:
+    cold, forked = both(warm, f"print('start')\n{ending}\n", tmp_path)
+    assert forked.warm
+    assert (forked.returncode, forked.stdout, forked.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+
+
+def test_a_timeout_kills_the_fork_and_what_it_started(warm: WarmPython, tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild.pid"
+    text = ("import subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            f"open({str(marker)!r}, 'w').write(str(child.pid))\nprint('started', flush=True)\ntime.sleep(60)\n")
+    env = dict(warm.env, PYTHONPATH=str(tmp_path))
+    with pytest.raises(subprocess.TimeoutExpired) as stopped:
+        warm.run(text, tmp_path, env, timeout=3)
+    assert stopped.value.output == "started\n"
+    grandchild = int(marker.read_text())
+    for _ in range(100):  # the kill reaches the grandchild's whole session; its parent (init) reaps it
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the block's own child outlived the timeout")
+    assert warm.run("print('next')", tmp_path, env, timeout=60).stdout == "next\n"  # the server goes on
+
+
+def test_another_environment_gets_a_new_interpreter(warm: WarmPython, tmp_path: Path, monkeypatch) -> None:
+    env = dict(warm.env, PYTHONPATH=str(tmp_path), HF_HOME=str(tmp_path))  # read when huggingface_hub loads
+    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, env, timeout=60)
+    assert not done.warm and done.stdout == "False\n"
+    monkeypatch.setenv("BERTSCORE_TESTS_COLD", "1")
+    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, dict(warm.env), timeout=60)
+    assert not done.warm and done.stdout == "False\n"
