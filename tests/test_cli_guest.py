@@ -34,7 +34,17 @@ codes = [
     main(["baseline", "-m", {model!r}, "--corpus", {corpus!r}, "-o", {table!r}]),
     main(["-c", {cands!r}, "-r", {refs!r}, "-m", {model!r}, "-l", "2", "-v"]),
 ]
-print(json.dumps({{"codes": codes, "before": before, "after": state()}}))
+after = state()
+from bertscore.cli import program  # the entry of a process that ends with it: it freezes the collector
+sys.argv = ["bertscore", "-c", {missing!r}, "-r", {refs!r}, "-m", {model!r}]
+exits = [program(), gc.get_freeze_count() > 0]
+gc.unfreeze()
+sys.argv = ["bertscore", "--no-such-option"]
+try:
+    program()
+except SystemExit as stopped:  # argparse's own exit freezes it too
+    exits += [stopped.code, gc.get_freeze_count() > 0]
+print(json.dumps({{"codes": codes, "before": before, "after": after, "program": exits}}))
 """
 
 CONFIGURED = ("logging.basicConfig(level=logging.DEBUG, format='mine: %(message)s'); "
@@ -48,38 +58,17 @@ def test_cli_main_in_process_leaves_logging_as_found(tmp_path, setup):
     (tmp_path / "c.txt").write_text("the cat sat\na dog ran\n")
     (tmp_path / "r.txt").write_text("a cat sat\nthe dog runs\n")
     script = SCRIPT.format(setup=setup, model=EMBEDDED_MODEL_NAME, corpus=str(tmp_path / "corpus.txt"),
-                           table=str(tmp_path / "table.tsv"), cands=str(tmp_path / "c.txt"), refs=str(tmp_path / "r.txt"))
+                           table=str(tmp_path / "table.tsv"), cands=str(tmp_path / "c.txt"), refs=str(tmp_path / "r.txt"),
+                           missing=str(tmp_path / "missing.txt"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["codes"] == [0, 0]
     assert result["after"] == result["before"]
+    assert result["program"] == [2, True, 2, True]  # a missing file, then a bad option: exit 2, collector frozen
     if setup:  # the user's own handler served (their format), with the command's progress log level
         assert "mine: baseline of " + EMBEDDED_MODEL_NAME in done.stderr and "bertscore: baseline of" not in done.stderr
     else:  # the command's own log line was shown while it ran
         assert "bertscore: baseline of " + EMBEDDED_MODEL_NAME in done.stderr
 
-
-def test_program_freezes_the_collector_for_the_exit_and_main_does_not(tmp_path, monkeypatch):
-    """The process entry skips the exit's collection over torch's objects (io.as_program); `main` is
-    what a caller in its own process runs, and it leaves the collector alone (the test above)."""
-    import gc
-
-    from bertscore.cli import main, program
-
-    monkeypatch.setattr(sys, "argv", ["bertscore", "-c", str(tmp_path / "missing.txt"), "-r", str(tmp_path / "r.txt"),
-                                      "-m", EMBEDDED_MODEL_NAME])
-    assert gc.get_freeze_count() == 0  # this test starts from a collector no one froze
-    assert main() == 2 and gc.get_freeze_count() == 0  # a missing file: exit code 2, no model loaded
-    try:
-        assert program() == 2 and gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()  # the rest of this test process collects as before
-    monkeypatch.setattr(sys, "argv", ["bertscore", "--no-such-option"])
-    try:
-        with pytest.raises(SystemExit) as stopped:  # argparse's own exit, also on the way out
-            program()
-        assert stopped.value.code == 2 and gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()

@@ -151,8 +151,7 @@ def needs_line(block: Block) -> str | None:
     return first if first.startswith(NEEDS) else None
 
 
-def run_block(block: Block, clone: Path, folder: Path,
-              warm: WarmPython | None = None) -> tuple[str, subprocess.CompletedProcess | None]:
+def run_block(block: Block, clone: Path, folder: Path, warm: WarmPython) -> tuple[str, subprocess.CompletedProcess | None]:
     """Check the block's marked lines, then run the rest in its own copy of the clone (so that
     blocks running side by side cannot meet in a file)."""
     kept = []
@@ -168,11 +167,7 @@ def run_block(block: Block, clone: Path, folder: Path,
     shutil.copytree(clone, work, symlinks=True)
     try:
         if RUNNABLE[block.language] == "python":  # as typed into `python -`: the current folder on sys.path
-            if warm is not None:
-                done = warm.run(text, work, block_env(work), TIMEOUT_S)
-            else:
-                done = subprocess.run([sys.executable, "-"], input=text, cwd=work, env=block_env(work),
-                                      capture_output=True, text=True, timeout=TIMEOUT_S)
+            done = warm.run(text, work, block_env(work), TIMEOUT_S)
         else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
             script = folder / "block.sh"
             script.write_text(text, encoding="utf-8")
@@ -184,12 +179,11 @@ def run_block(block: Block, clone: Path, folder: Path,
 
 
 @pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
-def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, request) -> None:
+def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_python: WarmPython) -> None:
     reason = needs_line(block)
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
-    warm = request.getfixturevalue("warm_python") if block.language == "python" else None
-    text, done = run_block(block, clone, tmp_path, warm)
+    text, done = run_block(block, clone, tmp_path, warm_python)  # the server starts on the first python block
     if done is None:
         return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"
