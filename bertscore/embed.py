@@ -245,12 +245,13 @@ class Embedder:
         hits: dict[str, torch.Tensor] = {}
         if self.cache.max_bytes == 0:  # nothing is ever cached: no lookups
             todo = list(range(len(keys)))
-        for index, key in enumerate(keys if self.cache.max_bytes else ()):
-            cached = self.cache.get((self.cache_namespace, key))
-            if cached is None:
-                todo.append(index)
-            else:
-                hits[key] = cached
+        else:
+            for index, key in enumerate(keys):
+                cached = self.cache.get((self.cache_namespace, key))
+                if cached is None:
+                    todo.append(index)
+                else:
+                    hits[key] = cached
         result.update(zip(hits, move_all(list(hits.values()), self.device)))
         overflow = OverflowCheck(self)
         computed: list[tuple[Hashable, torch.Tensor]] = []
