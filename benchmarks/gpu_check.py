@@ -713,8 +713,10 @@ def section_throughput(s: Section, ctx: Context) -> None:
     phases = {}
     for name in ("ours_fp32", "ours_bf16"):
         phases[name] = phase_times(scorers[name], cands, refs)
-    s.table(["method", "tokenize s", "encode s", "match s", "other s (copies, plans)", "total s"],
-            [[name, *(p[k] for k in ("tokenize", "encode", "match", "other", "total"))] for name, p in phases.items()])
+    s.table(["method", "tokenize s", "encode s", "match s", "other s (copies, plans, waits)", "total s",
+             "tokenize ahead s (background thread, overlapped)"],
+            [[name, *(p[k] for k in ("tokenize", "encode", "match", "other", "total", "tokenize_ahead"))]
+             for name, p in phases.items()])
     s["phases"] = phases
     f32, f16 = outputs["ours_fp32"][2], outputs["ours_bf16"][2]
     df, r = float((f16 - f32).abs().max()), pearson(f16, f32)

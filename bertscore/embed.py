@@ -203,7 +203,7 @@ class Embedder:
         lengths = torch.tensor([len(ids) for ids in batch_ids], dtype=torch.long)
         mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
         input_ids = torch.full(mask.shape, self.model.pad_token_id, dtype=torch.long)
-        input_ids[mask] = torch.from_numpy(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in batch_ids]))
+        input_ids[mask] = torch.from_numpy(np.concatenate([np.asarray(ids) for ids in batch_ids]).astype(np.int64))
         attention = mask.long()
         if self.device.type == "cuda":
             input_ids = input_ids.pin_memory().to(self.device, non_blocking=True)
@@ -243,12 +243,15 @@ class Embedder:
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
         hits: dict[str, torch.Tensor] = {}
-        for index, key in enumerate(keys):
-            cached = self.cache.get((self.cache_namespace, key))
-            if cached is None:
-                todo.append(index)
-            else:
-                hits[key] = cached
+        if self.cache.max_bytes == 0:  # nothing is ever cached: no lookups
+            todo = list(range(len(keys)))
+        else:
+            for index, key in enumerate(keys):
+                cached = self.cache.get((self.cache_namespace, key))
+                if cached is None:
+                    todo.append(index)
+                else:
+                    hits[key] = cached
         result.update(zip(hits, move_all(list(hits.values()), self.device)))
         overflow = OverflowCheck(self)
         computed: list[tuple[Hashable, torch.Tensor]] = []

@@ -6,6 +6,7 @@ by `notes.places`) and goes to the call's `notes` list or out as a `BERTScoreNot
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -28,14 +29,57 @@ def note_inputs(
 ) -> None:
     """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
     texts that are mostly the unknown token; a layer guessed for a model the official table lacks;
-    and reduced precision slower than float32."""
+    and reduced precision slower than float32 (`note_call`, then `note_texts`)."""
+    note_call(settings, weights, notes)
+    findings = TextFindings()
+    findings.add(settings, token_ids, weights)
+    note_texts(settings, candidates, groups, findings, notes)
+
+
+def note_call(settings: Settings, weights: TokenWeights, notes: list[str] | None = None) -> None:
+    """The notes that need no text: a layer guessed, and reduced precision slower than float32.
+    Checks `weights` against the vocabulary first: a short table is a clear error, not a lookup's."""
     model = settings.model
     if model.layer_guessed:
         report(unknown_layer_message(model.name, model.num_layers), notes)
-    weights.check(model.vocab_size, "weights")  # before any lookup: a short table is a clear error
+    weights.check(model.vocab_size, "weights")
     precision_note = reduced_precision_note(settings.dtype, settings.device)
     if precision_note:
         report(precision_note, notes)
+
+
+@dataclass
+class TextFindings:
+    """The texts that a call's notes name, gathered store by store (a streamed call tokenizes its
+    pairs in blocks, `tokenize_ahead`)."""
+
+    empty: set[str] = field(default_factory=set)
+    cut: set[str] = field(default_factory=set)
+    unknown: set[str] = field(default_factory=set)
+    unweighted: set[str] = field(default_factory=set)
+
+    def add(self, settings: Settings, token_ids: TokenStore, weights: TokenWeights) -> None:
+        """The findings on the texts of `token_ids` (their keys: stripped texts)."""
+        keys = list(token_ids.index)
+        empty = settings.empty_texts(token_ids)
+        self.empty |= empty
+        if settings.window is None:
+            self.cut |= {keys[i] for i in np.flatnonzero(token_ids.content_lengths > settings.model.content_limit)}
+        self.unknown |= mostly_unknown(settings, token_ids, keys, empty)
+        totals = token_ids.weight_totals(weights.table.numpy())
+        self.unweighted |= {keys[i] for i in np.flatnonzero(totals == 0).tolist()} - empty
+
+
+def note_texts(
+    settings: Settings,
+    candidates: Sequence[str],
+    groups: Sequence[Sequence[str]],
+    findings: TextFindings,
+    notes: list[str] | None = None,
+) -> None:
+    """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
+    texts that are mostly the unknown token, each by its place in the call's inputs."""
+    model = settings.model
 
     def places(selected: set[str]) -> list[str]:
         found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
@@ -45,30 +89,23 @@ def note_inputs(
         ]
         return found
 
-    keys = list(token_ids.index)
-    empty = {k for k in keys if settings.is_empty(token_ids, k)}
-    if empty:
+    if findings.empty:
         report(
             f"no content tokens (empty, whitespace or characters the tokenizer drops) in "
-            f"{name_some(places(empty))}: their raw scores are 0, as in the official package",
+            f"{name_some(places(findings.empty))}: their raw scores are 0, as in the official package",
             notes,
         )
-    if settings.window is None:
-        cut = {k for k in keys if token_ids.content_length(k) > model.content_limit}
-        if cut:
-            report(truncation_note(settings, places(cut)), notes)
-    unknown = mostly_unknown(settings, token_ids, keys, empty)
-    if unknown:
+    if findings.cut:
+        report(truncation_note(settings, places(findings.cut)), notes)
+    if findings.unknown:
         report(
             f"mostly unknown tokens (more than half of the content tokens are the tokenizer's unknown token "
             f"{model.tokenizer.unk_token!r}: a script it cannot read, or a word too long for it) in "
-            f"{name_some(places(unknown))}: each unknown token is the same token whatever it stood for, so "
-            "these texts score as if their content were mostly one token",
+            f"{name_some(places(findings.unknown))}: each unknown token is the same token whatever it stood for, "
+            "so these texts score as if their content were mostly one token",
             notes,
         )
-    totals = token_ids.weight_totals(weights.table.numpy())
-    unweighted = {k for k, total in zip(keys, totals) if total == 0 and k not in empty}
-    if unweighted:
+    if findings.unweighted:
         distinct = len({r.strip() for group in groups for r in group})
         cause = (
             "idf over 1 distinct reference gives every token in it weight 0"
@@ -76,7 +113,7 @@ def note_inputs(
             else "every one of their tokens weighs 0 (under idf: it occurs in every reference)"
         )
         report(
-            f"token weights are all 0 in {name_some(places(unweighted))} ({cause}): their raw "
+            f"token weights are all 0 in {name_some(places(findings.unweighted))} ({cause}): their raw "
             "precision (candidates) or recall (references) is 0, and so is F1",
             notes,
         )
@@ -91,9 +128,8 @@ def mostly_unknown(settings: Settings, token_ids: TokenStore, keys: list[str], e
     indicator = np.zeros(model.vocab_size)
     indicator[int(unk)] = 1.0
     counts = token_ids.weight_totals(indicator)
-    special = model.num_special_tokens
-    return {k for k, count in zip(keys, counts)
-            if k not in empty and 2 * count > token_ids.length(k) - special}
+    content = token_ids.lengths - model.num_special_tokens
+    return {keys[i] for i in np.flatnonzero(2 * counts > content).tolist()} - empty
 
 
 def truncation_note(settings: Settings, where: list[str]) -> str:

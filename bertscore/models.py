@@ -60,6 +60,22 @@ _ENCODING_METHODS = ("__call__", "_call_one", "_encode_plus", "_batch_encode_plu
                      "set_truncation_and_padding")
 
 
+def fast_backend(tokenizer: Any) -> Any | None:
+    """The tokenizers-library backend that `prepared_backend` encodes with, as it is; None where
+    the tokenizer is called instead (a slow tokenizer, or a class with its own encoding)."""
+    try:
+        from transformers import PreTrainedTokenizerFast
+    except ImportError:  # pragma: no cover - every supported transformers has it
+        return None
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if not isinstance(tokenizer, PreTrainedTokenizerFast) or not getattr(tokenizer, "is_fast", False) or backend is None:
+        return None
+    kind = type(tokenizer)
+    if any(getattr(kind, name, None) is not getattr(PreTrainedTokenizerFast, name, None) for name in _ENCODING_METHODS):
+        return None
+    return backend
+
+
 def prepared_backend(tokenizer: Any) -> Any | None:
     """The tokenizers-library backend of `tokenizer`, set as the tokenizer's own untruncated call sets it.
 
@@ -73,15 +89,8 @@ def prepared_backend(tokenizer: Any) -> Any | None:
     puts it in: no truncation and no padding (a user's earlier call may have left them on) and the
     tokenizer's `split_special_tokens`.
     """
-    try:
-        from transformers import PreTrainedTokenizerFast
-    except ImportError:  # pragma: no cover - every supported transformers has it
-        return None
-    backend = getattr(tokenizer, "_tokenizer", None)
-    if not isinstance(tokenizer, PreTrainedTokenizerFast) or not getattr(tokenizer, "is_fast", False) or backend is None:
-        return None
-    kind = type(tokenizer)
-    if any(getattr(kind, name, None) is not getattr(PreTrainedTokenizerFast, name, None) for name in _ENCODING_METHODS):
+    backend = fast_backend(tokenizer)
+    if backend is None:
         return None
     if backend.truncation is not None:
         backend.no_truncation()
@@ -145,6 +154,7 @@ class LoadedModel:
     layer_guessed: bool = False  # no num_layers given and none in the official table: the last layer, a guess
     _mode_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
     _probe_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _tokenize_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @property
     def vocab_size(self) -> int:
@@ -174,10 +184,11 @@ class LoadedModel:
         if not texts:
             return []
         stripped = [text.strip() for text in texts]
-        backend = prepared_backend(self.tokenizer)
-        if backend is not None:  # the ids the call below gives, without offsets nor a Python dict per text
-            encode = getattr(backend, "encode_batch_fast", backend.encode_batch)  # _fast: tokenizers >= 0.21
-            return [encoding.ids for encoding in encode(stripped, add_special_tokens=False)]
+        with self._tokenize_lock:  # one thread at a time: preparing the backend changes its state
+            backend = prepared_backend(self.tokenizer)
+            if backend is not None:  # the ids the call below gives, without offsets nor a Python dict per text
+                encode = getattr(backend, "encode_batch_fast", backend.encode_batch)  # _fast: tokenizers >= 0.21
+                return [encoding.ids for encoding in encode(stripped, add_special_tokens=False)]
         encoded = self.tokenizer(
             stripped,
             add_special_tokens=False,
@@ -187,6 +198,12 @@ class LoadedModel:
             return_token_type_ids=False,
         )
         return [list(ids) for ids in encoded["input_ids"]]
+
+    @property
+    def tokenizes_without_gil(self) -> bool:
+        """Whether tokenizing runs in the tokenizers library, off Python's lock (so that it can
+        overlap other work: `tokenize_ahead`)."""
+        return fast_backend(self.tokenizer) is not None
 
     def tokenize(self, texts: Sequence[str], whole: bool = False) -> list[list[int]]:
         """Token ids of each stripped text with its special tokens: lead + content[:W] + trail.

@@ -9,12 +9,13 @@ embeddings are reused through a bounded cache.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
-from . import baseline_tables, input_notes, plan
+from . import baseline_tables, input_notes, plan, tokenize_ahead
 from .devices import full_fp32_precision
 from .embed import Embedder
 from .idf import TokenWeights
@@ -97,14 +98,18 @@ class Pipeline:
         """(P, R, F) of checked candidates against their reference groups, and the weights used."""
         flat_refs = [ref for group in groups for ref in group]
         owners = torch.tensor([i for i, group in enumerate(groups) for _ in group], dtype=torch.long)
-        token_ids = self.tokenize(candidates + flat_refs)
-        if weights is None:
-            weights = self.weights_for(flat_refs, token_ids)
-        self.note_inputs(candidates, groups, token_ids, weights, notes)
-        pair_scores = self.score_pairs(
-            [candidates[i].strip() for i in owners.tolist()], [r.strip() for r in flat_refs],
-            token_ids, weights, verbose, batch_size,
-        )
+        cand_keys = [candidates[i].strip() for i in owners.tolist()]
+        ref_keys = [r.strip() for r in flat_refs]
+        whole = None
+        if weights is None and self.settings.idf_is_per_call:  # idf needs every reference before a match
+            whole = self.tokenize(candidates + flat_refs)
+            weights = self.weights_for(flat_refs, whole)
+        weights = weights if weights is not None else self.settings.idf_weights
+        input_notes.note_call(self.settings, weights, notes)
+        findings = input_notes.TextFindings()
+        pair_scores = score_in_blocks(self, cand_keys, ref_keys, whole, weights, verbose, batch_size,
+                                      lambda _, token_ids: findings.add(self.settings, token_ids, weights))
+        input_notes.note_texts(self.settings, candidates, groups, findings, notes)
         return self.finish(pair_scores, owners, len(candidates)), weights
 
     def score_aligned(
@@ -118,18 +123,25 @@ class Pipeline:
         notes: list[str] | None,
     ) -> torch.Tensor:
         """Raw scores [n, 3] (or [n, K, 3]) of aligned pairs; pairs with an empty side get one note."""
-        token_ids = self.tokenize(list(cands) + list(refs))
         cand_keys = [c.strip() for c in cands]
         ref_keys = [r.strip() for r in refs]
-        if weights is None:
-            weights = self.weights_for(ref_keys, token_ids)
-        if warn_empty:
-            empty = [i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
-                     if self.settings.is_empty(token_ids, c) or self.settings.is_empty(token_ids, r)]
-            if empty:
-                report(f"no content tokens in pair {name_some([str(i) for i in empty])}: "
-                       "their raw scores are 0", notes)
-        return self.score_pairs(cand_keys, ref_keys, token_ids, weights, verbose, batch_size)
+        whole = None
+        if weights is None and self.settings.idf_is_per_call:
+            whole = self.tokenize(list(cands) + list(refs))
+            weights = self.weights_for(ref_keys, whole)
+        weights = weights if weights is not None else self.settings.idf_weights
+        empty: list[int] = []
+
+        def find_empty(positions: list[int], token_ids: TokenStore) -> None:
+            is_empty = self.settings.is_empty
+            empty.extend(i for i in positions
+                         if is_empty(token_ids, cand_keys[i]) or is_empty(token_ids, ref_keys[i]))
+
+        scores = score_in_blocks(self, cand_keys, ref_keys, whole, weights, verbose, batch_size, find_empty)
+        if warn_empty and empty:
+            report(f"no content tokens in pair {name_some([str(i) for i in sorted(empty)])}: "
+                   "their raw scores are 0", notes)
+        return scores
 
     def finish(self, pair_scores: torch.Tensor, owners: torch.Tensor, num_candidates: int) -> Scores:
         """P, R, F from raw pair scores [n, 3] ([n, K, 3]), owners[i] = the candidate of pair i.
@@ -156,8 +168,10 @@ class Pipeline:
         weights: TokenWeights,
         verbose: bool = False,
         batch_size: int | None = None,
+        progress: Any = None,
     ) -> torch.Tensor:
-        """Raw scores of aligned pairs of stripped texts, chunk by chunk.
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to
+        move, else one of its own when `verbose`).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -170,19 +184,19 @@ class Pipeline:
         settings = self.settings
         layers = (settings.score_layers,) if settings.all_layers else ()
         scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
-        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
-                 if settings.is_empty(token_ids, c) or settings.is_empty(token_ids, r)}
+        empty_keys = settings.empty_texts(token_ids)
+        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if c in empty_keys or r in empty_keys}
         limit = self.model.content_limit
-
-        def head_length(key: str) -> int:
-            return token_ids.head_length(key, limit)
+        head_length = token_ids.head_lengths(limit).__getitem__
 
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
         order = sorted(
             (i for i in range(len(cand_keys)) if i not in empty),
             key=lambda i: (head_length(ref_keys[i]), ref_keys[i], head_length(cand_keys[i])),
         )
-        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+        own_bar = progress is None
+        if own_bar:
+            progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
         for chunk in plan.chunks(order, cand_keys, ref_keys, head_length, settings.chunk_size, self.floats_per_token):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
@@ -202,7 +216,8 @@ class Pipeline:
                 self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
                                        scores, progress, batch_size)
             del embeddings
-        progress.close()
+        if own_bar:
+            progress.close()
         return scores
 
     def _score_long_pairs(
@@ -255,6 +270,49 @@ class Pipeline:
                 long_keys, [token_ids[k] for k in long_keys], self.settings.window, first_windows=embeddings
             ))
         return embeddings
+
+
+def score_in_blocks(
+    pipeline: Pipeline,
+    cand_keys: list[str],
+    ref_keys: list[str],
+    token_ids: TokenStore | None,
+    weights: TokenWeights,
+    verbose: bool,
+    batch_size: int | None,
+    on_block: Callable[[list[int], TokenStore], None],
+) -> torch.Tensor:
+    """Raw scores of aligned pairs of stripped texts, block by block (`plan.stream_blocks`): the
+    schedule of `Pipeline.score_groups` and `score_aligned` around `Pipeline.score_pairs`.
+
+    With `token_ids` (every text already tokenized: per-call idf), the call is one block.
+    Otherwise a call longer than a chunk is taken in `plan.stream_order`, in blocks; each
+    block is tokenized while the one before it is scored (`tokenize_ahead`) where a core is
+    free for it. The blocks are the same either way, and so are the numbers.
+    `on_block(positions, tokens)` sees each block's tokens before it is scored.
+    """
+    layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
+    scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
+    progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+    block_ranges = [range(len(cand_keys))] if token_ids is not None else plan.stream_blocks(
+        len(cand_keys), pipeline.settings.chunk_size)
+    order = list(range(len(cand_keys))) if len(block_ranges) == 1 else plan.stream_order(cand_keys, ref_keys)
+    cand_keys, ref_keys = [cand_keys[i] for i in order], [ref_keys[i] for i in order]
+    if token_ids is not None:
+        blocks: Iterator[tuple[range, TokenStore]] = (block for block in [(block_ranges[0], token_ids)])
+    else:
+        ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(pipeline.model.device)
+        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead)
+    with contextlib.closing(blocks):  # leaving early: the block in flight is waited for
+        for block, block_ids in blocks:
+            positions = order[block.start:block.stop]
+            on_block(positions, block_ids)
+            scores[positions] = pipeline.score_pairs(
+                cand_keys[block.start:block.stop], ref_keys[block.start:block.stop], block_ids, weights,
+                batch_size=batch_size, progress=progress,
+            )
+    progress.close()
+    return scores
 
 
 class HasPipeline(Protocol):

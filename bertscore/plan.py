@@ -11,11 +11,41 @@ from __future__ import annotations
 from typing import Callable, Iterator, Sequence
 
 DEFAULT_CHUNK_PAIRS = 2048
+FIRST_STREAM_BLOCK = 256  # pairs tokenized before the first match of a streamed call (`stream_blocks`)
+STREAM_GROWTH = 1.5  # each block of a streamed call this many times the one before (`stream_blocks`)
 CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
 MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching batch
 MAX_PAIRS_PER_MATCH = 1024
 
 Length = Callable[[str], int]
+
+
+def stream_blocks(num_pairs: int, block_pairs: int = DEFAULT_CHUNK_PAIRS) -> list[range]:
+    """Consecutive blocks of a call's pairs (positions in `stream_order`), each tokenized while the
+    one before it is embedded and matched (`tokenize_ahead`).
+
+    A call of at most `block_pairs` pairs is one block: it is scored exactly as one chunk of pairs
+    always was. A longer call starts small, so that little tokenizing waits before the first match
+    (FIRST_STREAM_BLOCK pairs), and each block is then STREAM_GROWTH times the one before, up to
+    `block_pairs`: tokenizing a block on one thread takes about half as long as scoring as many
+    pairs, so a block is tokenized before the caller has scored the one before.
+    """
+    if num_pairs <= block_pairs:
+        return [range(num_pairs)]
+    blocks: list[range] = []
+    start, size = 0, min(FIRST_STREAM_BLOCK, block_pairs)
+    while start < num_pairs:
+        blocks.append(range(start, min(start + size, num_pairs)))
+        start += size
+        size = min(block_pairs, int(size * STREAM_GROWTH))
+    return blocks
+
+
+def stream_order(cand_keys: Sequence[str], ref_keys: Sequence[str]) -> list[int]:
+    """Pairs in the order a streamed call takes them: by reference length in characters (the
+    tokens are not known yet), then reference, then candidate length. Pairs sharing a reference
+    then fall in one block (it is tokenized and embedded once), beside pairs of similar lengths."""
+    return sorted(range(len(cand_keys)), key=lambda i: (len(ref_keys[i]), ref_keys[i], len(cand_keys[i])))
 
 
 def needs_tiling(cand_length: int, ref_length: int, layers: int) -> bool:

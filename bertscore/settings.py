@@ -66,6 +66,11 @@ class Settings:
         """No content tokens besides the special ones (the official notion of an empty text)."""
         return token_ids.length(key) <= self.model.num_special_tokens
 
+    def empty_texts(self, token_ids: TokenStore) -> set[str]:
+        """The stored texts that `is_empty` holds for, found at once (vectorised)."""
+        keys = list(token_ids.index)
+        return {keys[i] for i in np.flatnonzero(token_ids.lengths <= self.model.num_special_tokens).tolist()}
+
     def is_windowed(self, token_ids: TokenStore, key: str) -> bool:
         """Whether `key` is scored through windows: window mode, and longer than the content limit."""
         return self.window is not None and token_ids.content_length(key) > self.model.content_limit

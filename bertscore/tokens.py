@@ -74,6 +74,16 @@ class TokenStore:
         """len(head(text, limit)), without building it."""
         return min(self.length(text), self.num_lead + limit + self.num_trail)
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """`length(text)` of every stored text, in store order (the order of `index`)."""
+        return np.diff(self.offsets)
+
+    def head_lengths(self, limit: int) -> dict[str, int]:
+        """`head_length(text, limit)` of every stored text at once (vectorised)."""
+        cut = np.minimum(self.lengths, self.num_lead + limit + self.num_trail)
+        return dict(zip(self.index, cut.tolist()))
+
     def head(self, text: str, limit: int) -> np.ndarray:
         """``lead + content[:limit] + trail`` of `text`: its ids as a cut at `limit` would store them.
 

@@ -74,3 +74,68 @@ def test_an_empty_side_scores_zero_without_meeting_the_encoder(minilm_scorer):
     raw = scorer.pipeline.score_aligned(["   ", "a text"], ["a text", ""], None, False, None, True, notes)
     assert torch.equal(raw, torch.zeros(2, 3))
     assert notes == ["no content tokens in pair 0, 1: their raw scores are 0"]
+
+
+STREAM_CANDIDATES = ["The cat sat on the mat.", "", "A dog barked at the mailman loudly.", "word " * 600,
+                     "Paris is the capital of France.", "Rain falls.", "The cat sat.", "   "]
+STREAM_GROUPS = [["A cat was sitting on the mat.", "There is a cat on a mat."], ["The dog barked."],
+                 ["The dog barked."], ["Rain falls."], ["France's capital is Paris.", ""], ["It rains."],
+                 ["A cat was sitting on the mat."], ["Nothing here."]]
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_call_longer_than_a_chunk_is_scored_in_blocks_with_the_same_numbers_and_notes(minilm_scorer, monkeypatch,
+                                                                                         ahead):
+    """chunk_size=3: 11 pairs in blocks (`plan.stream_blocks`), each tokenized apart (ahead on a
+    thread or not): every number is the plain loop's, the notes are those of one block, and the
+    thread's presence changes no bit."""
+    from bertscore import plan, tokenize_ahead
+
+    monkeypatch.setattr(tokenize_ahead, "core_is_free", lambda device: ahead)
+    streamed = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=3)
+    whole = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0)
+    pairs = sum(len(group) for group in STREAM_GROUPS)
+    assert [len(block) for block in plan.stream_blocks(pairs, 3)] == [3, 3, 3, 1]  # 10 pairs
+    calls = []
+    original = streamed.pipeline.tokenize
+    monkeypatch.setattr(streamed.pipeline, "tokenize", lambda texts: calls.append(len(texts)) or original(texts))
+    streamed_notes: list[str] = []
+    whole_notes: list[str] = []
+    p, r, f = streamed.score(STREAM_CANDIDATES, STREAM_GROUPS, notes=streamed_notes)
+    assert calls == [6, 6, 6, 2]  # each block's candidates and references, tokenized apart
+    whole.score(STREAM_CANDIDATES, STREAM_GROUPS, notes=whole_notes)
+    assert streamed_notes == whole_notes  # the same notes, in the same order
+    assert any("candidates[1]" in note and "references[4][1]" in note for note in streamed_notes)  # empty texts
+    assert any("candidates[3]" in note and "truncated" in note for note in streamed_notes)
+
+    pipeline = whole.pipeline
+    flat = [r for group in STREAM_GROUPS for r in group]
+    token_ids = pipeline.tokenize(STREAM_CANDIDATES + flat)
+    table = pipeline.weights_for(flat, token_ids)
+    keys = [k for k in token_ids.index if not pipeline.settings.is_empty(token_ids, k)]
+    embeddings = pipeline.embed_texts(keys, token_ids)
+    weights = {k: table(token_ids[k]) for k in keys}
+    for i, (candidate, group) in enumerate(zip(STREAM_CANDIDATES, STREAM_GROUPS)):
+        per_reference = [plain_scores(embeddings, weights, candidate.strip(), ref.strip()) if candidate.strip() in weights
+                         and ref.strip() in weights else (0.0, 0.0, 0.0) for ref in group]
+        expected = [max(s[column] for s in per_reference) for column in range(3)]
+        assert [p[i].item(), r[i].item(), f[i].item()] == pytest.approx(expected, abs=2e-6), i
+
+    other = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=3)
+    monkeypatch.setattr(tokenize_ahead, "core_is_free", lambda device: not ahead)
+    for mine, theirs in zip((p, r, f), other.score(STREAM_CANDIDATES, STREAM_GROUPS, notes=[])):
+        assert torch.equal(mine, theirs)  # the same blocks with or without the thread: the same bits
+
+
+def test_score_pairs_in_blocks_names_the_empty_pairs_as_one_block_does(minilm_scorer):
+    cands = [c for c, group in zip(STREAM_CANDIDATES, STREAM_GROUPS) for _ in group]
+    refs = [r for group in STREAM_GROUPS for r in group]
+    streamed_notes: list[str] = []
+    whole_notes: list[str] = []
+    streamed = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=2)
+    whole = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0)
+    raw = streamed.score_pairs(cands, refs, notes=streamed_notes)
+    expected = whole.score_pairs(cands, refs, notes=whole_notes)
+    assert streamed_notes == whole_notes == ["no content tokens in pair 2, 6, 9: their raw scores are 0"]
+    assert torch.allclose(raw, expected, atol=2e-6, rtol=0)
+    assert raw[[2, 6, 9]].abs().sum() == 0

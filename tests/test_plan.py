@@ -78,3 +78,31 @@ def test_a_text_already_held_costs_nothing_in_a_chunk():
     assert list(plan.chunks([0, 1, 2], cands, refs, length, 10, floats_per_token)) == [[0, 1, 2]]
     length = {"a": 200, "b": 200, "c": 200, "r": 600}.__getitem__  # 600 + 3 x 200 > 1000
     assert list(plan.chunks([0, 1, 2], cands, refs, length, 10, floats_per_token)) == [[0, 1], [2]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 20_000), st.integers(1, 5000))
+def test_stream_blocks_partition_the_pairs_small_first(num_pairs, block_pairs):
+    blocks = plan.stream_blocks(num_pairs, block_pairs)
+    assert [i for block in blocks for i in block] == list(range(num_pairs))  # every pair once, in order
+    if num_pairs <= block_pairs:
+        assert blocks == [range(num_pairs)]  # scored as one chunk always was
+        return
+    sizes = [len(block) for block in blocks]
+    assert sizes[0] == min(256, block_pairs) and all(size <= block_pairs for size in sizes)
+    for before, after in zip(sizes, sizes[1:-1]):  # growing by half until whole blocks (the last: the rest)
+        assert after == min(block_pairs, int(before * 1.5))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "bb b", "ccc c c", "d", "a b c d e"]),
+                          st.text(max_size=12)), min_size=1, max_size=80))
+def test_stream_order_keeps_pairs_of_one_reference_together_shortest_references_first(pairs):
+    refs = [ref for ref, _ in pairs]
+    cands = [cand for _, cand in pairs]
+    order = plan.stream_order(cands, refs)
+    assert sorted(order) == list(range(len(pairs)))
+    taken = [refs[i] for i in order]
+    runs = [ref for k, ref in enumerate(taken) if k == 0 or taken[k - 1] != ref]
+    assert len(runs) == len(set(refs))  # one contiguous run per distinct reference
+    assert [len(ref) for ref in taken] == sorted(len(ref) for ref in refs)
