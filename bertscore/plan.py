@@ -91,14 +91,15 @@ def chunks(
     seen: set[str] = set()
     tokens = 0
     for index in order:
-        texts = {cand_keys[index], ref_keys[index]}
-        cost = sum(length(k) for k in texts - seen)
+        cand, ref = cand_keys[index], ref_keys[index]
+        cost = (0 if cand in seen else length(cand)) + (0 if ref in seen or ref == cand else length(ref))
         if chunk and (len(chunk) >= max_pairs or tokens + cost > budget):
             yield chunk
             chunk, seen, tokens = [], set(), 0
-            cost = sum(length(k) for k in texts)
+            cost = length(cand) + (0 if ref == cand else length(ref))
         chunk.append(index)
-        seen |= texts
+        seen.add(cand)
+        seen.add(ref)
         tokens += cost
     if chunk:
         yield chunk
