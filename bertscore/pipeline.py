@@ -294,9 +294,12 @@ def score_in_blocks(
     layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
     scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
     progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
-    block_ranges = [range(len(cand_keys))] if token_ids is not None else plan.stream_blocks(
-        len(cand_keys), pipeline.settings.chunk_size)
-    order = list(range(len(cand_keys))) if len(block_ranges) == 1 else plan.stream_order(cand_keys, ref_keys)
+    chunk_size = pipeline.settings.chunk_size
+    if token_ids is not None or len(cand_keys) <= chunk_size:
+        block_ranges, order = [range(len(cand_keys))], list(range(len(cand_keys)))
+    else:
+        order = plan.stream_order(cand_keys, ref_keys)
+        block_ranges = plan.stream_blocks([plan.pair_cost(cand_keys[i], ref_keys[i]) for i in order], chunk_size)
     cand_keys, ref_keys = [cand_keys[i] for i in order], [ref_keys[i] for i in order]
     if token_ids is not None:
         blocks: Iterator[tuple[range, TokenStore]] = (block for block in [(block_ranges[0], token_ids)])
@@ -321,6 +324,7 @@ class HasPipeline(Protocol):
     pipeline: Pipeline
 
 
+@torch.inference_mode()
 def match_pairs(
     pairs: list[int],
     cand_keys: list[str],

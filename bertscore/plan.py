@@ -8,11 +8,13 @@ the one place that decides it: `score()`, `explain_pair` and the distributed pat
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Callable, Iterator, Sequence
 
 DEFAULT_CHUNK_PAIRS = 2048
 FIRST_STREAM_BLOCK = 256  # pairs tokenized before the first match of a streamed call (`stream_blocks`)
-STREAM_GROWTH = 1.5  # each block of a streamed call this many times the one before (`stream_blocks`)
+STREAM_GROWTH = 1.5  # each block of a streamed call costs this many times the one before (`stream_blocks`)
 CHUNK_EMBEDDING_BYTES = 256 << 20  # embeddings held at once per chunk (tokens x layers x hidden x 4 B)
 MATCH_BATCH_BYTES = 64 << 20  # padded embeddings + similarities of one matching batch
 MAX_PAIRS_PER_MATCH = 1024
@@ -20,25 +22,41 @@ MAX_PAIRS_PER_MATCH = 1024
 Length = Callable[[str], int]
 
 
-def stream_blocks(num_pairs: int, block_pairs: int = DEFAULT_CHUNK_PAIRS) -> list[range]:
+def stream_blocks(costs: Sequence[int], block_pairs: int = DEFAULT_CHUNK_PAIRS) -> list[range]:
     """Consecutive blocks of a call's pairs (positions in `stream_order`), each tokenized while the
-    one before it is embedded and matched (`tokenize_ahead`).
+    one before it is embedded and matched (`tokenize_ahead`). `costs[i]` is the i-th pair's
+    tokenizing cost (`pair_cost`).
 
     A call of at most `block_pairs` pairs is one block: it is scored exactly as one chunk of pairs
     always was. A longer call starts small, so that little tokenizing waits before the first match
-    (FIRST_STREAM_BLOCK pairs), and each block is then STREAM_GROWTH times the one before, up to
-    `block_pairs`: tokenizing a block on one thread takes about half as long as scoring as many
-    pairs, so a block is tokenized before the caller has scored the one before.
+    (FIRST_STREAM_BLOCK pairs); each block then costs about STREAM_GROWTH times the one before, up
+    to `block_pairs` pairs. Growth is measured in cost, not pairs: pairs come shortest first, so a
+    block of later pairs costs more per pair to tokenize (and to score); counted in pairs, the
+    last blocks took longer to tokenize than the blocks before them took to score, and the caller
+    waited. Tokenizing a block on one thread takes about 0.6 of scoring as costly a block on
+    another, so at 1.5 the next block is in before this one is scored (a smaller growth makes more
+    blocks, each with its own fixed cost: slower in benchmarks/host_speed.py).
     """
+    num_pairs = len(costs)
     if num_pairs <= block_pairs:
         return [range(num_pairs)]
-    blocks: list[range] = []
-    start, size = 0, min(FIRST_STREAM_BLOCK, block_pairs)
+    cumulative = list(accumulate(costs))  # cumulative[i]: cost of pairs 0..i
+    start = min(FIRST_STREAM_BLOCK, block_pairs)
+    blocks = [range(start)]
+    before = cumulative[start - 1]  # cost of the block before
     while start < num_pairs:
-        blocks.append(range(start, min(start + size, num_pairs)))
-        start += size
-        size = min(block_pairs, int(size * STREAM_GROWTH))
+        spent = cumulative[start - 1]
+        stop = bisect_right(cumulative, spent + max(1, int(before * STREAM_GROWTH)))
+        stop = min(max(stop, start + 1), start + block_pairs, num_pairs)
+        blocks.append(range(start, stop))
+        before, start = cumulative[stop - 1] - spent, stop
     return blocks
+
+
+def pair_cost(cand_key: str, ref_key: str) -> int:
+    """A pair's tokenizing cost for `stream_blocks`: its characters, and one per text (an empty
+    text still costs its special tokens)."""
+    return len(cand_key) + len(ref_key) + 2
 
 
 def stream_order(cand_keys: Sequence[str], ref_keys: Sequence[str]) -> list[int]:
@@ -73,14 +91,15 @@ def chunks(
     seen: set[str] = set()
     tokens = 0
     for index in order:
-        texts = {cand_keys[index], ref_keys[index]}
-        cost = sum(length(k) for k in texts - seen)
+        cand, ref = cand_keys[index], ref_keys[index]
+        cost = (0 if cand in seen else length(cand)) + (0 if ref in seen or ref == cand else length(ref))
         if chunk and (len(chunk) >= max_pairs or tokens + cost > budget):
             yield chunk
             chunk, seen, tokens = [], set(), 0
-            cost = sum(length(k) for k in texts)
+            cost = length(cand) + (0 if ref == cand else length(ref))
         chunk.append(index)
-        seen |= texts
+        seen.add(cand)
+        seen.add(ref)
         tokens += cost
     if chunk:
         yield chunk

@@ -94,15 +94,18 @@ def test_a_call_longer_than_a_chunk_is_scored_in_blocks_with_the_same_numbers_an
     monkeypatch.setattr(tokenize_ahead, "core_is_free", lambda device: ahead)
     streamed = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=3)
     whole = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0)
-    pairs = sum(len(group) for group in STREAM_GROUPS)
-    assert [len(block) for block in plan.stream_blocks(pairs, 3)] == [3, 3, 3, 1]  # 10 pairs
+    pair_cands = [c.strip() for c, group in zip(STREAM_CANDIDATES, STREAM_GROUPS) for _ in group]
+    pair_refs = [r.strip() for group in STREAM_GROUPS for r in group]
+    order = plan.stream_order(pair_cands, pair_refs)
+    blocks = plan.stream_blocks([plan.pair_cost(pair_cands[i], pair_refs[i]) for i in order], 3)
+    assert [len(block) for block in blocks] == [3, 3, 2, 2]  # 10 pairs, growing in cost (chars), not pairs
     calls = []
     original = streamed.pipeline.tokenize
     monkeypatch.setattr(streamed.pipeline, "tokenize", lambda texts: calls.append(len(texts)) or original(texts))
     streamed_notes: list[str] = []
     whole_notes: list[str] = []
     p, r, f = streamed.score(STREAM_CANDIDATES, STREAM_GROUPS, notes=streamed_notes)
-    assert calls == [6, 6, 6, 2]  # each block's candidates and references, tokenized apart
+    assert calls == [6, 6, 4, 4]  # each block's candidates and references, tokenized apart
     whole.score(STREAM_CANDIDATES, STREAM_GROUPS, notes=whole_notes)
     assert streamed_notes == whole_notes  # the same notes, in the same order
     assert any("candidates[1]" in note and "references[4][1]" in note for note in streamed_notes)  # empty texts

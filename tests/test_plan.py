@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,17 +83,33 @@ def test_a_text_already_held_costs_nothing_in_a_chunk():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 20_000), st.integers(1, 5000))
-def test_stream_blocks_partition_the_pairs_small_first(num_pairs, block_pairs):
-    blocks = plan.stream_blocks(num_pairs, block_pairs)
-    assert [i for block in blocks for i in block] == list(range(num_pairs))  # every pair once, in order
+@given(st.integers(0, 20_000), st.integers(1, 5000), st.integers(0, 2**32 - 1), st.booleans())
+def test_stream_blocks_partition_the_pairs_small_first_growing_in_cost(num_pairs, block_pairs, seed, shortest_first):
+    """Every pair once, in order; a call within a chunk is one block; after the first block of 256
+    pairs, each block takes every next pair while its cost stays within 1.5x the block before (at
+    least one pair, at most `block_pairs`), checked against a plain loop's sums."""
+    rng = random.Random(seed)
+    costs = [rng.randint(2, 600) for _ in range(num_pairs)]
+    if shortest_first:  # as `stream_order` gives them
+        costs.sort()
+    blocks = plan.stream_blocks(costs, block_pairs)
+    assert [i for block in blocks for i in block] == list(range(num_pairs))
     if num_pairs <= block_pairs:
         assert blocks == [range(num_pairs)]  # scored as one chunk always was
         return
-    sizes = [len(block) for block in blocks]
-    assert sizes[0] == min(256, block_pairs) and all(size <= block_pairs for size in sizes)
-    for before, after in zip(sizes, sizes[1:-1]):  # growing by half until whole blocks (the last: the rest)
-        assert after == min(block_pairs, int(before * 1.5))
+    assert len(blocks[0]) == min(256, block_pairs)
+    for before, block in zip(blocks, blocks[1:]):
+        allowed = max(1, int(sum(costs[i] for i in before) * 1.5))
+        cost = sum(costs[i] for i in block)
+        assert 1 <= len(block) <= block_pairs
+        assert cost <= allowed or len(block) == 1  # within its budget, except a lone pair
+        if len(block) < block_pairs and block.stop < num_pairs:
+            assert cost + costs[block.stop] > allowed  # the next pair did not fit
+
+
+def test_pair_cost_counts_characters_and_each_texts_special_tokens():
+    assert plan.pair_cost("", "") == 2
+    assert plan.pair_cost("abc", "de") == 7
 
 
 @settings(max_examples=150, deadline=None)
