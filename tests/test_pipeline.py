@@ -86,7 +86,7 @@ STREAM_GROUPS = [["A cat was sitting on the mat.", "There is a cat on a mat."], 
 @pytest.mark.parametrize("ahead", [True, False])
 def test_a_call_longer_than_a_chunk_is_scored_in_blocks_with_the_same_numbers_and_notes(minilm_scorer, monkeypatch,
                                                                                          ahead):
-    """chunk_size=3: 11 pairs in blocks (`plan.stream_blocks`), each tokenized apart (ahead on a
+    """chunk_size=3: 10 pairs in blocks (`plan.stream_blocks`), each tokenized apart (ahead on a
     thread or not): every number is the plain loop's, the notes are those of one block, and the
     thread's presence changes no bit."""
     from bertscore import plan, tokenize_ahead
