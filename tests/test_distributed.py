@@ -203,11 +203,12 @@ def test_accelerate_launch_two_processes(example_inputs, example_in_one_process,
     assert max(abs(x - y) for key in ("precision", "recall", "f1") for x, y in zip(a[key], b[key])) <= 1e-6
 
 
-def test_cli_under_torchrun_refuses_stdin(corpus) -> None:
-    env = dict(_env(), WORLD_SIZE="2", RANK="0", LOCAL_RANK="0")
-    done = subprocess.run([sys.executable, "-m", "bertscore", "-c", "-", "-r", str(corpus["r"]), "-m", MODEL],
-                          cwd=ROOT, env=env, input="a\n", capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "not stdin" in done.stderr
+def test_cli_under_torchrun_refuses_stdin(corpus, monkeypatch, capsys) -> None:
+    """Refused before anything is read or loaded (the command's `main`, in this process, with a rank's variables)."""
+    for name, value in (("WORLD_SIZE", "2"), ("RANK", "0"), ("LOCAL_RANK", "0")):
+        monkeypatch.setenv(name, value)
+    assert cli_main(["-c", "-", "-r", str(corpus["r"]), "-m", MODEL]) == 2
+    assert "not stdin" in capsys.readouterr().err
 
 
 RANK_SCRIPT = """

@@ -235,6 +235,7 @@ def _serve(socket_path: str, preload: list[str]) -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
+            listener.close()
             requests.close()
             replies.close()
             _become_python_stdin(request, base_path)  # returns only through SystemExit
