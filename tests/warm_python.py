@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 PRELOADED = ("torch", "transformers", "transformers.models.bert.modeling_bert", "datasets", "evaluate")
 COLD_ENV = "BERTSCORE_TESTS_COLD"
@@ -231,14 +232,7 @@ def _serve(socket_path: str, preload: list[str]) -> None:
         if not line:
             break
         request = json.loads(line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            requests.close()
-            replies.close()
-            _become_python_stdin(request, base_path)  # returns only through SystemExit
+        pid = _fork_child((listener, requests, replies), lambda: _become_python_stdin(request, base_path))
         replies.write((json.dumps({"pid": pid}) + "\n").encode())
         _, status = os.waitpid(pid, 0)
         replies.write((json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
@@ -266,16 +260,22 @@ def _fork_command(connection: socket.socket, listener: socket.socket, requests, 
             os.close(fd)
         connection.sendall(b'{"cold": true}\n')
         return 0
+    pid = _fork_child((listener, requests, replies), lambda: _become_script(request, fds, connection, base_path))
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
+def _fork_child(server_files: tuple, become: Callable[[], None]) -> int:
+    """Fork; the child closes the server's own files (its socket and pipes) and becomes `become()`,
+    which returns only through SystemExit. The child's pid, in the server."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        listener.close()
-        requests.close()
-        replies.close()
-        _become_script(request, fds, connection, base_path)  # returns only through SystemExit
-    for fd in fds:
-        os.close(fd)
+        for handle in server_files:
+            handle.close()
+        become()
     return pid
 
 
