@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,23 @@ class BERTScoreMetric(evaluate.Metric):
     def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict | None:
         """Score what was added (plus these inputs), checked as `score()` checks them."""
         predictions, references = _validated(predictions, references)
-        return super().compute(predictions=predictions, references=references, **{**self.scoring_settings, **kwargs})
+        locks_before = self.filelocks
+        try:
+            return super().compute(predictions=predictions, references=references, **{**self.scoring_settings, **kwargs})
+        except BaseException:
+            if self.filelocks is not locks_before:  # this call's _finalize ran: its files are ours to free
+                self._release_cache_files()
+            raise
+
+    def _release_cache_files(self) -> None:
+        """What evaluate does after a successful compute, done after a failed one too: evaluate
+        leaves the cache file and its lock held when `_compute` raises, so the next `compute()`
+        of this module waited a second for that lock, then wrote to a new file, leaving the old."""
+        self.data = None
+        for filelock, file_path in reversed(list(zip(self.filelocks or [], self.file_paths or []))):
+            if os.path.exists(file_path):
+                os.remove(file_path)
+            filelock.release()
 
     def _compute(
         self,

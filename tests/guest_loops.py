@@ -3,7 +3,7 @@ tests/test_guest_precision.py; prints one JSON line.
 
     python tests/guest_loops.py trainer      # Trainer.evaluate() after enable_tf32(True)
     python tests/guest_loops.py accelerate   # Accelerator(mixed_precision="bf16", cpu=True) loop
-    python tests/guest_loops.py clean '<json [[predictions, references], ...]>'  # nothing set
+    python tests/guest_loops.py clean '<json [[[predictions, references], ...], ...]>'  # nothing set
 
 The loops snapshot the process state right before and right after each metric call (the
 caller's settings as the metric found them) with guest_probe's walk of torch.backends.
@@ -79,15 +79,21 @@ def accelerate() -> dict:
     return {"calls": metric.calls, "autocast_dtypes": autocast_dtypes}
 
 
-def clean(calls: str) -> list[dict]:
-    """Each [predictions, references] of `calls` scored by the metric in this untouched process."""
+def clean(sequences: str) -> list[list[dict]]:
+    """Each sequence of [predictions, references] calls scored by the metric in this process, which
+    nothing else touched: each from a fresh start (a new metric, the module's encoders and cached
+    embeddings released), as a loop's own process scored them. A text's numbers depend on the batch
+    it was embedded in, at the 1e-7 level, so a call must find the cache its loop's call found."""
     import evaluate
 
-    metric = evaluate.load(str(HERE.parent / "bertscore_metric.py"))
     results = []
-    for predictions, references in json.loads(calls):
-        result = metric.compute(predictions=predictions, references=references, model_type=MODEL)
-        results.append({key: result[key] for key in ("precision", "recall", "f1", "hashcode")})
+    for calls in json.loads(sequences):
+        metric = evaluate.load(str(HERE.parent / "bertscore_metric.py"))
+        sys.modules[type(metric).__module__].release()
+        results.append([])
+        for predictions, references in calls:
+            result = metric.compute(predictions=predictions, references=references, model_type=MODEL)
+            results[-1].append({key: result[key] for key in ("precision", "recall", "f1", "hashcode")})
     return results
 
 

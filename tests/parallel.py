@@ -3,7 +3,8 @@
 - Each test file runs whole on one worker, so that its module fixtures (a server, a browser, a
   model, an oracle, a subprocess run that several tests read) are built once. The files in
   SPREAD_FILES are spread one test at a time: their tests share nothing costly.
-- The longest files start first and the spread ones come last, so that the workers finish together.
+- The longest files start first and the spread ones come last, the long doc blocks among them first
+  (LONG_BLOCK_WORDS), so that the workers finish together.
 - The tests of those longest files and the doc blocks carry the `slow` mark (the end-to-end
   groups: interpreters, servers, the official package on real sentences), so that
   `pytest -n auto -m "not slow"` runs the quick rest while iterating.
@@ -23,14 +24,14 @@ import pytest
 
 SPREAD_FILES = ("test_docs.py",)
 SPREAD_SLOW_TESTS = ("test_block_runs_as_pasted",)  # a test of a spread file that is slow: an interpreter each
-# The files that cost 10 CPU seconds or more on two cores, their subprocesses included, longest
-# first (docs/testing.md has the table and how it was measured).
-LONGEST_FILES = ("test_distributed.py", "test_gpu_check.py", "test_parity.py", "test_families.py",
-                 "test_cli_resume.py", "test_long_texts.py", "test_cli.py", "test_guest_precision.py",
-                 "test_torchmetrics.py", "test_metric_hub.py", "test_baseline_files.py", "test_evaluate_distributed.py",
-                 "test_layers.py", "test_notes.py", "test_reward.py", "test_app_browser.py", "test_stats_doors.py",
-                 "test_cli_layers.py", "test_guest_attention.py", "test_app_api.py", "test_output_files.py",
-                 "test_cli_guest.py", "test_cli_tables.py")
+# The files that take about 6 seconds or more on their worker (wall, on two cores), longest first
+# (docs/testing.md has the table and how it was measured).
+LONGEST_FILES = ("test_gpu_check.py", "test_distributed.py", "test_families.py", "test_parity.py",
+                 "test_metric_hub.py", "test_guest_precision.py", "test_cli.py", "test_app_browser.py",
+                 "test_cli_resume.py", "test_torchmetrics.py", "test_long_texts.py", "test_notes.py",
+                 "test_layers.py", "test_stats_doors.py", "test_reward.py", "test_cli_layers.py", "test_app_api.py",
+                 "test_plot.py", "test_warm_python.py", "test_evaluate_distributed.py", "test_cli_guest.py",
+                 "test_output_files.py", "test_cli_tables.py", "test_guest_attention.py", "test_baseline_files.py")
 
 if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
     os.environ["OMP_NUM_THREADS"] = "1"  # read by torch when it loads, and by every interpreter a test starts
@@ -51,8 +52,21 @@ def work_unit(nodeid: str) -> str:
     return nodeid if path.rsplit("/", 1)[-1] in SPREAD_FILES else path
 
 
+# Words of a doc block that starts programs of its own (a server, ranks, a test run) or computes at
+# length: such blocks are sent out first among the spread ones, so that none is the last to finish.
+LONG_BLOCK_WORDS = ("subprocess", "torchrun", "pytest", "benchmarks/", "bertscore layers")
+
+
+def spread_rank(item) -> int:
+    """Within the spread files: the long doc blocks first (0), the rest after (1)."""
+    block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
+    text = getattr(block, "text", "")
+    return 0 if any(word in text for word in LONG_BLOCK_WORDS) else 1
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    items.sort(key=lambda item: start_rank(item.path.name))  # stable: each file keeps its own order
+    # stable: each file keeps its own order, but for the long doc blocks ahead of the others
+    items.sort(key=lambda item: (start_rank(item.path.name), spread_rank(item) if item.path.name in SPREAD_FILES else 0))
     for item in items:
         if item.path.name in LONGEST_FILES or getattr(item, "originalname", item.name) in SPREAD_SLOW_TESTS:
             item.add_marker(pytest.mark.slow)

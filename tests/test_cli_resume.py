@@ -3,12 +3,14 @@ a file the CLI did not start, or whose inputs, format or settings changed, is ne
 
 Texts are unique, so the embedding cache cannot make an uninterrupted run differ from a
 resumed one; chunks restart on the same boundaries (a chunk is written and flushed at once),
-so the encoder batches are the same and the numbers identical.
+so the encoder batches are the same and the numbers identical. Only the killed runs need a process
+of their own; the uninterrupted and the resumed runs call the CLI's `main` in this one.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import signal
@@ -73,9 +75,9 @@ def _run_killed(command: list[str], rows: Callable[[], int], min_rows: int) -> N
 
 @pytest.fixture(scope="module")
 def uninterrupted(inputs, tmp_path_factory) -> list[dict]:
+    """In this process: only the killed runs need a process of their own."""
     output = tmp_path_factory.mktemp("full") / "full.jsonl"
-    done = subprocess.run(_command(inputs, output, "jsonl"), cwd=ROOT, env=_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert main(_command(inputs, output, "jsonl")[3:]) == 0
     return output.read_text(encoding="utf-8")
 
 
@@ -92,9 +94,7 @@ def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -> 
     assert "other settings" in capsys.readouterr().err
     assert output.read_bytes() == before
 
-    resumed = subprocess.run(_command(inputs, output, "jsonl", "--resume"), cwd=ROOT, env=_env(),
-                             capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    assert main(_command(inputs, output, "jsonl", "--resume")[3:]) == 0  # the resumed run, in this process too
     text = output.read_text(encoding="utf-8")
     assert [json.loads(line)["index"] for line in text.splitlines()] == list(range(LINES))
     assert text == uninterrupted
@@ -107,9 +107,7 @@ def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
     # A torn last line (as a kill inside a write leaves) is cut off and rewritten.
     with open(output, "ab") as handle:
         handle.write(b"999\t0.12")
-    resumed = subprocess.run(_command(inputs, output, "tsv", "--resume"), cwd=ROOT, env=_env(),
-                             capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    assert main(_command(inputs, output, "tsv", "--resume")[3:]) == 0
     # The uninterrupted TSV: the same rows as the uninterrupted JSONL, in the CLI's TSV format.
     rows = [json.loads(line) for line in uninterrupted.splitlines()]
     expected = TSV_HEADER + "".join(format_row(Row(r["index"], r["precision"], r["recall"], r["f1"]), "tsv") for r in rows)
@@ -117,7 +115,7 @@ def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
 
 
 
-def test_parquet_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -> None:
+def test_parquet_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys, caplog) -> None:
     """A resumable Parquet run keeps each chunk as a whole Parquet file in OUTPUT.parts/: killed, it
     resumes after its last complete part (a stray temporary file and a part that does not continue
     the rows are dropped) and ends as one file equal to the uninterrupted run, a row group a chunk."""
@@ -131,10 +129,11 @@ def test_parquet_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -
     assert 5 <= len(written) < LINES // CHUNK
     (parts / ".part-999999999999.parquet.1234.partial").write_bytes(b"PAR1 torn")
     (parts / "part-999999999990.parquet").write_bytes(b"PAR1 not a continuation")
-    resumed = subprocess.run(_command(inputs, output, "parquet", "--resume", "-v"), cwd=ROOT, env=_env(),
-                             capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming after {len(written) * CHUNK} complete rows" in resumed.stderr
+    # In this process the log line goes to pytest's handler (the CLI's -v sets up stderr logging only
+    # in a process whose logging is not configured, and here it is: as a host would, we ask for INFO).
+    with caplog.at_level(logging.INFO, logger="bertscore"):
+        assert main(_command(inputs, output, "parquet", "--resume")[3:]) == 0
+    assert f"resuming after {len(written) * CHUNK} complete rows" in caplog.text
     assert not parts.exists()
     expected = [json.loads(line) for line in uninterrupted.splitlines()]
     table = pq.ParquetFile(output)

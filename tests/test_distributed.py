@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bertscore.cli import main as cli_main
 from bertscore.distributed import assemble_pair_scores, balanced_shards
 from conftest import free_port
 
@@ -27,9 +29,12 @@ SENTENCES = [
 ]
 
 
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    for name in LAUNCHER_VARIABLES:
         env.pop(name, None)
     return env
 
@@ -141,11 +146,14 @@ def example_inputs(corpus) -> list[str]:
 
 @pytest.fixture(scope="module")
 def example_in_one_process(example_inputs, tmp_path_factory) -> dict:
-    """The example run as one process: what torchrun's and accelerate's two ranks must give."""
+    """The example run as one process (this one, as `python EXAMPLE ...` runs it, with no launcher's
+    variables): what torchrun's and accelerate's two ranks must give."""
     out = tmp_path_factory.mktemp("one") / "one.json"
-    one = subprocess.run([sys.executable, EXAMPLE, *example_inputs, "--out", str(out), *EXAMPLE_ARGS],
-                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
-    assert one.returncode == 0, one.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        for name in LAUNCHER_VARIABLES:
+            patch.delenv(name, raising=False)
+        patch.setattr(sys, "argv", [EXAMPLE, *example_inputs, "--out", str(out), *EXAMPLE_ARGS])
+        runpy.run_path(EXAMPLE, run_name="__main__")
     return json.loads(out.read_text())
 
 
@@ -164,9 +172,10 @@ def test_python_api_two_ranks_equal_one_process(example_inputs, example_in_one_p
 def test_cli_two_ranks_equal_one_process(corpus, tmp_path) -> None:
     common = ["-c", str(corpus["c"]), "-r", str(corpus["r"]), str(corpus["r2"]), "-m", MODEL,
               "--idf", "-f", "jsonl", "--chunk-size", "7"]
-    one = subprocess.run([sys.executable, "-m", "bertscore", *common, "-o", str(tmp_path / "one.jsonl")],
-                         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
-    assert one.returncode == 0, one.stderr
+    with pytest.MonkeyPatch.context() as patch:  # one process: this one, with no launcher's variables
+        for name in LAUNCHER_VARIABLES:
+            patch.delenv(name, raising=False)
+        assert cli_main([*common, "-o", str(tmp_path / "one.jsonl")]) == 0
     two = _torchrun(["-m", "bertscore", *common, "-o", str(tmp_path / "two.jsonl")])
     assert two.returncode == 0, two.stderr[-3000:]
     a = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
@@ -194,11 +203,12 @@ def test_accelerate_launch_two_processes(example_inputs, example_in_one_process,
     assert max(abs(x - y) for key in ("precision", "recall", "f1") for x, y in zip(a[key], b[key])) <= 1e-6
 
 
-def test_cli_under_torchrun_refuses_stdin(corpus) -> None:
-    env = dict(_env(), WORLD_SIZE="2", RANK="0", LOCAL_RANK="0")
-    done = subprocess.run([sys.executable, "-m", "bertscore", "-c", "-", "-r", str(corpus["r"]), "-m", MODEL],
-                          cwd=ROOT, env=env, input="a\n", capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "not stdin" in done.stderr
+def test_cli_under_torchrun_refuses_stdin(corpus, monkeypatch, capsys) -> None:
+    """Refused before anything is read or loaded (the command's `main`, in this process, with a rank's variables)."""
+    for name, value in (("WORLD_SIZE", "2"), ("RANK", "0"), ("LOCAL_RANK", "0")):
+        monkeypatch.setenv(name, value)
+    assert cli_main(["-c", "-", "-r", str(corpus["r"]), "-m", MODEL]) == 2
+    assert "not stdin" in capsys.readouterr().err
 
 
 RANK_SCRIPT = """

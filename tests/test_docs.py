@@ -5,7 +5,8 @@ The rules a block follows (write new blocks by them):
   blocks as `bash -e -o pipefail`, each in its own process with a timeout (a python block's is a
   fork of a warm interpreter that has imported torch, transformers, datasets and evaluate and
   nothing else, with the state `python -` starts in: tests/warm_python.py; its namespace is empty,
-  so a missing import still fails) (one test each, spread
+  so a missing import still fails; a bash block's `bertscore` runs the installed console script in
+  such a fork too, with the shell's stdin, stdout, stderr and exit status) (one test each, spread
   over the xdist workers of `make test`: tests/parallel.py), each in its own temporary copy of the clone (the files git lists, untracked ones included: a block can
   never rewrite the repository's files, nor meet another's), with what the two set-up commands give: the venv's bin
   first on PATH (as `. .venv/bin/activate`), this checkout on PYTHONPATH, and offline
@@ -171,8 +172,8 @@ def run_block(block: Block, clone: Path, folder: Path, warm: WarmPython) -> tupl
         else:  # from a file outside the copy, so that a command reading stdin cannot eat the script
             script = folder / "block.sh"
             script.write_text(text, encoding="utf-8")
-            done = subprocess.run(["bash", "-e", "-o", "pipefail", str(script)], cwd=work, env=block_env(work),
-                                  capture_output=True, text=True, timeout=TIMEOUT_S)
+            done = subprocess.run(["bash", "-e", "-o", "pipefail", str(script)], cwd=work, capture_output=True,
+                                  env=warm.command_env(block_env(work)), text=True, timeout=TIMEOUT_S)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return text, done

@@ -4,7 +4,8 @@ torch's scaled-dot-product attention flags are process-wide, like the precision 
 script that keeps only the kernels its GPU model wants, or forces the math kernel for
 determinism, used to change our encoder's kernel (numbers off by ~1e-7 under a float32 hash) or
 leave it none ("No viable backend" for EFFICIENT_ATTENTION alone on a CPU). Each case runs in a
-fresh interpreter; the numbers are compared with the same process's scores before the caller's
+fresh process (a fork of an interpreter that imported torch and transformers and set nothing:
+tests/warm_python.py); the numbers are compared with the same process's scores before the caller's
 settings, and every flag must read as the caller left it.
 """
 
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bertscore import EMBEDDED_MODEL_NAME
+from warm_python import PRELOADED, WarmPython
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,12 +57,21 @@ CASES = {
 }
 
 
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory) -> WarmPython:
+    server = WarmPython(ENV, tmp_path_factory.mktemp("warm"), preload=PRELOADED[:3])  # torch and transformers
+    yield server
+    server.close()
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_attention_backends_as_found_and_numbers_as_a_clean_process(name):
+def test_attention_backends_as_found_and_numbers_as_a_clean_process(warm, tmp_path, name):
     backends, extra = CASES[name]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     script = SCRIPT.format(model=EMBEDDED_MODEL_NAME, backends=backends, extra=extra)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    done = warm.run(script, tmp_path, ENV, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["error"] is None

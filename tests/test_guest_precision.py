@@ -211,19 +211,33 @@ def _loop(*args: str) -> object:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def loops() -> dict[str, dict]:
+    """Each loop in a fresh interpreter, then each loop's metric calls scored again, in order, in one
+    more fresh interpreter that nothing else ran in, each loop's from a fresh metric and an empty
+    pool (each call's "clean" entry)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(("trainer", "accelerate"), pool.map(_loop, ("trainer", "accelerate"))))
+    clean = _loop("clean", json.dumps([[[c["predictions"], c["references"]] for c in run["calls"]]
+                                       for run in runs.values()]))
+    for run, expected_calls in zip(runs.values(), clean, strict=True):
+        for call, expected in zip(run["calls"], expected_calls, strict=True):
+            call["clean"] = expected
+    return runs
+
+
 def _assert_clean_numbers_and_state(calls: list[dict]) -> None:
-    clean = _loop("clean", json.dumps([[c["predictions"], c["references"]] for c in calls]))
-    for call, expected in zip(calls, clean):
+    for call in calls:
         assert _differences(call["before"], call["after"]) == {}
-        assert {k: call[k] for k in ("precision", "recall", "f1", "hashcode")} == expected
+        assert {k: call[k] for k in ("precision", "recall", "f1", "hashcode")} == call["clean"]
 
 
 @pytest.mark.slow
-def test_trainer_evaluate_after_enable_tf32_gives_the_clean_numbers():
+def test_trainer_evaluate_after_enable_tf32_gives_the_clean_numbers(loops):
     """`transformers.utils.enable_tf32(True)` (TrainingArguments(tf32=True)) then a real
     Trainer.evaluate() whose compute_metrics calls the metric: it used to raise the mixed-API
     RuntimeError; now it logs the clean process's numbers and leaves TF32 on."""
-    run = _loop("trainer")
+    run = loops["trainer"]
     assert run["fp32_precision"] == "tf32"  # the caller's setting, still on after evaluate()
     assert len(run["calls"]) == 1 and run["calls"][0]["before"]["torch.backends.fp32_precision"] == "tf32"
     _assert_clean_numbers_and_state(run["calls"])
@@ -231,10 +245,10 @@ def test_trainer_evaluate_after_enable_tf32_gives_the_clean_numbers():
 
 
 @pytest.mark.slow
-def test_accelerate_bf16_autocast_loop_gives_the_clean_numbers():
+def test_accelerate_bf16_autocast_loop_gives_the_clean_numbers(loops):
     """A loop under Accelerator(mixed_precision="bf16", cpu=True) scores inside
     accelerator.autocast() (and inference_mode): the clean numbers, autocast still on after."""
-    run = _loop("accelerate")
+    run = loops["accelerate"]
     assert run["autocast_dtypes"] == [["torch.bfloat16", True, "torch.bfloat16"]] * 2  # the loop really ran in bf16
     assert all(c["before"]["torch.is_autocast_enabled('cpu')"] for c in run["calls"])
     _assert_clean_numbers_and_state(run["calls"])

@@ -451,8 +451,8 @@ def test_evaluate_module_warns_and_windows():
 
 
 def test_cli_notes_truncation_on_stderr_and_windows(tmp_path, capsys):
-    """Two real processes score (the notes a process writes on stderr); the refusals, exit code 2
-    before any scoring, are checked through the command's own `main` in process."""
+    """A real process scores (the notes a process writes on stderr); the windowed run and the
+    refusals (exit code 2 before any scoring) go through the command's own `main` in this process."""
     cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
     cands.write_text("short\n" + LONG + "\n", encoding="utf-8")
     refs.write_text(LONG + " more\nshort too\n", encoding="utf-8")
@@ -462,11 +462,11 @@ def test_cli_notes_truncation_on_stderr_and_windows(tmp_path, capsys):
     assert truncated.returncode == 0, truncated.stderr
     assert "truncated" in truncated.stderr and f"line 2 of {cands}" in truncated.stderr
     assert f"line 1 of {refs}" in truncated.stderr and "510 content tokens" in truncated.stderr
-    windowed = subprocess.run(base + ["--long-texts", "window", "--window-stride", "200"],
-                              capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
-    assert windowed.returncode == 0, windowed.stderr
-    assert "truncated" not in windowed.stderr
-    result = json.loads(windowed.stdout)
+    capsys.readouterr()
+    assert cli_main(base[3:] + ["--long-texts", "window", "--window-stride", "200"]) == 0
+    windowed = capsys.readouterr()
+    assert "truncated" not in windowed.err
+    result = json.loads(windowed.out)
     (p, r, f), code = score(["short", LONG], [LONG + " more", "short too"], model_type=EMBEDDED_MODEL_NAME,
                             long_texts="window", window_stride=200, return_hash=True)
     assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6) and result["hashcode"] == code

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -90,6 +92,28 @@ def test_cache_settings_and_release(metric):
     assert pool.models == []
     metric.compute(**args)
     assert pool.loads == loads + 1
+
+
+def test_a_failed_compute_frees_its_cache_file_and_lock(metric, tmp_path):
+    """evaluate leaves a compute's cache file and its lock held when `_compute` raises: the next
+    compute then waited a second for the lock and wrote to a new file, leaving the old one."""
+    from filelock import FileLock
+
+    bad_baseline = tmp_path / "bad.tsv"
+    bad_baseline.write_text("not a baseline\n", encoding="utf-8")
+    args = dict(predictions=["a cat sat"], references=["the cat sat"], model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="bad.tsv"):
+            metric.compute(**args, rescale_with_baseline=True, baseline_path=str(bad_baseline))
+        cache_file = metric.file_paths[0]
+        assert not Path(cache_file).exists()
+        probe = FileLock(cache_file + ".lock")
+        probe.acquire(timeout=0)  # raises filelock.Timeout while the failed call still holds it
+        probe.release()
+    out = metric.compute(**args)
+    assert metric.file_paths == [cache_file]  # the same file again, not a fresh name after a timeout
+    assert out["f1"][0] == pytest.approx(float(score(args["predictions"], args["references"],
+                                                     model_type=EMBEDDED_MODEL_NAME, num_layers=4)[2][0]), abs=1e-6)
 
 
 def test_empty_prediction_scores_zero(metric):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from parallel import LONGEST_FILES, SPREAD_FILES, start_rank, work_unit
+from parallel import LONGEST_FILES, SPREAD_FILES, spread_rank, start_rank, work_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -37,6 +37,19 @@ def test_work_units_are_files_except_in_spread_files() -> None:
     assert work_unit(spread) == spread
     assert start_rank(LONGEST_FILES[0]) == 0 < start_rank(LONGEST_FILES[1])
     assert start_rank("test_quick.py") == len(LONGEST_FILES) < start_rank(SPREAD_FILES[0])
+
+
+def test_the_long_doc_blocks_go_out_first_among_the_spread_ones() -> None:
+    from types import SimpleNamespace
+
+    def item(text: str | None) -> SimpleNamespace:
+        return SimpleNamespace(callspec=SimpleNamespace(params={"block": SimpleNamespace(text=text)})) if text else SimpleNamespace()
+
+    assert spread_rank(item("import subprocess\nserver = subprocess.Popen([...])\n")) == 0
+    assert spread_rank(item("OMP_NUM_THREADS=1 torchrun --nproc_per_node=2 -m bertscore -c a -r b\n")) == 0
+    assert spread_rank(item("bertscore layers --model m --data d.tsv -q\n")) == 0
+    assert spread_rank(item("bertscore -c a.txt -r b.txt --model m\n")) == 1
+    assert spread_rank(item(None)) == 1  # a test of the spread file that is not a block
 
 
 def test_each_file_runs_whole_on_one_worker_longest_first(tmp_path: Path) -> None:

@@ -120,3 +120,61 @@ def test_another_environment_gets_a_new_interpreter(warm: WarmPython, tmp_path: 
     monkeypatch.setenv("BERTSCORE_TESTS_COLD", "1")
     done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, dict(warm.env), timeout=60)
     assert not done.warm and done.stdout == "False\n"
+
+
+SCRIPT = r"""#!{python}
+import atexit, json, os, random, sys
+atexit.register(lambda: print("at exit"))
+print(json.dumps({{"argv": sys.argv, "cwd": os.getcwd(), "path_head": sys.path[:2], "stdin": sys.stdin.read(),
+                  "env": os.environ.get("PROBE_VALUE"), "file": __file__, "name": __name__,
+                  "main": sorted(k for k in vars(sys.modules["__main__"]) if k.startswith("__")),
+                  "loader": type(__loader__).__name__, "ours": sorted(m for m in sys.modules if m.startswith("bertscore"))}}))
+print("to stderr", file=sys.stderr)
+if sys.argv[1] == "raise":
+    raise ValueError("raised by the script")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def _console_script(folder: Path) -> Path:
+    """A stand-in for a console script of the venv: it reports what it sees and exits as told."""
+    folder.mkdir()
+    script = folder / "probe-command"
+    script.write_text(SCRIPT.format(python=sys.executable), encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("exit_as", ["0", "3", "raise"])
+def test_a_console_script_in_a_shell_runs_in_a_fork_as_the_script_itself_runs(warm: WarmPython, tmp_path: Path,
+                                                                                exit_as: str) -> None:
+    """A shell's `probe-command` through the shim (a fork of the server) and the script itself: the
+    same argv, cwd, sys.path, stdin, stdout, stderr (a traceback too), exit status and exit handlers."""
+    script = _console_script(tmp_path / "bin")
+    line = f'printf "typed input" | probe-command {exit_as} "two words" || echo "exit status $?"\n'
+    env = dict(warm.env, PYTHONPATH=str(tmp_path))
+    cold = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=tmp_path, capture_output=True, text=True,
+                          env=dict(env, PATH=os.pathsep.join([str(script.parent), env["PATH"]])), timeout=60)
+    shimmed = warm.command_env(env, scripts=(script,))  # the shim's folder first on PATH, the rest as it was
+    assert shimmed["PATH"].split(os.pathsep)[1:] == env["PATH"].split(os.pathsep)
+    before = len(warm.commands())
+    forked = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=tmp_path, env=shimmed,
+                            capture_output=True, text=True, timeout=60)
+    assert warm.commands()[before:] == [{"script": str(script), "argv": [exit_as, "two words"], "warm": True}]
+    assert (forked.returncode, forked.stdout, forked.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    seen = json.loads(cold.stdout.splitlines()[0])
+    assert seen["argv"] == [str(script), exit_as, "two words"] and seen["stdin"] == "typed input"
+    assert seen["path_head"] == [str(script.parent), str(tmp_path)] and seen["cwd"] == str(tmp_path)
+    assert cold.stdout.splitlines()[1:] == ["at exit"] + ([] if exit_as == "0" else [f"exit status {1 if exit_as == 'raise' else 3}"])
+    assert ("ValueError: raised by the script" in cold.stderr) is (exit_as == "raise")
+
+
+def test_a_console_script_run_with_another_environment_runs_the_script_itself(warm: WarmPython, tmp_path: Path) -> None:
+    script = _console_script(tmp_path / "bin")
+    env = warm.command_env(warm.env, scripts=(script,))
+    before = len(warm.commands())
+    done = subprocess.run(["bash", "-c", "PROBE_VALUE=mine probe-command 0"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["env"] == "mine"
+    assert warm.commands()[before:] == [{"script": str(script), "argv": ["0"], "warm": False}]

@@ -21,6 +21,16 @@ already: a block must still import each name it uses (its namespace is empty), a
 as their import left them. Import-time settings come from the environment, so a run whose
 environment differs from the server's in anything but `NOT_READ_AT_IMPORT` goes to a new interpreter
 instead (`run` says which way it went). `BERTSCORE_TESTS_COLD=1` sends every run there.
+
+A console script of the venv (`bertscore`) can run in a fork too, for shell blocks: `command_env`
+puts a folder first on PATH whose `bertscore` is a small client (`-S`: no site, no imports beyond
+the standard library's few). It hands the server its stdin, stdout and stderr (file descriptors over
+a Unix socket), argv, cwd and environment; the fork becomes what running the script starts as (argv,
+`sys.path` from the script's folder and PYTHONPATH, cwd, environment, a new `__main__` executing the
+installed script's own text), and the client exits with the script's exit status once the fork has
+ended. The environment must be the server's but for NOT_READ_AT_IMPORT and the variables a shell
+sets for every command (PWD, OLDPWD, SHLVL, `_`); otherwise, or with the server not running, the
+client execs the installed script itself.
 """
 
 from __future__ import annotations
@@ -30,20 +40,61 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 PRELOADED = ("torch", "transformers", "transformers.models.bert.modeling_bert", "datasets", "evaluate")
 COLD_ENV = "BERTSCORE_TESTS_COLD"
 # Variables that may differ between the server and a fork: no preloaded module reads them when it
 # loads (the fork's sys.path is rebuilt from its PYTHONPATH; pytest renames the current test in its own).
 NOT_READ_AT_IMPORT = ("PYTHONPATH", "PYTEST_CURRENT_TEST")
+SET_BY_A_SHELL = ("PWD", "OLDPWD", "SHLVL", "_")  # what bash exports to every command it runs
+
+# The client a command shim runs: it asks the server for a fork, or execs the script itself.
+SHIM = """#!{python} -S
+import json, os, signal, socket, sys
+SOCKET, SCRIPT, HERE = {socket!r}, {script!r}, {folder!r}
+env = dict(os.environ)
+env["PATH"] = os.pathsep.join(entry for entry in env.get("PATH", "").split(os.pathsep) if entry != HERE)
+
+
+def installed_script():
+    os.execve(SCRIPT, [SCRIPT, *sys.argv[1:]], env)
+
+
+try:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.connect(SOCKET)
+except OSError:
+    installed_script()
+request = json.dumps({{"script": SCRIPT, "argv": sys.argv[1:], "cwd": os.getcwd(), "env": env}}).encode()
+socket.send_fds(server, [len(request).to_bytes(8, "big")], [0, 1, 2])
+server.sendall(request)
+replies = server.makefile("rb")
+first = json.loads(replies.readline() or b"{{}}")
+if "pid" not in first:
+    server.close()
+    installed_script()
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, lambda number, frame: os.kill(first["pid"], number))
+line = replies.readline()
+replies.read()  # the end of the connection: the fork has exited, its output written
+sys.exit(json.loads(line)["exit"] if line else 1)
+"""
 
 
 def _python_path(env: dict[str, str]) -> list[str]:
     return [os.path.abspath(entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+
+
+def _same_imports(env: dict[str, str], server_env: dict[str, str], may_differ: tuple[str, ...]) -> bool:
+    """Whether a run with `env` would import the preloaded modules as the server did."""
+    strip = lambda mapping: {k: v for k, v in mapping.items() if k not in may_differ}  # noqa: E731
+    return strip(env) == strip(server_env)
 
 
 class WarmPython:
@@ -57,10 +108,33 @@ class WarmPython:
 
     def matches(self, env: dict[str, str]) -> bool:
         """Whether a run with this environment may fork from the server (same import-time settings)."""
-        if os.environ.get(COLD_ENV) == "1":
-            return False
-        strip = lambda mapping: {k: v for k, v in mapping.items() if k not in NOT_READ_AT_IMPORT}  # noqa: E731
-        return strip(env) == strip(self.env)
+        return os.environ.get(COLD_ENV) != "1" and _same_imports(env, self.env, NOT_READ_AT_IMPORT)
+
+    def command_env(self, env: dict[str, str], scripts: tuple[Path, ...] | None = None) -> dict[str, str]:
+        """`env` with a folder first on PATH whose `scripts` (by default this venv's `bertscore`
+        console script) run in forks of the server (started here); `env` itself where runs go to
+        new interpreters."""
+        installed = list(scripts) if scripts is not None else [Path(sys.executable).parent / "bertscore"]
+        if not self.matches(env) or not all(path.is_file() for path in installed):
+            return env
+        self._started()
+        folder = self.log_dir / "commands"
+        folder.mkdir(exist_ok=True)
+        for path in installed:
+            shim = folder / path.name
+            shim.write_text(SHIM.format(python=sys.executable, socket=str(self._socket_path), script=str(path),
+                                        folder=str(folder)), encoding="utf-8")
+            shim.chmod(0o755)
+        return dict(env, PATH=os.pathsep.join([str(folder), env.get("PATH", "")]))
+
+    def commands(self) -> list[dict]:
+        """The console-script runs the server was asked for: script, argv, and whether it forked."""
+        log = self.log_dir / "commands.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+    @property
+    def _socket_path(self) -> Path:
+        return self.log_dir / "commands.sock"
 
     def run(self, text: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
         """Run `text` as `python -` in `cwd` with `env`; a CompletedProcess as `subprocess.run(..., text=True)`
@@ -97,7 +171,8 @@ class WarmPython:
         if self._server is None or self._server.poll() is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             with open(self.log_dir / "server.log", "ab") as log:
-                self._server = subprocess.Popen([sys.executable, __file__, *self.preload], stdin=subprocess.PIPE,
+                self._server = subprocess.Popen([sys.executable, __file__, str(self._socket_path), *self.preload],
+                                                stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=self.log_dir,
                                                 bufsize=0)  # unbuffered: select() sees every reply line
             ready = json.loads(self._reply(self._server, 300))
@@ -115,73 +190,181 @@ class WarmPython:
         return line
 
 
-def _serve(preload: list[str]) -> None:
-    """The server: preload, say so, then fork a child per request and report its exit status."""
+def _serve(socket_path: str, preload: list[str]) -> None:
+    """The server: preload, say so, then fork a child per request (a Python text on stdin, or a
+    console script's run on the socket) and report its exit status."""
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    base_path = [entry for entry in sys.path[1:] if entry not in _python_path(dict(os.environ))]
+    server_env = dict(os.environ)  # as started: importing torch adds to os.environ (TORCHINDUCTOR_CACHE_DIR)
+    base_path = [entry for entry in sys.path[1:] if entry not in _python_path(server_env)]
     sys.path[:] = base_path  # preloading finds installed packages only, never the clone's or the tests' files
     import importlib
 
     for name in preload:
         importlib.import_module(name)
     gc.freeze()  # the preloaded objects out of every collection: a fork's exit skips them (1.2 s each)
+    if os.path.exists(socket_path):
+        os.unlink(socket_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path)
+    listener.listen(8)
     replies.write((json.dumps({"ready": preload}) + "\n").encode())
-    for line in requests:
+    commands: set[int] = set()
+    while True:
+        readable, _, _ = select.select([requests, listener], [], [], 1.0)
+        for pid in list(commands):  # reap the console-script forks that have ended
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                commands.discard(pid)
+        if listener in readable:
+            connection, _ = listener.accept()
+            with connection:
+                pid = _fork_command(connection, listener, requests, replies, base_path, server_env,
+                                    Path(socket_path).with_name("commands.jsonl"))
+            if pid:
+                commands.add(pid)
+        if requests not in readable:
+            continue
+        line = requests.readline()
+        if not line:
+            break
         request = json.loads(line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            requests.close()
-            replies.close()
-            _become_python_stdin(request, base_path)  # returns only through SystemExit
+        pid = _fork_child((listener, requests, replies), lambda: _become_python_stdin(request, base_path))
         replies.write((json.dumps({"pid": pid}) + "\n").encode())
         _, status = os.waitpid(pid, 0)
         replies.write((json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
 
 
-def _become_python_stdin(request: dict, base_path: list[str]) -> None:
-    """In the child: the state `python -` starts the text in, then the text; exits as `python -` exits."""
-    import builtins
-    import importlib.machinery
-    import random
-    import traceback
-    import types
+def _fork_command(connection: socket.socket, listener: socket.socket, requests, replies, base_path: list[str],
+                  server_env: dict[str, str], log_path: Path) -> int:
+    """Read a shim's request (its stdin, stdout and stderr, then the run as JSON); fork a child that
+    becomes the console script's run, or answer "cold" (the shim then execs the script). The pid."""
+    header, fds, _, _ = socket.recv_fds(connection, 8, 3)
+    size, data = int.from_bytes(header, "big"), b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    request = json.loads(data) if len(data) == size else None
+    warm = (request is not None and len(fds) == 3 and os.environ.get(COLD_ENV) != "1"
+            and _same_imports(request["env"], server_env, NOT_READ_AT_IMPORT + SET_BY_A_SHELL))
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"script": request and request["script"], "argv": request and request["argv"],
+                              "warm": warm}) + "\n")
+    if not warm:
+        for fd in fds:
+            os.close(fd)
+        connection.sendall(b'{"cold": true}\n')
+        return 0
+    pid = _fork_child((listener, requests, replies), lambda: _become_script(request, fds, connection, base_path))
+    for fd in fds:
+        os.close(fd)
+    return pid
 
-    os.setpgid(0, 0)  # its own process group, so that a timeout kills what it started too
+
+def _fork_child(server_files: tuple, become: Callable[[], None]) -> int:
+    """Fork; the child closes the server's own files (its socket and pipes) and becomes `become()`,
+    which returns only through SystemExit. The child's pid, in the server."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        for handle in server_files:
+            handle.close()
+        become()
+    return pid
+
+
+def _fresh_process_state(request: dict, base_path: list[str], path_head: str) -> None:
+    """What a new interpreter starts with: cwd, environment, `sys.path`, fresh entropy."""
+    import random
+
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_CREAT),
-                            (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
-        opened = os.open(path, flags, 0o644)
-        os.dup2(opened, fd)
-        os.close(opened)
-    sys.path[:] = ["", *_python_path(request["env"]), *base_path]
-    sys.argv[:] = ["-"]
+    sys.path[:] = [path_head, *_python_path(request["env"]), *base_path]
     random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
+
+
+def _new_main(file: str, loader: object) -> dict:
+    import builtins
+    import types
+
     main = types.ModuleType("__main__")
-    main.__dict__.update(__builtins__=builtins, __annotations__={}, __loader__=importlib.machinery.BuiltinImporter,
-                         __file__="<stdin>", __cached__=None)
+    main.__dict__.update(__builtins__=builtins, __annotations__={}, __loader__=loader, __file__=file, __cached__=None)
     sys.modules["__main__"] = main
+    return main.__dict__
+
+
+def _run_main(code: object, namespace: dict) -> None:
+    """Run `code` as a process's main; exit as the interpreter exits (a traceback and 1 if it raised)."""
     try:
-        exec(compile(request["text"], "<stdin>", "exec"), main.__dict__)
+        exec(code, namespace)
     except SystemExit:
         raise
     except BaseException as error:  # noqa: BLE001 - printed as the interpreter prints it, and exit 1
-        error = error.with_traceback(error.__traceback__.tb_next)  # from <stdin> on, as the interpreter prints it
+        error = error.with_traceback(error.__traceback__.tb_next)  # from the main code on, as the interpreter prints it
         sys.excepthook(type(error), error, error.__traceback__)
         sys.stderr.flush()
         raise SystemExit(1) from None
     raise SystemExit(0)
 
 
+def _become_script(request: dict, fds: list[int], connection: socket.socket, base_path: list[str]) -> None:
+    """In the child: the state a console script starts in (stdio the shim's), then the script's text;
+    its exit status goes to the shim once every exit handler has run."""
+    import atexit
+    import importlib.machinery
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    script = request["script"]
+    _fresh_process_state(request, base_path, os.path.dirname(script))
+    sys.argv[:] = [script, *request["argv"]]
+    connection = connection.dup()  # the server's `with` closes its own on the way out of the stack
+    connection.sendall((json.dumps({"pid": os.getpid()}) + "\n").encode())
+    status = {"exit": 1}
+
+    def report() -> None:  # registered first, so it runs after the exit handlers the script registers
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        connection.sendall((json.dumps(status) + "\n").encode())
+
+    atexit.register(report)
+    namespace = _new_main(script, importlib.machinery.SourceFileLoader("__main__", script))
+    try:
+        _run_main(compile(Path(script).read_bytes(), script, "exec"), namespace)
+    except SystemExit as stop:
+        code = stop.code
+        status["exit"] = 0 if code is None else code if isinstance(code, int) else 1
+        raise
+
+
+def _become_python_stdin(request: dict, base_path: list[str]) -> None:
+    """In the child: the state `python -` starts the text in, then the text; exits as `python -` exits."""
+    import importlib.machinery
+
+    os.setpgid(0, 0)  # its own process group, so that a timeout kills what it started too
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_CREAT),
+                            (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
+        opened = os.open(path, flags, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    _fresh_process_state(request, base_path, "")
+    sys.argv[:] = ["-"]
+    namespace = _new_main("<stdin>", importlib.machinery.BuiltinImporter)
+    _run_main(compile(request["text"], "<stdin>", "exec"), namespace)
+
+
 if __name__ == "__main__":
-    _serve(sys.argv[1:])
+    _serve(sys.argv[1], sys.argv[2:])
