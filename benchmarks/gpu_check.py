@@ -107,7 +107,7 @@ class Sizes:
 
 
 FULL = Sizes()
-DRY = Sizes(parity_pairs=24, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600,
+DRY = Sizes(parity_pairs=12, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600,
             long_fp32_docs=2, long_parity_docs=2, cli_pairs=8, official_pairs=8, option_pairs=16, memory_small=12,
             memory_large=48, big_layers=2, big_hidden=64, big_heads=4, big_ffn=128, big_layer=2)
 PARITY_TOLERANCE = 1e-5

@@ -176,11 +176,15 @@ def cpu_has_native(dtype: str) -> bool:
 def cpu_slowdown(dtype: str) -> float:
     """Measured time of a linear layer in `dtype` over the same in float32, on this CPU (cached).
 
-    A layer of an encoder's shape ([2048, 384] x [384, 1536]), best of 5 interleaved runs: about
-    0.1 s, once per process and dtype.
+    A layer of an encoder's shape ([2048, 384] x [384, 1536]: a batch's tokens) where the CPU
+    advertises native `dtype` instructions, so that dtype="auto" decides on a batch's size; a
+    quarter of the tokens where it does not, since emulated arithmetic is many times slower at any
+    size (the ratio only feeds the note there: on one AVX2 core, 2048 rows took 1.7 s and measured
+    bf16 at 9.0-9.6x, 512 rows 0.4 s and 8.6-8.9x). Best of 5 interleaved runs, once per process and dtype.
     """
     generator = torch.Generator().manual_seed(0)
-    inputs = torch.randn(2048, 384, generator=generator, dtype=torch.float32)
+    rows = 2048 if cpu_has_native(dtype) else 512
+    inputs = torch.randn(rows, 384, generator=generator, dtype=torch.float32)
     weight = torch.randn(1536, 384, generator=generator, dtype=torch.float32)
     reduced = (inputs.to(DTYPES[dtype]), weight.to(DTYPES[dtype]))
     best = {"float32": float("inf"), dtype: float("inf")}

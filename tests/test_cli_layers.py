@@ -1,5 +1,6 @@
-"""`bertscore layers` as a user runs it (real processes), its errors, the baseline it writes for the chosen
-layer, and the unknown-model warning that points to it at every door."""
+"""`bertscore layers`: its table and report, its errors (one through the installed command as a user runs
+it, the rest through the command's `main` in this process), the baseline it writes for the chosen layer,
+and the unknown-model warning that points to it at every door."""
 
 from __future__ import annotations
 
@@ -38,18 +39,15 @@ def sample(path: Path, rows: int, edit=None) -> Path:
     return path
 
 
-def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bertscore", "layers", *argv], capture_output=True, text=True,
-                          env=OFFLINE, timeout=600)
-
-
-def test_the_command_prints_a_table_ending_with_the_layer_and_writes_the_api_report(tiny_models, tmp_path) -> None:
+def test_the_command_prints_a_table_ending_with_the_layer_and_writes_the_api_report(tiny_models, tmp_path,
+                                                                                     capsys) -> None:
     data = sample(tmp_path / "judged.tsv", 32)
     model = str(tiny_models["electra"])
     out = tmp_path / "report.json"
-    result = cli("--model", model, "--data", str(data), "--json", str(out), "--device", "cpu", "-q")
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    returncode = main(["layers", "--model", model, "--data", str(data), "--json", str(out), "--device", "cpu", "-q"])
+    result = capsys.readouterr()
+    assert returncode == 0, result.err
+    lines = result.out.splitlines()
     assert lines[1].split()[:3] == ["layer", "r", "(F1)"] and [line.split()[0] for line in lines[2:6]] == list("0123")
     expected = choose_layer(data, model, device="cpu")
     assert lines[-1].startswith(f"use num_layers={expected.recommended_layer} (--num-layers {expected.recommended_layer})")
@@ -57,21 +55,21 @@ def test_the_command_prints_a_table_ending_with_the_layer_and_writes_the_api_rep
     assert written == json.loads(json.dumps(expected.to_dict()))
     assert {"model", "default_layer", "best_layer", "layers"} <= set(written)
     assert set(written["layers"][0]) >= {"layer", "pearson", "pearson_ci", "kendall", "precision", "recall", "vs_default"}
-    assert f"wrote the report to {out}" in result.stderr
+    assert f"wrote the report to {out}" in result.err
 
 
-def test_bad_data_is_named_before_the_model_is_looked_at(tmp_path) -> None:
+def test_bad_data_is_named_before_the_model_is_looked_at(tmp_path, capsys) -> None:
     def garble(rows):
         rows[4]["human_score"] = "high"
 
     data = sample(tmp_path / "judged.tsv", 40, garble)
-    result = cli("--model", str(tmp_path / "no-such-model"), "--data", str(data))
-    assert result.returncode == 2
-    assert result.stderr.strip() == (f"bertscore layers: error: {data}, row 5 (line 6), column 'human_score': 'high' "
+    assert main(["layers", "--model", str(tmp_path / "no-such-model"), "--data", str(data)]) == 2
+    assert capsys.readouterr().err.strip() == (f"bertscore layers: error: {data}, row 5 (line 6), column 'human_score': 'high' "
                                      "is not a number; every row needs a numeric human score")
 
 
 def test_a_model_without_layers_is_refused_by_the_command(tmp_path) -> None:
+    """Through the installed `bertscore` script, in a process of its own, as a user types it."""
     folder = tiny_models.build_without_layers(tmp_path / "no-layers")  # a config and no weights
     result = subprocess.run(["bertscore", "layers", "--model", str(folder), "--data", str(WMT17)], capture_output=True,
                             text=True, timeout=600, env={**OFFLINE, "PATH": f"{Path(sys.executable).parent}:{OFFLINE['PATH']}"})
@@ -129,16 +127,16 @@ def test_a_baseline_is_refused_for_an_encoder_with_a_final_norm(tmp_path, capsys
 
 
 # ----- the unknown-model warning points to `bertscore layers` at every door --------------------------------
-def test_the_unknown_model_warning_points_to_bertscore_layers_at_the_cli(tiny_models, tmp_path) -> None:
+def test_the_unknown_model_warning_points_to_bertscore_layers_at_the_cli(tiny_models, tmp_path, capsys) -> None:
     texts = tmp_path / "texts.txt"
     texts.write_text("the cat sat on the mat\n", encoding="utf-8")
     model = str(tiny_models["electra"])
-    result = subprocess.run([sys.executable, "-m", "bertscore", "-c", str(texts), "-r", str(texts), "--model", model,
-                             "--device", "cpu"], capture_output=True, text=True, env=OFFLINE, timeout=600)
-    assert result.returncode == 0, result.stderr
+    returncode = main(["-c", str(texts), "-r", str(texts), "--model", model, "--device", "cpu"])
+    stderr = capsys.readouterr().err
+    assert returncode == 0, stderr
     assert (f"no default layer is known for {model!r}: using its last layer (3); pass --num-layers 3 to keep it, or "
             f"measure which layer agrees best with human judgements: `bertscore layers --model {model} --data "
-            "JUDGEMENTS` (docs/layers.md)") in result.stderr
+            "JUDGEMENTS` (docs/layers.md)") in stderr
 
 
 def test_the_unknown_model_note_points_to_bertscore_layers_at_every_python_call_and_evaluate_compute(tiny_models) -> None:

@@ -197,3 +197,30 @@ def test_cuda_convolutions_are_exact_fp32_inside_the_pin_and_as_found_after():
     with full_fp32_precision():
         assert getter("cuda", "conv") == "ieee" and getter("cuda", "all") == "ieee"
     assert getter("cuda", "conv") == before
+
+
+@pytest.mark.parametrize("native, rows", [(True, 2048), (False, 512)])
+def test_the_reduced_precision_calibration_is_a_batch_where_native_and_a_quarter_where_emulated(monkeypatch, native,
+                                                                                                 rows):
+    """dtype="auto" decides on a batch-sized layer where the CPU has the instructions; where it emulates
+    them, the ratio only feeds the note, and a quarter of the rows costs a quarter of the time."""
+    from bertscore import devices
+
+    shapes = []
+    real_linear = torch.nn.functional.linear
+
+    def recording_linear(x, w):
+        shapes.append((tuple(x.shape), tuple(w.shape), x.dtype))
+        return real_linear(x, w)
+
+    monkeypatch.setattr(devices, "cpu_has_native", lambda dtype: native)
+    monkeypatch.setattr(torch.nn.functional, "linear", recording_linear)
+    devices.cpu_slowdown.cache_clear()
+    try:
+        ratio = devices.cpu_slowdown("bfloat16")
+    finally:
+        devices.cpu_slowdown.cache_clear()  # the next caller measures the real CPU again
+    assert ratio > 0
+    assert sorted(set(shapes), key=str) == sorted({((rows, 384), (1536, 384), torch.float32),
+                                                   ((rows, 384), (1536, 384), torch.bfloat16)}, key=str)
+    assert len(shapes) == 10  # best of 5, interleaved

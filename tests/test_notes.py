@@ -170,18 +170,18 @@ def test_spelling_table():
 
 
 @pytest.mark.slow
-def test_cli_notes_spell_cli_options_name_lines_and_show_once(tmp_path):
+def test_cli_notes_spell_cli_options_name_lines_and_show_once(tmp_path, capsys):
+    """Through the command's `main` in this process (the notes of a real CLI process: test_long_texts.py)."""
+    from bertscore.cli import main
+
     cands = tmp_path / "c.txt"
     cands.write_text(f"a cat sat\n{LONG_TEXT}\n{CUNEIFORM}\n{LONG_WORD}\nthe cat {CUNEIFORM[0]}\n", encoding="utf-8")
     refs = tmp_path / "r.txt"
     refs.write_text("a cat sat\na cat\na dog\na bird\nthe cat sat\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "bertscore", "-c", str(cands), "-r", str(refs), "-m", MODEL, "--format", "tsv",
-         "--chunk-size", "2"],
-        cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    notes = [line for line in done.stderr.splitlines() if line.startswith("bertscore: note:")]
+    returncode = main(["-c", str(cands), "-r", str(refs), "-m", MODEL, "--format", "tsv", "--chunk-size", "2"])
+    stderr = capsys.readouterr().err
+    assert returncode == 0, stderr
+    notes = [line for line in stderr.splitlines() if line.startswith("bertscore: note:")]
     truncated = [n for n in notes if "truncated" in n]
     assert len(truncated) == 1 and "pass --long-texts window" in truncated[0] and "long_texts=" not in truncated[0]
     assert f"line 2 of {cands}" in truncated[0]

@@ -1,8 +1,9 @@
 """Statistics that mean little say so at every door, once per call; statistics options are checked
 before any model loads; confidence labels are printed as given.
 
-The API itself is tested in test_stats.py; here: the real CLI (`python -m bertscore` in a
-subprocess), the evaluate module through `evaluate.load`, and the Space's statistics text.
+The API itself is tested in test_stats.py; here: the CLI (the refusals in a real `python -m bertscore`
+process, which reports whether an encoder library was imported; the cautions through the command's
+`main` in this process), the evaluate module through `evaluate.load`, and the Space's statistics text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bertscore import EMBEDDED_MODEL_NAME, stats
+from bertscore.cli import main as cli_main
 from conftest import REPO_ROOT, SENTENCES
 
 MODEL = ["--model", EMBEDDED_MODEL_NAME, "--num-layers", "4"]
@@ -31,9 +33,9 @@ CLI_THEN_REPORT_IMPORTS = (
 )
 
 
-def _cli(*argv: str, report_imports: bool = False) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", CLI_THEN_REPORT_IMPORTS] if report_imports else [sys.executable, "-m", "bertscore"]
-    return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, env=ENV)
+def _cli_reporting_imports(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", CLI_THEN_REPORT_IMPORTS, *argv], capture_output=True, text=True,
+                          timeout=300, cwd=REPO_ROOT, env=ENV)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,7 @@ def test_a_bad_seed_is_refused_before_any_model_loads(three, mode: str, model: s
     model that cannot load failed on the model first). Now the seed is refused up front."""
     inputs = (["-r", str(three["refs"]), "--systems", str(three["base"]), str(three["other"])] if mode == "systems"
               else ["-c", str(three["base"]), "-r", str(three["refs"]), "--ci"])
-    result = _cli(*inputs, "--model", model, "--seed", "-1", report_imports=True)
+    result = _cli_reporting_imports(*inputs, "--model", model, "--seed", "-1")
     assert result.returncode == 2, result.stderr
     assert "bertscore: error: --seed must be >= 0, got -1" in result.stderr
     assert "model" not in result.stderr.split("bertscore: error:")[1].splitlines()[0]
@@ -65,29 +67,31 @@ def test_a_bad_seed_is_refused_before_any_model_loads(three, mode: str, model: s
 
 # ----- CLI: each caution once, labels as given ----------------------------------------------------------
 @pytest.mark.slow
-def test_systems_cautions_appear_once_and_the_label_as_given(three) -> None:
-    result = _cli("-r", str(three["refs"]), "--systems", str(three["base"]), str(three["other"]), *MODEL,
-                  "--confidence", "0.999", "--n-resamples", "500")
-    assert result.returncode == 0, result.stderr
-    notes = [line for line in result.stderr.splitlines() if line.startswith("bertscore: note: ")]
+def test_systems_cautions_appear_once_and_the_label_as_given(three, capsys) -> None:
+    returncode = cli_main(["-r", str(three["refs"]), "--systems", str(three["base"]), str(three["other"]), *MODEL,
+                           "--confidence", "0.999", "--n-resamples", "500"])
+    result = capsys.readouterr()
+    assert returncode == 0, result.err
+    notes = [line for line in result.err.splitlines() if line.startswith("bertscore: note: ")]
     assert notes == [f"bertscore: note: {stats.few_segments_note(3)}",
                      f"bertscore: note: {stats.few_resamples_note(500, 'p-value')}"]
     assert "2^3 = 8 distinct outcomes" in notes[0] and "only 500 resamples" in notes[1]
-    header = result.stdout.splitlines()[0]
+    header = result.out.splitlines()[0]
     assert header == "BERTScore of 2 systems on 3 segments; mean [99.9% bootstrap interval, 1000 resamples]"
 
 
 @pytest.mark.slow
-def test_ci_cautions_appear_once_and_the_label_as_given(three) -> None:
-    result = _cli("-c", str(three["base"]), "-r", str(three["refs"]), *MODEL, "--ci", "--confidence", "0.975",
-                  "--n-resamples", "1")
-    assert result.returncode == 0, result.stderr
-    notes = [line for line in result.stderr.splitlines() if line.startswith("bertscore: note: ")]
+def test_ci_cautions_appear_once_and_the_label_as_given(three, capsys) -> None:
+    returncode = cli_main(["-c", str(three["base"]), "-r", str(three["refs"]), *MODEL, "--ci", "--confidence", "0.975",
+                           "--n-resamples", "1"])
+    result = capsys.readouterr()
+    assert returncode == 0, result.err
+    notes = [line for line in result.err.splitlines() if line.startswith("bertscore: note: ")]
     # One of each, although P, R and F1 each got an interval.
     assert notes == [f"bertscore: note: {stats.few_segments_note(3, 'interval')}",
                      f"bertscore: note: {stats.few_resamples_note(1, 'interval')}"]
     assert "only 3 segments: a bootstrap interval" in notes[0] and "zero width" in notes[1]
-    assert "97.5% bootstrap intervals (1 resamples, seed 0)" in result.stdout
+    assert "97.5% bootstrap intervals (1 resamples, seed 0)" in result.out
 
 
 # ----- evaluate ----------------------------------------------------------------------------------------------
