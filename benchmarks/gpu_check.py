@@ -1106,7 +1106,9 @@ def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
         if (source / name).is_file():
             shutil.copy2(source / name, carry / "tokenizer" / name)
     if not (shared / "wmt17" / "syslevel").is_dir():
-        sys.exit(f"error: WMT17 system outputs not found under {shared}/wmt17/syslevel; pass --shared-data")
+        from shared_data import missing_data
+
+        sys.exit(missing_data(f"WMT17 system outputs under {shared}/wmt17/syslevel") + " (here: --shared-data)")
     carry_minilm(source, carry / "minilm")
     rows = sample_wmt17(shared, pairs)
     with gzip.open(carry / CARRY_PAIRS, "wt", encoding="utf-8") as handle:
