@@ -44,9 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from machine import add_output_options, output_folder  # noqa: E402
-from shared_data import missing_data  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
 TOLERANCE = 0.01

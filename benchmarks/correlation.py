@@ -34,11 +34,10 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
-from shared_data import missing_data  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 # Published official sentBLEU r on this data (data README) for the sanity check.
 PUBLISHED_SENTBLEU = {"cs": 0.435, "de": 0.432, "fi": 0.571, "ru": 0.484, "tr": 0.538, "zh": 0.512}
 

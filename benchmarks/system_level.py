@@ -48,11 +48,10 @@ sys.path.insert(0, str(ROOT))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import missing_data  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 CACHE = RESULTS / "tmp" / "system_level"
 ALPHA = 0.05
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
