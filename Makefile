@@ -1,6 +1,8 @@
 # Two commands for a fresh machine:
 #   make demo   set up, then score examples/ on the embedded offline model
 #   make test   set up, then run the whole test suite (BERTSCORE_SKIP_BROWSER=1: no chromium, no browser tests)
+# Set-up installs torch's CPU build from PyTorch's index, then the package with the test, app and bench
+# extras, held to the tested versions of constraints.txt (README.md's Install section runs the same).
 # and, once set up:
 #   make app    serve the Space (app.py) locally on http://127.0.0.1:7860
 # make test-compat runs the core tests again on the newest transformers 4.x and the gradio floor (in
@@ -9,6 +11,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 MODEL := sentence-transformers/all-MiniLM-L6-v2
+TORCH := $(shell sed -n "s/^\(torch==[^ ]*\).*/\1/p" constraints.txt)
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -17,19 +21,19 @@ export TRANSFORMERS_OFFLINE := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml requirements.txt
+$(VENV)/.installed: $(BIN)/python pyproject.toml requirements.txt constraints.txt
 	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install $(TORCH) --index-url $(TORCH_INDEX)
 	@# the distribution was called bertscore-done-right before: drop it from older environments
 	@if $(BIN)/pip show -q bertscore-done-right 2>/dev/null; then $(BIN)/pip uninstall -y bertscore-done-right; fi
-	$(BIN)/pip install -e ".[test,app,bench]"
+	$(BIN)/pip install -e ".[test,app,bench]" -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
 
 demo: setup
 	$(BIN)/bertscore -c examples/candidates.txt -r examples/references.txt examples/references2.txt \
-		--model $(MODEL) --idf
+		--model $(MODEL)
 
 app: setup
 	$(BIN)/python app.py
@@ -86,7 +90,7 @@ COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_r
 $(VENV_TF4)/.installed: pyproject.toml requirements.txt Makefile
 	$(PYTHON) -m venv $(VENV_TF4)
 	$(VENV_TF4)/bin/pip install --upgrade pip
-	$(VENV_TF4)/bin/pip install torch==2.13.0
+	$(VENV_TF4)/bin/pip install $(TORCH) --index-url $(TORCH_INDEX)
 	$(VENV_TF4)/bin/pip install -e ".[test]" transformers==$(TF4_VERSION) "huggingface_hub<1" gradio==$(GRADIO_FLOOR)
 	touch $@
 

@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from machine import add_output_options, output_folder  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
 TOLERANCE = 0.01
@@ -69,7 +69,7 @@ print(json.dumps({{"exit_code": code, "seconds": time.perf_counter() - start,
 def tatoeba_english(data: Path) -> list[str]:
     path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
     if not path.is_file():
-        sys.exit(f"error: {path} not found (pass --data DIR holding tatoeba/tatoeba_pairs.tsv.gz)")
+        sys.exit(missing_data(str(path), "tatoeba"))
     with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
         return [row["english"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
 

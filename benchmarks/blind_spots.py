@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import missing_data  # noqa: E402
 from system_level import DEFAULT_DATA, load_data  # noqa: E402
 
 NEGATED = {"don": "do", "doesn": "does", "didn": "did", "isn": "is", "aren": "are", "wasn": "was", "weren": "were",
@@ -96,7 +97,7 @@ def tatoeba_names(data: Path) -> set[str]:
     """Words Tatoeba's English sentences write only capitalised, at least once mid-sentence."""
     path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
     if not path.is_file():
-        sys.exit(f"error: {path} not found (the name list of the entity swap comes from it); pass --data")
+        sys.exit(missing_data(f"{path} (the names the entity swap draws from)", "tatoeba"))
     english = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, usecols=["english"])
     capitalised, lower = set(), set()
     for sentence in english.english.drop_duplicates():

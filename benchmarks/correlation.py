@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 # Published official sentBLEU r on this data (data README) for the sanity check.
 PUBLISHED_SENTBLEU = {"cs": 0.435, "de": 0.432, "fi": 0.571, "ru": 0.484, "tr": 0.538, "zh": 0.512}
 
@@ -61,11 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.data / "wmt17"
     missing = [lp for lp in PAIRS if not (folder / f"wmt17_{lp}-en.tsv").is_file()]
     if missing:
-        print(
-            f"error: WMT17 data not found under {folder} (missing: {', '.join(f'wmt17_{lp}-en.tsv' for lp in missing)}).\n"
-            "Pass --data /path/to/shared/data (the folder holding wmt17/) or set BERTSCORE_DATA.",
-            file=sys.stderr,
-        )
+        print(missing_data(f"{', '.join(f'wmt17_{lp}-en.tsv' for lp in missing)} under {folder}"), file=sys.stderr)
         return 2
 
     import sacrebleu

@@ -1106,7 +1106,9 @@ def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
         if (source / name).is_file():
             shutil.copy2(source / name, carry / "tokenizer" / name)
     if not (shared / "wmt17" / "syslevel").is_dir():
-        sys.exit(f"error: WMT17 system outputs not found under {shared}/wmt17/syslevel; pass --shared-data")
+        from shared_data import missing_data
+
+        sys.exit(missing_data(f"WMT17 system outputs under {shared}/wmt17/syslevel") + " (here: --shared-data)")
     carry_minilm(source, carry / "minilm")
     rows = sample_wmt17(shared, pairs)
     with gzip.open(carry / CARRY_PAIRS, "wt", encoding="utf-8") as handle:
@@ -1119,12 +1121,12 @@ def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
         subprocess.run(download, check=True)
     size = sum(p.stat().st_size for p in carry.rglob("*") if p.is_file())
     print(f"\n{carry}: tokenizer files, MiniLM in fp16, {len(rows)} WMT17 pairs, wheels: {size / 2**20:.1f} MiB in all"
-          + ("" if size < 64 * 2**20 else " -- OVER the device call's 64 MiB: drop something"))
-    print("\nOn a session with a GPU: run --prepare in the checkout that session was started in (the device tool "
-          "sends that checkout, whichever worktree calls it), then call the device tool's `run` with:")
+          + ("" if size < 64 * 2**20 else " -- over 64 MiB: drop something if it must travel light"))
+    print("\nOn the GPU machine, from a copy of this clone with that folder (OUT: where the results go; "
+          f"within {RUN_TIMEOUT_S} s):")
     print(json.dumps({"command": run_command(carry), "carry": [os.path.relpath(carry, ROOT)], "timeout_s": RUN_TIMEOUT_S},
                      indent=2))
-    print("then commit $OUT's gpu_check.md and gpu_check.json under benchmarks/results/")
+    print("then commit OUT's gpu_check.md and gpu_check.json under benchmarks/results/")
     return 0
 
 

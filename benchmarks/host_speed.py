@@ -47,8 +47,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 
 
 def build_near_free_encoder(folder: Path) -> Path:

@@ -37,10 +37,10 @@ from bertscore.layers import choose_layer  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from speed import PeakRSS  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 
 
 def read_pair(path: Path) -> tuple[list[str], list[str], np.ndarray]:
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = {lp: args.data / "wmt17" / f"wmt17_{lp}-en.tsv" for lp in args.pairs}
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
-        print(f"error: WMT17 data not found: {', '.join(missing)}; pass --data (the folder holding wmt17/)",
-              file=sys.stderr)
+        print(missing_data(", ".join(missing)), file=sys.stderr)
         return 2
     import bert_score
 

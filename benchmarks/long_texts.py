@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 RESOURCE_LENGTHS = (1_000, 10_000, 30_000)

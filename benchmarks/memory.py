@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.sizes.split(",") if x]
     official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
     if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():
-        sys.exit(f"error: WMT17 system outputs not found under {args.data}/wmt17/syslevel; pass --data")
+        from shared_data import missing_data
+
+        sys.exit(missing_data(f"WMT17 system outputs under {args.data}/wmt17/syslevel"))
 
     from machine import machine_info, machine_line
     from bertscore.output_files import write_text

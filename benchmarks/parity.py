@@ -32,6 +32,7 @@ from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import missing_data  # noqa: E402
 from tiny_models import build_all  # noqa: E402
 
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info()
     print(machine_line(machine), flush=True)
     if not (SHARED_DATA / "wmt17_de-en.tsv").is_file():
-        sys.exit(f"error: WMT17 data not found at {SHARED_DATA} (it lives in ../shared/data beside the repo)")
+        sys.exit(missing_data(str(SHARED_DATA / "wmt17_de-en.tsv")))
     cands, refs = read_wmt17_pairs("de-en", 200)
     minilm = embedded_model_dir()
     rows = []

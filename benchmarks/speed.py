@@ -49,8 +49,8 @@ from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 LAYER = 6
 
 
@@ -61,7 +61,7 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
     outputs = folder / "wmt17_to_en_system_outputs.tsv.gz"
     references = folder / "wmt17_to_en_references.tsv.gz"
     if not outputs.is_file() or not references.is_file():
-        sys.exit(f"error: WMT17 system outputs not found under {folder}; pass --data /path/to/shared/data")
+        sys.exit(missing_data(f"WMT17 system outputs under {folder}"))
     read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
     sysout = pd.read_csv(outputs, **read)
     refs = pd.read_csv(references, **read)

@@ -48,10 +48,10 @@ sys.path.insert(0, str(ROOT))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 CACHE = RESULTS / "tmp" / "system_level"
 ALPHA = 0.05
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
@@ -64,7 +64,7 @@ def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, p
     names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz", "DA-syslevel.csv"]
     missing = [name for name in names if not (folder / name).is_file()]
     if missing:
-        sys.exit(f"error: {', '.join(missing)} not found under {folder}; pass --data /path/to/shared/data")
+        sys.exit(missing_data(f"{', '.join(missing)} under {folder}"))
     outputs = pd.read_csv(folder / names[0], **READ)
     references = pd.read_csv(folder / names[1], **READ)
     human = pd.read_csv(folder / names[2], sep=" ")

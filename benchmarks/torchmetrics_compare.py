@@ -44,6 +44,7 @@ from bertscore.sources import embedded_model_dir  # noqa: E402
 from bertscore.torchmetrics import BERTScore  # noqa: E402
 from conftest import SHARED_DATA, read_pairs_tsv  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import missing_data  # noqa: E402
 
 LAYER = 6  # MiniLM's default layer here (its last); --layer picks another
 BATCH = 10  # pairs per update, as a validation loop feeds them
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line(machine), flush=True)
     path = SHARED_DATA / "wmt17_de-en.tsv"
     if not path.is_file():
-        sys.exit(f"error: WMT17 data not found at {path} (it lives in ../shared/data beside the repo)")
+        sys.exit(missing_data(str(path)))
     cands, refs = read_pairs_tsv(path, args.pairs)
     layer = args.layer
     model_dir = embedded_model_dir()

@@ -21,6 +21,9 @@ The rules a block follows (write new blocks by them):
   exist (`make -n`); an `. .venv/bin/activate` line must name that venv. (A line ending in a
   `# set-up` or `# serves` comment is treated the same, as a safety net, but tests/test_docs_links.py
   keeps such marks out of the pages: readers would copy them.)
+- A block writes its files into a scratch folder (`out=$(mktemp -d)`, `tempfile.mkdtemp()`) or an
+  ignored one, never beside the clone's files: a file it leaves that git would list fails its test.
+  Nor does it send a command's stderr to /dev/null: a refusal hidden there reads as success.
 - Sample output, transcripts and templates with placeholders use a fence that is not run:
   ```text or ```console. A ```text block right after the line `<!-- output of the block above -->`
   is the exact stdout of the runnable block before it, and is checked against a real run.
@@ -152,9 +155,10 @@ def needs_line(block: Block) -> str | None:
     return first if first.startswith(NEEDS) else None
 
 
-def run_block(block: Block, clone: Path, folder: Path, warm: WarmPython) -> tuple[str, subprocess.CompletedProcess | None]:
+def run_block(block: Block, clone: Path, folder: Path,
+              warm: WarmPython) -> tuple[str, subprocess.CompletedProcess | None, list[str]]:
     """Check the block's marked lines, then run the rest in its own copy of the clone (so that
-    blocks running side by side cannot meet in a file)."""
+    blocks running side by side cannot meet in a file); also return the untracked files it left there."""
     kept = []
     for line in block.text.splitlines():
         if block.not_run or any(mark in line for mark in LINE_MARKS):
@@ -163,9 +167,10 @@ def run_block(block: Block, clone: Path, folder: Path, warm: WarmPython) -> tupl
             kept.append(line)
     text = "\n".join(kept) + "\n"
     if not text.strip():
-        return text, None  # every line was a checked set-up line
+        return text, None, []  # every line was a checked set-up line
     work = folder / "clone"
     shutil.copytree(clone, work, symlinks=True)
+    before = files_under(work)
     try:
         if RUNNABLE[block.language] == "python":  # as typed into `python -`: the current folder on sys.path
             done = warm.run(text, work, block_env(work), TIMEOUT_S)
@@ -174,9 +179,25 @@ def run_block(block: Block, clone: Path, folder: Path, warm: WarmPython) -> tupl
             script.write_text(text, encoding="utf-8")
             done = subprocess.run(["bash", "-e", "-o", "pipefail", str(script)], cwd=work, capture_output=True,
                                   env=warm.command_env(block_env(work)), text=True, timeout=TIMEOUT_S)
+        left = litter(work, before)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return text, done
+    return text, done, left
+
+
+def files_under(folder: Path) -> set[str]:
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()}
+
+
+def litter(work: Path, before: set[str]) -> list[str]:
+    """The files a block added to its copy of the clone that git would list as untracked (ignored
+    ones, such as __pycache__/, are fine)."""
+    new = sorted(files_under(work) - before)
+    if not new:
+        return []
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(new),
+                             capture_output=True, text=True).stdout.splitlines()
+    return sorted(set(new) - set(ignored))
 
 
 @pytest.mark.parametrize("block", RUN_BLOCKS, ids=[block.id for block in RUN_BLOCKS])
@@ -184,7 +205,7 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_py
     reason = needs_line(block)
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
-    text, done = run_block(block, clone, tmp_path, warm_python)  # the server starts on the first python block
+    text, done, left = run_block(block, clone, tmp_path, warm_python)  # the server starts on the first python block
     if done is None:
         return
     assert done.returncode == 0, (f"{block.id} ({block.language}) exited {done.returncode}\n--- block\n{text}"
@@ -192,15 +213,39 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_py
     if block.id in SHOWN_OUTPUT:  # the docs' sample output is this command's real output
         assert printed_alike(SHOWN_OUTPUT[block.id].rstrip(), done.stdout.rstrip()), \
             f"{block.id}: paste the real output:\n{done.stdout}"
+    assert left == [], (f"{block.id}: the block leaves {left} in the clone, where git status lists them: write "
+                        "to a scratch folder (out=$(mktemp -d), tempfile.mkdtemp()) or an ignored one")
 
 
+SAMPLE_HASH = "_float32_cpu_version=bertscore-0.1.0(transformers={},tokenizers=0.23.3,torch=2.13.0)"
 DECIMAL = re.compile(r"-?\d+\.\d+")
+# The libraries a score's hash names, as bertscore/hashcode.py writes them: `(transformers=5.25.0,...)`.
+HASH_LIBRARIES = re.compile(r"(_version=bertscore-[^()\s]+)\(([^()\s]+)\)")
+
+
+def pinned_versions() -> dict[str, str]:
+    """The pins of constraints.txt (`make setup` and the README's install use them): name -> version."""
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (ROOT / "constraints.txt").read_text(encoding="utf-8"), flags=re.M)
+    return {name.lower(): version for name, version in pins}
+
+
+def hash_libraries(text: str) -> list[dict[str, str]]:
+    """The library versions each hash in the text names."""
+    return [dict(item.split("=", 1) for item in match.group(2).split(",")) for match in HASH_LIBRARIES.finditer(text)]
 
 
 def printed_alike(shown: str, real: str) -> bool:
     """The same text, every decimal printed to the same places and within one unit of the last
     one: float32 kernels differ by CPU (AVX2 or AVX-512) at the 1e-7 level, which can move the
-    sixth printed decimal (README's 0.591550 is 0.591549 on an AVX2 CPU)."""
+    sixth printed decimal (README's 0.591550 is 0.591549 on an AVX2 CPU). A hash's library versions
+    are those of the environment that runs the block: the docs show the tested ones (constraints.txt,
+    test_shown_hashes_name_the_tested_versions), a newer transformers prints its own, so they are left
+    out here; the libraries named, the package version and the rest of the hash are compared."""
+    def without_versions(text: str) -> str:
+        return HASH_LIBRARIES.sub(lambda m: m.group(1) + "(" + ",".join(
+            item.split("=", 1)[0] for item in m.group(2).split(",")) + ")", text)
+
+    shown, real = without_versions(shown), without_versions(real)
     if DECIMAL.sub("#", shown) != DECIMAL.sub("#", real):
         return False
     for mine, theirs in zip(DECIMAL.findall(shown), DECIMAL.findall(real)):
@@ -211,6 +256,10 @@ def printed_alike(shown: str, real: str) -> bool:
 
 
 @pytest.mark.parametrize(("shown", "real", "alike"), [
+    ("hash: m_L6" + SAMPLE_HASH.format("5.25.0"), "hash: m_L6" + SAMPLE_HASH.format("5.31.2"), True),  # a newer transformers
+    ("hash: m_L6" + SAMPLE_HASH.format("5.25.0"), "hash: m_L5" + SAMPLE_HASH.format("5.25.0"), False),  # another layer
+    ("hash: m_L6" + SAMPLE_HASH.format("5.25.0"), "hash: m_L6" + SAMPLE_HASH.format("5.25.0").replace(",torch", ",sentencepiece=0.2.3,torch"),
+     False),  # another library named
     ("3\tP=0.591550 F1=0.604720", "3\tP=0.591549 F1=0.604720", True),
     ("3\tP=0.591550 F1=0.604720", "3\tP=0.591548 F1=0.604720", False),  # two units: a real change
     ("3\tP=0.591550", "3\tP=0.59155", False),  # printed otherwise
@@ -218,6 +267,17 @@ def printed_alike(shown: str, real: str) -> bool:
 ])
 def test_shown_output_allows_one_unit_in_the_last_printed_place_only(shown, real, alike):
     assert printed_alike(shown, real) is alike
+
+
+def test_shown_hashes_name_the_tested_versions() -> None:
+    """Every hash the docs print names the versions constraints.txt pins, so a user who installs as the
+    README says gets the very hash shown; pinning another version there means updating the pages."""
+    tested = pinned_versions()
+    shown = [(block.id, libraries) for block in ALL_BLOCKS if block.shows_output for libraries in hash_libraries(block.text)]
+    assert shown and {"transformers", "tokenizers", "torch"} <= set(tested)
+    wrong = [(where, name, version) for where, libraries in shown for name, version in libraries.items()
+             if name in tested and version != tested[name]]
+    assert wrong == [], f"shown hashes whose versions are not constraints.txt's {tested}: {wrong}"
 
 
 def test_every_fence_says_what_it_is() -> None:
@@ -232,6 +292,14 @@ def test_every_fence_says_what_it_is() -> None:
                     bare.append(f"{path.relative_to(ROOT)}:{number}")
                 depth = 0 if depth else 1
     assert bare == []
+
+
+def test_no_block_hides_what_a_command_says() -> None:
+    """`2> /dev/null` (or `&> /dev/null`) would hide a refusal, and the block would print what an
+    earlier file held: a reader must see the error a command gives."""
+    hidden = [f"{b.id}: {line.strip()}" for b in RUN_BLOCKS for line in b.text.splitlines()
+              if re.search(r"(?:2|&)>>?\s*/dev/null|>\s*/dev/null\s+2>&1", line)]
+    assert hidden == []
 
 
 def test_needs_marks_are_spelled_as_the_test_reads_them() -> None:
