@@ -22,7 +22,8 @@ bert_score = pytest.importorskip("bert_score", reason="the official bert-score p
 from conftest import free_port  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.torchmetrics import BERTScore, decode_texts, encode_texts  # noqa: E402
+from bertscore.metric_states import decode_texts, encode_texts  # noqa: E402
+from bertscore.torchmetrics import BERTScore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER = 4
