@@ -283,32 +283,69 @@ def test_the_process_is_left_as_found() -> None:
     assert run["f1"][1] == 0 and all(math.isfinite(v) for v in run["f1"])
 
 
-# ----- two processes ---------------------------------------------------------------------------
+# ----- two processes: Lightning's ddp_spawn, then the metric's own DDP cases ---------------------
+def official_scores(minilm_dir, cands: list[str], refs: list, idf: bool) -> tuple[torch.Tensor, ...]:
+    """The official package at batch_size=1 (idf over every reference given), from the oracle cache."""
+    import oracle
+
+    def compute():
+        groups = [[group] if isinstance(group, str) else group for group in refs]
+        flat = [r for group in groups for r in group]
+        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER, batch_size=1, device="cpu",
+                                       idf=idf, idf_sents=flat if idf else None)
+        return tuple(scorer.score(cands, groups))
+
+    return oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
+                         {"cands": cands, "refs": refs, "layer": LAYER}, compute)
+
+
 @pytest.mark.slow
-def test_two_gloo_ranks_compute_what_one_process_computes(tmp_path, data, minilm_scorer) -> None:
-    cands, refs = data["cands"][:12] + data["cands"][20:30], data["groups"] + data["refs"][20:30]
-    pairs = tmp_path / "pairs.json"
-    pairs.write_text(json.dumps([[c, r] for c, r in zip(cands, refs)]), encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+def test_a_lightning_module_under_ddp_spawn_logs_the_official_means(tmp_path, data, minilm_dir, minilm_scorer) -> None:
+    """7 examples on 2 ranks, Lightning's default sampler (it repeats example 0 on rank 1): the logged means
+    are the official package's over the 7, idf included, through self.log(name, metric) and log_dict of a
+    MetricCollection with chrF; the per-sample form comes in index order; without indexes, a warning."""
+    pytest.importorskip("lightning")
+    cands, refs = data["cands"][30:37], data["refs"][30:37]
+    refs[3] = [refs[3], data["cands"][3]]  # one candidate with two references
+    pairs = list(zip(data["cands"][:12] + data["cands"][20:30], data["groups"] + data["refs"][20:30]))
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"examples": [[c, r, i] for i, (c, r) in enumerate(zip(cands, refs))],
+                                "pairs": pairs}), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
+               MASTER_PORT=str(free_port()), PYTHONWARNINGS="ignore")
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
         env.pop(name, None)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port", str(free_port()),
-               str(ROOT / "tests" / "torchmetrics_ranks.py"), str(pairs), str(tmp_path)]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "torchmetrics_ranks.py"), str(spec), str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
+    logged = json.loads((tmp_path / "logged.json").read_text(encoding="utf-8"))
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text(encoding="utf-8")) for r in range(2)]
+    assert sorted(ranks[0]["indexes"] + ranks[1]["indexes"]) == [0, 0, 1, 2, 3, 4, 5, 6]  # the sampler's repeat
+    plain, idf = official_scores(minilm_dir, cands, refs, False), official_scores(minilm_dir, cands, refs, True)
+    expected = {"val_bertscore_f1": plain[2].mean(), "val_bertscore_idf_f1": idf[2].mean(),
+                "val_bertscore_precision": plain[0].mean(), "val_bertscore_recall": plain[1].mean()}
+    for name, value in expected.items():
+        assert abs(logged[name] - value.item()) <= TOLERANCE, name
+    assert 0 < logged["val_chrf"] < 1
+    rank0 = ranks[0]["indexes"]  # log_dict(metric(preds, target)): batch means, averaged by Lightning over the steps
+    assert logged["bertscore_f1"] == pytest.approx(plain[2][rank0].mean().item(), abs=TOLERANCE)
+    for rank in ranks:
+        assert rank["per_sample"]["indexes"] == list(range(7))
+        assert_same({k: torch.tensor(rank["per_sample"][k]) for k in OUTPUTS}, idf)
+        repeated = torch.cat([plain[2], plain[2][:1]]).mean().item()  # without indexes example 0 counts twice
+        assert rank["unindexed_f1"] == pytest.approx(repeated, abs=TOLERANCE)
+        assert len(rank["warnings"]) == 1 and "indexes=" in rank["warnings"][0] and "DistributedSampler" in rank["warnings"][0]
     one_process = {
-        "no-idf": minilm_scorer.score(cands, refs),
+        "no-idf": minilm_scorer.score(*map(list, zip(*pairs))),
         "idf": BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=True,
-                          loaded_model=minilm_scorer.model).score(cands, refs),
+                          loaded_model=minilm_scorer.model).score(*map(list, zip(*pairs))),
     }
     for case in ("no-idf", "idf", "no-idf, rank 1 idle", "idf, rank 1 idle"):
-        expected = one_process[case.split(",")[0]]
         for rank in ranks:
-            assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, expected, 1e-6)
+            assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, one_process[case.split(",")[0]], 1e-6)
         assert ranks[0][case]["hash"] == ranks[1][case]["hash"]
     for rank in ranks:  # idf=True: every rank's compute() scored the synced texts in shards, not all of them alone
-        assert rank["sharded"] == [len(cands), len(cands)]
+        assert rank["sharded"] == [len(pairs), len(pairs)]
 
 
 # ----- a Lightning Trainer ---------------------------------------------------------------------
