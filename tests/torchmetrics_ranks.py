@@ -2,10 +2,12 @@
 docs, validated under `ddp_spawn` on 2 CPU ranks (gloo) with Lightning's default sampler, then the
 metric's own DDP cases on the same ranks.
 
-Usage: python tests/torchmetrics_ranks.py SPEC.json OUT_DIR. SPEC: {"examples": [[candidate,
+`validate(spec, out)` from a test process (the workers import this module by name), or
+python tests/torchmetrics_ranks.py SPEC.json OUT_DIR. SPEC: {"examples": [[candidate,
 references, index], ...] (the validation set: Lightning's DistributedSampler repeats one on 7
 examples and 2 ranks), "pairs": [[candidate, references], ...] (the DDP cases)}. Writes
-OUT_DIR/logged.json (what trainer.validate returns: rank 0's logged values) and OUT_DIR/rank<r>.json:
+OUT_DIR/logged.json (what trainer.validate returns: rank 0's logged values; `validate` returns it) and
+OUT_DIR/rank<r>.json:
 {"per_sample": compute() of a per-sample idf metric given indexes, "warnings": the cross-rank repeat
 warnings of a metric given no indexes, "indexes": the dataset indices this rank saw, case: {...}}
 where each DDP case updates BERTScore with its own slice of "pairs" (uneven; then rank 1 idle) in
@@ -111,14 +113,15 @@ def collate(rows: list) -> tuple[list[str], list, torch.Tensor]:
     return [c for c, _, _ in rows], [r for _, r, _ in rows], torch.tensor([i for _, _, i in rows])
 
 
-def main() -> None:
-    spec, out = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")), Path(sys.argv[2])
+def validate(spec: dict, out: Path) -> dict:
+    """trainer.validate under ddp_spawn on 2 CPU ranks: rank 0's logged values (the ranks write their files)."""
     loader = DataLoader([tuple(row) for row in spec["examples"]], batch_size=2, collate_fn=collate)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
     [logged] = trainer.validate(Validation(spec["pairs"], out), dataloaders=loader, verbose=False)
-    (out / "logged.json").write_text(json.dumps(logged), encoding="utf-8")
+    return logged
 
 
 if __name__ == "__main__":
-    main()
+    result = validate(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")), Path(sys.argv[2]))
+    (Path(sys.argv[2]) / "logged.json").write_text(json.dumps(result), encoding="utf-8")
