@@ -9,6 +9,7 @@ frequencies that give `forward()` idf over the references seen so far.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -75,6 +76,25 @@ def repeated_across_ranks(digests: torch.Tensor, ranks: torch.Tensor) -> int:
     for digest, rank in zip(digests.tolist(), ranks.tolist()):
         seen.setdefault(digest, set()).add(rank)
     return sum(len(where) > 1 for where in seen.values())
+
+
+def kept_pairs(indexes: torch.Tensor, digests: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor | None:
+    """Positions of the pairs to score: the first of each dataset index, in index order; None (all of
+    them) when no indices were given, after a warning when a pair came on more than one rank."""
+    missing = indexes == NO_INDEX
+    if bool(missing.all()):
+        repeats = repeated_across_ranks(digests, ranks)
+        if repeats:
+            warnings.warn(
+                f"{repeats} (candidate, references) pair(s) came on more than one rank, so they count more than "
+                "once in these scores: a DistributedSampler (Lightning's default) repeats examples so that every "
+                "rank gets as many. Pass each example's dataset index, update(preds, target, indexes=...): "
+                "each index then counts once across the ranks", stacklevel=5)
+        return None
+    if bool(missing.any()):
+        raise InputError("indexes were given at some update() calls and not at others: pass them at every "
+                         "call (or at none)")
+    return first_of_each_index(indexes)
 
 
 def encode_texts(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:

