@@ -466,8 +466,7 @@ def test_a_lightning_module_under_ddp_spawn_logs_the_official_means(tmp_path, da
     refs[3] = [refs[3], data["cands"][3]]  # one candidate with two references
     pairs = list(zip(data["cands"][:12] + data["cands"][20:30], data["groups"] + data["refs"][20:30]))
     spec = {"examples": [[c, r, i] for i, (c, r) in enumerate(zip(cands, refs))], "pairs": pairs}
-    sys.path.insert(0, str(ROOT / "tests")) if str(ROOT / "tests") not in sys.path else None  # the workers import it
-    import torchmetrics_ranks
+    import torchmetrics_ranks  # from tests/ (on sys.path, as conftest is): the spawned workers import it too
 
     with mock.patch.dict(os.environ, {"MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"}):  # restored after
         for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
