@@ -1,6 +1,7 @@
-"""bertscore.torchmetrics.BERTScore through real torchmetrics and Lightning: the numbers of the official
-package at batch_size=1 (and of score()) over update loops, multi-reference, 700-token texts, idf,
-forward and reset; 2-process gloo DDP equal to one process; a Lightning Trainer's logged mean."""
+"""bertscore.torchmetrics through real torchmetrics and Lightning: the numbers of the official package at
+batch_size=1 (and of score()) over update loops, multi-reference, 700-token texts, idf, forward and reset;
+torchmetrics' signature, shapes, plot and dtype moves; the scalar forms and dataset indexes; one ddp_spawn
+Lightning run on 2 CPU ranks (the default sampler's repeat counted once) that also runs the DDP cases."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from unittest import mock
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("torchmetrics")
 bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
@@ -24,7 +27,7 @@ bert_score = pytest.importorskip("bert_score", reason="the official bert-score p
 from conftest import free_port  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.metric_states import decode_texts, encode_texts  # noqa: E402
+from bertscore.metric_states import decode_texts, encode_texts, kept_pairs  # noqa: E402
 from bertscore.torchmetrics import BERTScore, BERTScoreF1, BERTScorePrecision, BERTScoreRecall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,6 +342,26 @@ def test_dataset_indexes_count_each_example_once_in_index_order(data, minilm_sco
     mixed.update(cands[2:], refs[2:])
     with pytest.raises(ValueError, match="indexes were given at some update"):
         mixed.compute()
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), min_size=1, max_size=30))
+def test_each_index_counts_once_and_a_repeat_across_ranks_is_counted(rows) -> None:
+    """kept_pairs against a plain loop: the first position of each index, in index order; without
+    indexes, the pairs (digests) seen on more than one rank."""
+    indexes = torch.tensor([i for i, _ in rows], dtype=torch.long)
+    ranks = torch.tensor([r for _, r in rows], dtype=torch.long)
+    first: dict[int, int] = {}
+    for position, (index, _) in enumerate(rows):
+        first.setdefault(index, position)
+    assert kept_pairs(indexes, indexes, ranks).tolist() == [first[i] for i in sorted(first)]
+    where: dict[int, set] = {}
+    for index, rank in rows:
+        where.setdefault(index, set()).add(rank)
+    repeats = sum(len(r) > 1 for r in where.values())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert kept_pairs(torch.full_like(indexes, -1), indexes, ranks) is None  # the digests stand for the pairs
+    assert [str(w.message).split(" ")[0] for w in caught] == ([str(repeats)] if repeats else [])
 
 
 @pytest.mark.parametrize("indexes, message", [
