@@ -88,6 +88,20 @@ class TokenWeights:
         for ids in documents:
             counts.update(set(ids.tolist() if hasattr(ids, "tolist") else ids))
             total += 1
+        return cls.from_counts(counts, total, vocab_size, zero_weight_ids, label)
+
+    @classmethod
+    def from_counts(
+        cls,
+        counts: Mapping[int, int],
+        total: int,
+        vocab_size: int,
+        zero_weight_ids: Iterable[int],
+        label: str | None = None,
+    ) -> "TokenWeights":
+        """idf weights from document frequencies (`counts`: token id -> documents holding it) over
+        `total` documents: what `from_documents` counts, kept up to date by a caller that sees the
+        documents a batch at a time."""
         size = max([vocab_size] + [token_id + 1 for token_id in counts])
         table = torch.full((size,), math.log(total + 1), dtype=torch.float32)
         if counts:

