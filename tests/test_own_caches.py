@@ -43,7 +43,7 @@ def test_a_run_leaves_the_users_home_untouched(tmp_path: Path) -> None:
     home.mkdir()
     env = {name: value for name, value in os.environ.items()
            if name not in HF_CACHE_OVERRIDES and not name.startswith(("PYTEST_", "XDG_"))}
-    for name in ("HF_HOME", "MPLCONFIGDIR", "GRADIO_TEMP_DIR", "BERTSCORE_SUITE_CACHES"):
+    for name in ("HF_HOME", "MPLCONFIGDIR", "GRADIO_TEMP_DIR"):  # unset, as in a user's shell
         env.pop(name, None)
     env.update(HOME=str(home), TMPDIR=str(tmp_path))
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
@@ -53,3 +53,27 @@ def test_a_run_leaves_the_users_home_untouched(tmp_path: Path) -> None:
     assert written == [], f"the run wrote into the user's home: {written[:20]}"
     left = sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("bertscore-tests-"))
     assert left == [], f"the run left its cache folders behind: {left}"
+
+
+@pytest.mark.parametrize(("clean", "code"), [(True, 1), (False, 0)])
+def test_a_run_that_writes_into_the_clone_is_named_and_fails_from_a_clean_tree(clean, code, tmp_path: Path) -> None:
+    """The session guard of own_caches.py, in a git repository of its own: a test that leaves a file
+    in the clone fails the run that started from a clean tree, and is reported where work was in progress."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "own_caches.py").write_bytes((REPO_ROOT / "tests" / "own_caches.py").read_bytes())
+    (tmp_path / "tests" / "test_writes.py").write_text(
+        "from pathlib import Path\n\ndef test_writes():\n    (Path(__file__).parents[1] / 'left.txt').write_text('x')\n")
+    (tmp_path / ".gitignore").write_text("__pycache__/\n")
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=tmp_path, check=True)
+    if not clean:
+        (tmp_path / "work-in-progress.txt").write_text("x")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "own_caches",
+                          "-p", "no:xdist", "-p", "no:randomly", "tests/test_writes.py"], cwd=tmp_path,
+                         env={**env, "PYTHONPATH": str(tmp_path / "tests")}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == code, run.stdout + run.stderr
+    assert "1 passed" in run.stdout and "the run changed the clone's git status" in run.stdout
+    assert "?? left.txt" in run.stdout and ("work-in-progress" not in run.stdout)
