@@ -19,6 +19,7 @@ OFFSET_POSITION_MODEL_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", 
 ENCODER_ONLY_T5_TYPES = frozenset({"t5", "mt5", "umt5", "byt5"})
 SENTINEL_MAX_LENGTH = 1_000_000
 
+
 def count_layers(config: Any) -> int:
     """Number of transformer layers of an encoder config."""
     for attr in ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers"):

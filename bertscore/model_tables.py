@@ -13,8 +13,7 @@ from importlib import resources
 from .notes import advice
 from .sources import EMBEDDED_MODEL_NAME
 
-DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"
-
+DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"  # the official default of a language not in the table
 
 _OFFICIAL = json.loads(resources.files("bertscore").joinpath("data/model_tables.json").read_text(encoding="utf-8"))
 
