@@ -106,3 +106,24 @@ def test_systems_write_the_table_in_the_extensions_format(pair_files, tmp_path, 
     assert [system["baseline"] for system in report["systems"]] == [True, False]
     assert main([*systems, *MODEL, "-f", "jsonl"]) == 2
     assert "error: --systems writes one table, not jsonl as -f jsonl asks" in capsys.readouterr().err
+
+
+def test_baseline_and_layers_refuse_an_output_named_for_another_format(tmp_path, capsys) -> None:
+    """The doors that write one kind of file (a LAYER,P,R,F baseline, a JSON report) refuse an
+    output whose extension names another format, before any work (layers: before its --data is read)."""
+    from bertscore.cli.baseline import main as baseline_main
+    from bertscore.cli.layers import main as layers_main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one sentence\nanother sentence\na third one\n", encoding="utf-8")
+    assert baseline_main(["--model", EMBEDDED_MODEL_NAME, "--corpus", str(corpus), "-o", str(tmp_path / "b.parquet")]) == 2
+    assert (f"error: -o {tmp_path / 'b.parquet'}: its extension says parquet, but this writes a LAYER,P,R,F baseline "
+            "table; name it .tsv") in capsys.readouterr().err
+    missing = str(tmp_path / "judgements.tsv")
+    assert layers_main(["--model", EMBEDDED_MODEL_NAME, "--data", missing, "--json", str(tmp_path / "r.jsonl")]) == 2
+    assert f"error: --json {tmp_path / 'r.jsonl'}: its extension says jsonl, but this writes one JSON report" in \
+        capsys.readouterr().err
+    assert layers_main(["--model", EMBEDDED_MODEL_NAME, "--data", missing, "--baseline-corpus", str(corpus),
+                        "--baseline-output", str(tmp_path / "b.json")]) == 2
+    assert f"error: --baseline-output {tmp_path / 'b.json'}: its extension says json" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]

@@ -7,14 +7,12 @@ checks made before any input is read or model loaded, and the scorer the options
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..inputs import InputError
+from .io import EXTENSION_FORMATS, extension_format
 
 FORMATS = ("text", "json", "jsonl", "tsv", "parquet")
-# The output formats a file name's extension names: `-o scores.parquet` without -f writes Parquet.
-EXTENSION_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".tsv": "tsv"}
 SYSTEMS_FORMATS = ("text", "json", "tsv")  # --systems writes one table
 
 
@@ -111,7 +109,7 @@ def output_format(args: argparse.Namespace) -> str:
     """The format of the output: -f's; without -f, the one -o's extension names (.parquet, .jsonl,
     .json, .tsv), otherwise text. An -f that contradicts the extension is refused, as is a format
     the mode cannot write (--systems writes one table), before any input is read or model loaded."""
-    named = EXTENSION_FORMATS.get(Path(args.output).suffix.lower()) if args.output else None
+    named = extension_format(args.output) if args.output else None
     if args.format is not None and named is not None and args.format != named:
         others = [ext for ext, fmt in EXTENSION_FORMATS.items() if fmt == args.format]
         rename = f"name the file {others[0]}" if others else "give the file another extension"
