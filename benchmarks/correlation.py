@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
-from bertscore.models import EMBEDDED_MODEL_NAME  # noqa: E402
+from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
 from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402

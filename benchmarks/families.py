@@ -47,7 +47,8 @@ from machine import add_output_options, machine_info, machine_line, output_folde
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
-from bertscore.models import PROBE_TEXT, load_model  # noqa: E402
+from bertscore.models import load_model  # noqa: E402
+from bertscore.padding import PROBE_TEXT  # noqa: E402
 from bertscore.padding import padding_probe  # noqa: E402
 from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv  # noqa: E402
 from tiny_families import FAMILIES, build, official_scores, official_token_ids  # noqa: E402

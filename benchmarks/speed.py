@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
-from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
+from bertscore.models import load_model  # noqa: E402
+from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA, missing_data  # noqa: E402

@@ -27,7 +27,8 @@ from bertscore.output_files import write_text  # noqa: E402
 from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
 
 from bertscore.embed import default_tokens_per_batch  # noqa: E402
-from bertscore.models import EMBEDDED_MODEL_NAME, load_model  # noqa: E402
+from bertscore.models import load_model  # noqa: E402
+from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
 """BERTScore: exact, fast, bounded-memory scoring of text generation with contextual embeddings."""
 
 from .idf import TokenWeights
-from .models import EMBEDDED_MODEL_NAME, LANG_TO_MODEL, MODEL_TO_LAYERS
+from .model_tables import LANG_TO_MODEL, MODEL_TO_LAYERS
 from .scorer import BERTScorer, score
+from .sources import EMBEDDED_MODEL_NAME
 from .version import __version__
 
 __all__ = ["BERTScorer", "score", "TokenWeights", "EMBEDDED_MODEL_NAME", "LANG_TO_MODEL", "MODEL_TO_LAYERS", "__version__"]

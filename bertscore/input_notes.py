@@ -13,7 +13,7 @@ import numpy as np
 
 from .devices import reduced_precision_note
 from .idf import TokenWeights
-from .models import unknown_layer_message
+from .model_tables import unknown_layer_message
 from .notes import advice, name_some, report, setting
 from .settings import Settings
 from .tokens import TokenStore

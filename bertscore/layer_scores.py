@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from .idf import TokenWeights
 from .inputs import InputError
 from .judgements import RELATIVE, Chunk, Judgements
-from .models import count_layers
+from .model_families import count_layers
 from .notes import report
 from .scorer import BERTScorer
 from .sources import load_config, resolve_source

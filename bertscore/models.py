@@ -1,10 +1,10 @@
-"""Model resolution: a name or language -> tokenizer, encoder truncated at layer k, max length.
+"""Loading a model: a name -> tokenizer and encoder truncated at layer k, placed once, as `LoadedModel`.
 
-This is the only module that knows model families: which tokenizers need a prefix space,
-how each architecture is truncated to its first k layers, how long an input may be, and how a
-loaded encoder must be batched to score each text as it scores alone (`LoadedModel.is_padding_safe`,
-from the padding probe of padding.py; `LoadedModel.encode` holds BigBird to its configured
-attention mode). The embedder asks the loaded model; it never learns family names.
+The loader applies the per-architecture rules of model_families.py (layers, truncation, max length,
+BigBird's attention mode) and builds the tokenizer as model_tokenizer.py says; the default layer
+comes from the official tables (model_tables.py). A loaded model also says how it must be batched
+to score each text as it scores alone (`LoadedModel.is_padding_safe`, from the padding probe of
+padding.py). The embedder asks the loaded model; it never learns family names.
 """
 
 from __future__ import annotations
@@ -12,115 +12,25 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import functools
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Sequence
 
 import torch
 
 from .devices import DTYPES, with_index
 from .inputs import InputError
-from .notes import advice
+from .model_families import (
+    ENCODER_ONLY_T5_TYPES, attention_mode_for, count_layers, has_position_limit, pad_to_blocks, resolve_max_length,
+    truncate_to_layers,
+)
+from .model_tables import MODEL_TO_LAYERS
+from .model_tokenizer import fast_backend, load_tokenizer, prepared_backend, special_layout
 from .padding import PROBE_TEXT, padding_is_safe
-from .sources import EMBEDDED_MODEL_NAME, hub_kwargs, load_config, resolve_source
+from .sources import hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"
-
-# Tokenizer classes that the official package encodes with a prefix space (GPT-2 byte-level BPE).
-PREFIX_SPACE_TOKENIZER_CLASSES = frozenset(
-    {"GPT2Tokenizer", "GPT2TokenizerFast", "RobertaTokenizer", "RobertaTokenizerFast"}
-)
-
-# Model types whose position ids start after the padding index (max positions = n - 2).
-_OFFSET_POSITION_MODEL_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
-_ENCODER_ONLY_T5_TYPES = frozenset({"t5", "mt5", "umt5", "byt5"})
-_SENTINEL_MAX_LENGTH = 1_000_000
-
-
-# The official bert-score tables, shipped as data beside this module: bertscore/data/model_tables.json,
-# copied from bert_score/utils.py v0.3.13 (lang2model, model2layers; tests/test_models_table.py compares).
-_OFFICIAL = json.loads(resources.files("bertscore").joinpath("data/model_tables.json").read_text(encoding="utf-8"))
-
-# The official language -> default model table.
-LANG_TO_MODEL: dict[str, str] = dict(_OFFICIAL["lang_to_model"])
-
-# Default layer per model: the official table, plus the embedded offline default (a
-# sentence-transformers model tuned on its last layer).
-MODEL_TO_LAYERS: dict[str, int] = {**_OFFICIAL["model_to_layers"], EMBEDDED_MODEL_NAME: 6}
-
-
-# The methods through which a fast tokenizer's `__call__` reaches its backend (transformers 4 and 5).
-_ENCODING_METHODS = ("__call__", "_call_one", "_encode_plus", "_batch_encode_plus", "encode_plus", "batch_encode_plus",
-                     "set_truncation_and_padding")
-
-
-def fast_backend(tokenizer: Any) -> Any | None:
-    """The tokenizers-library backend that `prepared_backend` encodes with, as it is; None where
-    the tokenizer is called instead (a slow tokenizer, or a class with its own encoding)."""
-    try:
-        from transformers import PreTrainedTokenizerFast
-    except ImportError:  # pragma: no cover - every supported transformers has it
-        return None
-    backend = getattr(tokenizer, "_tokenizer", None)
-    if not isinstance(tokenizer, PreTrainedTokenizerFast) or not getattr(tokenizer, "is_fast", False) or backend is None:
-        return None
-    kind = type(tokenizer)
-    if any(getattr(kind, name, None) is not getattr(PreTrainedTokenizerFast, name, None) for name in _ENCODING_METHODS):
-        return None
-    return backend
-
-
-def prepared_backend(tokenizer: Any) -> Any | None:
-    """The tokenizers-library backend of `tokenizer`, set as the tokenizer's own untruncated call sets it.
-
-    Only for a fast tokenizer whose class encodes exactly as transformers' fast base class does
-    (none of `_ENCODING_METHODS` overridden); None otherwise (slow tokenizers, classes with their
-    own encoding), and the caller then calls the tokenizer. Calling the backend directly skips the
-    Python dict that transformers builds for every text and, with `encode_batch_fast`, the character
-    offsets that nothing here reads: about a fifth of tokenizing's time on one thread (8,731 WMT17
-    texts with MiniLM's tokenizer, both ways side by side in one process).
-    Before encoding, the backend is put in the state that `tokenizer(texts, truncation=False)`
-    puts it in: no truncation and no padding (a user's earlier call may have left them on) and the
-    tokenizer's `split_special_tokens`.
-    """
-    backend = fast_backend(tokenizer)
-    if backend is None:
-        return None
-    if backend.truncation is not None:
-        backend.no_truncation()
-    if backend.padding is not None:
-        backend.no_padding()
-    split = bool(getattr(tokenizer, "split_special_tokens", False))
-    if getattr(backend, "encode_special_tokens", split) != split:  # the attribute: tokenizers >= 0.15
-        backend.encode_special_tokens = split
-    return backend
-
-
-def default_model_for_lang(lang: str) -> str:
-    """The official default model for a language code (any unknown code -> multilingual BERT)."""
-    return LANG_TO_MODEL.get(lang.lower(), DEFAULT_MULTILINGUAL_MODEL)
-
-
-def unknown_layer_message(model_type: str, last_layer: int) -> str:
-    """What a door says when `model_type` has no official default layer (its last one is used)."""
-    return (f"no default layer is known for {model_type!r}: using its last layer ({last_layer}); "
-            f"{advice('num_layers', last_layer)} to keep it, or measure which layer agrees best with human "
-            f"judgements: `bertscore layers --model {model_type} --data JUDGEMENTS` (docs/layers.md)")
-
-
-def count_layers(config: Any) -> int:
-    """Number of transformer layers of an encoder config."""
-    for attr in ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers"):
-        value = getattr(config, attr, None)
-        if isinstance(value, int):
-            return value
-    raise InputError(f"cannot tell how many layers a {type(config).__name__} model has")
 
 
 @dataclass
@@ -248,7 +158,7 @@ class LoadedModel:
                 mode = attention_mode_for(self.encoder.config, self.attention_type, length)
                 self.encoder.set_attention_type(mode)
                 if mode == "block_sparse":
-                    input_ids, attention_mask = _pad_to_blocks(input_ids, attention_mask, self.encoder.config)
+                    input_ids, attention_mask = pad_to_blocks(input_ids, attention_mask, self.encoder.config)
             output = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=self.all_layers
             )
@@ -272,132 +182,6 @@ class LoadedModel:
         encoder = copy.deepcopy(self.encoder).to(device)
         return dataclasses.replace(self, encoder=encoder, device=device)
 
-
-def tokenizer_library_versions(tokenizer: Any) -> tuple[str, str]:
-    """(tokenizers version, sentencepiece version or "" where the tokenizer is not a sentencepiece
-    model): both can change token ids, and so the numbers, at a fixed transformers version."""
-    uses_sentencepiece = str(getattr(tokenizer, "vocab_file", "") or "").endswith(".model")
-    return _installed_version("tokenizers"), _installed_version("sentencepiece") if uses_sentencepiece else ""
-
-
-@functools.lru_cache(maxsize=None)
-def _installed_version(distribution: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return ""
-
-
-def special_layout(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The special ids that `tokenizer(text)` puts before and after one sequence's content.
-
-    Read off a probe encoded with and without special tokens (transformers 5 fast tokenizers
-    have no `build_inputs_with_special_tokens`).
-    """
-    probe = "hello world"
-    with_special = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
-    content = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
-    for lead in range(len(with_special) - len(content) + 1):
-        if with_special[lead : lead + len(content)] == content:
-            return tuple(with_special[:lead]), tuple(with_special[lead + len(content) :])
-    raise InputError(f"cannot locate the content inside {type(tokenizer).__name__}'s special tokens")
-
-
-def load_tokenizer(source: str) -> tuple[Any, bool]:
-    """The fast tokenizer of `source`, built with a prefix space where the official package adds one.
-
-    The official package passes `add_prefix_space=True` per call, which transformers 5 ignores;
-    we set it at construction, so RoBERTa/GPT-2 tokenize as the published numbers did.
-    """
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs(source))
-    except Exception as error:  # noqa: BLE001 - any failure to build the fast one: the slow one decides
-        # transformers 4's BlenderbotSmallTokenizerFast cannot read its own model's subword-nmt files,
-        # which the slow tokenizer (the one the official package uses) reads.
-        logger.info("the fast tokenizer of %s could not be built (%s): using the slow one", source, error)
-        tokenizer = AutoTokenizer.from_pretrained(source, use_fast=False, **hub_kwargs(source))
-    class_names = {cls.__name__ for cls in type(tokenizer).__mro__}
-    add_prefix_space = bool(class_names & PREFIX_SPACE_TOKENIZER_CLASSES)
-    if add_prefix_space and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(source, add_prefix_space=True, **hub_kwargs(source))
-    return tokenizer, add_prefix_space
-
-
-def resolve_max_length(tokenizer: Any, config: Any) -> int:
-    """The tokenizer's max length, capped by the model's positions when it is a sentinel."""
-    declared = int(getattr(tokenizer, "model_max_length", _SENTINEL_MAX_LENGTH) or _SENTINEL_MAX_LENGTH)
-    if declared < _SENTINEL_MAX_LENGTH:
-        return declared
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        if getattr(config, "model_type", "") in _OFFSET_POSITION_MODEL_TYPES:
-            positions -= (config.pad_token_id or 0) + 1
-        return positions
-    logger.warning("%s declares no max length; truncating inputs at 512 tokens", type(config).__name__)
-    return 512
-
-
-def has_position_limit(config: Any) -> bool:
-    """Whether the encoder has a fixed number of (absolute) positions, which windows work around.
-
-    Models without `max_position_embeddings` (T5's relative buckets, XLNet) have no fixed limit:
-    long_texts="window" does not apply to them, and they keep today's truncation at max_length.
-    """
-    positions = getattr(config, "max_position_embeddings", None)
-    return isinstance(positions, int) and positions > 0
-
-
-def attention_mode_for(config: Any, configured: str, length: int) -> str:
-    """The attention mode a BigBird-kind encoder configured with `configured` uses on inputs of
-    `length` tokens: block-sparse only above (5 + 2 x random blocks) x block size tokens, below
-    which transformers' forward itself switches to full attention (with a warning, and for good)."""
-    if configured != "block_sparse":
-        return configured
-    full_up_to = (5 + 2 * config.num_random_blocks) * config.block_size
-    return "original_full" if length <= full_up_to else "block_sparse"
-
-
-def _pad_to_blocks(input_ids: torch.Tensor, attention_mask: torch.Tensor, config: Any) -> tuple[torch.Tensor, ...]:
-    """Inputs padded to a whole number of `config.block_size` blocks with the pad token, masked: what
-    transformers' block-sparse BigBird does to its input itself (`_pad_to_block_size`)."""
-    extra = -input_ids.shape[1] % config.block_size
-    if not extra:
-        return input_ids, attention_mask
-    return (torch.nn.functional.pad(input_ids, (0, extra), value=config.pad_token_id),
-            torch.nn.functional.pad(attention_mask, (0, extra), value=0))
-
-
-def _truncate(model: torch.nn.Module, num_layers: int) -> torch.nn.Module:
-    """Keep the first `num_layers` layers, as the official package does per architecture."""
-    if hasattr(model, "n_layers"):  # XLM
-        model.n_layers = num_layers
-    elif hasattr(model, "layer"):  # XLNet
-        model.layer = torch.nn.ModuleList(model.layer[:num_layers])
-    elif hasattr(model, "encoder"):
-        encoder = model.encoder
-        if hasattr(encoder, "albert_layer_groups"):  # ALBERT
-            model.config.num_hidden_layers = num_layers
-        elif hasattr(encoder, "block"):  # T5 (its final norm still applies, as official)
-            encoder.block = torch.nn.ModuleList(encoder.block[:num_layers])
-        elif hasattr(encoder, "layer"):  # BERT, RoBERTa, ELECTRA, DeBERTa, ...
-            encoder.layer = torch.nn.ModuleList(encoder.layer[:num_layers])
-        elif hasattr(encoder, "layers"):  # SqueezeBERT
-            encoder.layers = torch.nn.ModuleList(encoder.layers[:num_layers])
-        else:
-            raise InputError(f"do not know how to truncate {type(model).__name__}")
-    elif hasattr(model, "block"):  # T5 encoder stack
-        model.block = torch.nn.ModuleList(model.block[:num_layers])
-    elif hasattr(model, "transformer"):  # DistilBERT
-        model.transformer.layer = torch.nn.ModuleList(model.transformer.layer[:num_layers])
-    elif hasattr(model, "layers"):  # BART / mBART encoder
-        model.layers = torch.nn.ModuleList(model.layers[:num_layers])
-    else:
-        raise InputError(f"do not know how to truncate {type(model).__name__} to {num_layers} layers")
-    return model
 
 
 def load_model(
@@ -448,7 +232,7 @@ def _load_model(
         revision = str(commit) if commit else None
     model_kind = getattr(config, "model_type", "")
     kwargs = {**_dtype_kwargs(dtype), **hub_kwargs(source)}
-    if model_kind in _ENCODER_ONLY_T5_TYPES:
+    if model_kind in ENCODER_ONLY_T5_TYPES:
         from transformers import T5EncoderModel
 
         model = T5EncoderModel.from_pretrained(source, **kwargs)
@@ -465,7 +249,7 @@ def _load_model(
     if not 0 <= num_layers <= total_layers:
         raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
     if not all_layers:
-        model = _truncate(model, num_layers)
+        model = truncate_to_layers(model, num_layers)
     model.eval()
     model.requires_grad_(False)
     model.to(device)

@@ -21,7 +21,9 @@ from .digests import text_digest
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import InputError, InputTypeError, as_list, check_text
-from .models import LoadedModel, default_model_for_lang, tokenizer_library_versions
+from .model_tables import default_model_for_lang
+from .model_tokenizer import tokenizer_library_versions
+from .models import LoadedModel
 from .notes import setting
 from .tokens import TokenStore
 from .version import __version__

@@ -240,13 +240,20 @@ def test_resume_accepts_inputs_that_were_only_touched(small) -> None:
     assert small["output"].read_bytes() == small["complete"]
 
 
-@pytest.mark.parametrize("case", ["format", "settings", "reference count", "old meta", "torn meta", "stdin"])
+@pytest.mark.parametrize("case", ["format", "extension", "settings", "reference count", "old meta", "torn meta",
+                                  "stdin"])
 def test_resume_refusals_leave_the_file_as_it_was(small, capsys, case) -> None:
     kept = _cut_last_chunk(small["output"])
     meta_path = small["output"].with_name("scores.jsonl.meta.json")
     args, message = _small_args(small), None
-    if case == "format":
+    if case == "format":  # a name that says no format: the run's own record refuses another -f
+        renamed = small["output"].with_name("scores.rows")
+        small["output"].rename(renamed)
+        meta_path.rename(renamed.with_name("scores.rows.meta.json"))
+        small["output"] = renamed
         args, message = _small_args(small, fmt="tsv"), "holds jsonl rows, not tsv"
+    elif case == "extension":  # scores.jsonl says jsonl: -f tsv contradicts it, refused first
+        args, message = _small_args(small, fmt="tsv"), "-f tsv contradicts -o"
     elif case == "settings":
         args, message = _small_args(small, "--idf"), "other settings"
     elif case == "reference count":

@@ -263,7 +263,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
 
 
 def test_lang_is_case_insensitive():
-    from bertscore.models import default_model_for_lang
+    from bertscore.model_tables import default_model_for_lang
 
     assert default_model_for_lang("EN") == "roberta-large" and default_model_for_lang("Zh") == "bert-base-chinese"
 

@@ -88,7 +88,7 @@ def test_the_parity_claim_holds_in_every_committed_row() -> None:
 
 
 def test_the_default_layers_quoted_are_the_models_defaults() -> None:
-    from bertscore.models import MODEL_TO_LAYERS
+    from bertscore.model_tables import MODEL_TO_LAYERS
 
     assert MODEL_TO_LAYERS["roberta-large"] == 17
     assert MODEL_TO_LAYERS["sentence-transformers/all-MiniLM-L6-v2"] == 6

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from bertscore import BERTScorer
-from bertscore.models import load_model, prepared_backend
+from bertscore.model_tokenizer import prepared_backend
+from bertscore.models import load_model
 
 bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
 
@@ -100,7 +101,7 @@ EDGE_TEXTS = ["", "  spaced out  ", "[SEP] [MASK] <s> </s> <mask> <pad>", "naïv
 
 
 def test_content_ids_are_the_tokenizers_own_after_a_call_that_left_it_truncating(family_models, pairs, loaded):
-    """`content_ids` calls a fast tokenizer's backend directly (models.prepared_backend): its ids are
+    """`content_ids` calls a fast tokenizer's backend directly (model_tokenizer.prepared_backend): its ids are
     the tokenizer's own call's, text by text, even when a user's call left the backend truncating
     and padding, as transformers leaves it."""
     texts = list(pairs[0][:20]) + EDGE_TEXTS + [" ".join(pairs[1][:12])]  # the last one past 128 tokens

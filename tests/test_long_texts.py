@@ -26,7 +26,8 @@ from bertscore import pipeline as pipeline_module
 from bertscore import plan as plan_module
 from bertscore.cli import main as cli_main
 from bertscore.explain import explain_pair
-from bertscore.models import has_position_limit, load_model
+from bertscore.model_families import has_position_limit
+from bertscore.models import load_model
 from conftest import REPO_ROOT, SENTENCES
 from tiny_models import training_corpus
 

@@ -94,11 +94,13 @@ def test_cache_settings_and_release(metric):
     assert pool.loads == loads + 1
 
 
-def test_a_failed_compute_frees_its_cache_file_and_lock(metric, tmp_path):
+def test_a_failed_compute_frees_its_cache_file_and_lock(tmp_path):
     """evaluate leaves a compute's cache file and its lock held when `_compute` raises: the next
-    compute then waited a second for the lock and wrote to a new file, leaving the old one."""
+    compute then waited a second for the lock and wrote to a new file, leaving the old one.
+    (In a cache folder of its own: no other compute, in this process or another, touches its files.)"""
     from filelock import FileLock
 
+    metric = evaluate.load(METRIC_PATH, cache_dir=str(tmp_path / "metric-cache"))
     bad_baseline = tmp_path / "bad.tsv"
     bad_baseline.write_text("not a baseline\n", encoding="utf-8")
     args = dict(predictions=["a cat sat"], references=["the cat sat"], model_type=EMBEDDED_MODEL_NAME, num_layers=4)
@@ -106,6 +108,7 @@ def test_a_failed_compute_frees_its_cache_file_and_lock(metric, tmp_path):
         with pytest.raises(ValueError, match="bad.tsv"):
             metric.compute(**args, rescale_with_baseline=True, baseline_path=str(bad_baseline))
         cache_file = metric.file_paths[0]
+        assert Path(cache_file).is_relative_to(tmp_path / "metric-cache")
         assert not Path(cache_file).exists()
         probe = FileLock(cache_file + ".lock")
         probe.acquire(timeout=0)  # raises filelock.Timeout while the failed call still holds it

@@ -426,11 +426,11 @@ def test_unusable_outputs_are_refused_before_the_model_loads(kind, pair_files, c
                                                              no_model) -> None:
     """They passed the up-front check and failed only after scoring (root passes os.access)."""
     if kind == "dangling link into a missing folder":
-        output = tmp_path / "link.jsonl"
-        output.symlink_to(tmp_path / "nowhere" / "x.jsonl")
+        output = tmp_path / "link.txt"  # an extension every mode writes (.jsonl: not --systems, refused first)
+        output.symlink_to(tmp_path / "nowhere" / "x.txt")
         words = f"{tmp_path / 'nowhere'} does not exist"
     elif kind == "a folder that refuses files":
-        output, words = Path("/proc/scores.jsonl"), "/proc"  # procfs never accepts a new file, even from root
+        output, words = Path("/proc/scores.txt"), "/proc"  # procfs never accepts a new file, even from root
     else:
         fd = os.open(os.devnull, os.O_WRONLY)
         os.close(fd)  # a descriptor number this process no longer has
@@ -483,7 +483,8 @@ def test_the_baseline_file_is_never_the_output(pair_files, tmp_path, capsys, no_
     text = "LAYER,P,R,F\n" + "".join(f"{i},0.5,0.5,0.5\n" for i in range(7))
     baseline.write_text(text, encoding="utf-8")
     rescaled = ["--rescale-with-baseline", "--baseline-path", str(baseline), "-o", str(baseline)]
-    for argv in (_score_args(pair_files) + rescaled,
+    without_f = _score_args(pair_files)[:-2]  # -o b.tsv writes TSV (-f jsonl would be refused first)
+    for argv in (without_f + rescaled,
                  ["-r", str(pair_files / "r.txt"), "--systems", str(pair_files / "c.txt"), str(pair_files / "r.txt"),
                   *MODEL, *rescaled]):
         assert main(argv) == 2

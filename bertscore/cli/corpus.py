@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Iterator, Sequence
 
 from ..inputs import InputError
-from .io import decoded_lines
+from .io import check_extension, decoded_lines
 
 
 def open_corpus(path: str) -> IO[bytes]:
@@ -34,13 +34,16 @@ def read_lines(path: str) -> Iterator[str]:
             raise InputError(f"{path}: cannot be read ({error})") from error
 
 
-def check_baseline_output(output: str, inputs: Sequence[str], sidecar: str | None = None) -> Path:
-    """The output path, checked before any work: it and its sidecar are not input files, their
-    folders exist (created) and are usable, and no sidecar lands beside an output that is not a
-    regular file."""
+def check_baseline_output(output: str, inputs: Sequence[str], sidecar: str | None = None,
+                          option: str = "-o") -> Path:
+    """The output path, checked before any work: its extension names no other format, it and its
+    sidecar are not input files, their folders exist (created) and are usable, and no sidecar lands
+    beside an output that is not a regular file."""
     from ..baseline_tables import sidecar_path
     from ..output_files import check_output as check_target, written_in_place
 
+    check_extension(output, option, "tsv", "a LAYER,P,R,F baseline table",
+                    "name it .tsv, as the packaged baselines are (or .csv, .txt)")
     path = Path(output)
     meta = sidecar_path(path) if sidecar is None else Path(sidecar)
     for target in (path, meta):  # as write_baseline does: a missing output folder is created

@@ -28,6 +28,23 @@ STRING_MODE_HINT = (
 )
 
 
+# The output formats a file name's extension names: `-o scores.parquet` is a Parquet file, at every door.
+EXTENSION_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".tsv": "tsv"}
+
+
+def extension_format(path: str | os.PathLike[str]) -> str | None:
+    """The output format the file's extension names (EXTENSION_FORMATS), or None for any other name."""
+    return EXTENSION_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def check_extension(path: str | os.PathLike[str], option: str, writes: str, what: str, rename: str) -> None:
+    """A door that writes one kind of file refuses, before any work, an output whose extension
+    names another format (text written into a .parquet file); any other extension is the user's."""
+    named = extension_format(path)
+    if named is not None and named != writes:
+        raise InputError(f"{option} {path}: its extension says {named}, but this writes {what}; {rename}")
+
+
 def open_text(path: str) -> IO[bytes]:
     """The file (or stdin for '-') as bytes: lines are decoded one by one to name a bad line."""
     if path == "-":

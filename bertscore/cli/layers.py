@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
 from .corpus import check_baseline_output, read_corpus
-from .io import as_program, cli_logging, run_command
+from .io import as_program, check_extension, cli_logging, run_command
 
 PROGRAM = "bertscore layers"
 
@@ -96,10 +96,12 @@ def run(args: argparse.Namespace) -> int:
     check_options(args)
     inputs = [args.data, *(args.baseline_corpus or [])]
     if args.json_output:
+        check_extension(args.json_output, "--json", "json", "one JSON report", "name it .json")
         check_output(args.json_output, inputs)
     lines = None
     if args.baseline_corpus:
-        check_baseline_output(args.baseline_output, [*inputs, *([args.json_output] if args.json_output else [])])
+        check_baseline_output(args.baseline_output, [*inputs, *([args.json_output] if args.json_output else [])],
+                              option="--baseline-output")
         lines = read_corpus(args.baseline_corpus, args.baseline_pairs, "--baseline-pairs")
     judgements = read_judgements(args.data, human_column=args.human_column, better_column=args.better_column,
                                  worse_column=args.worse_column, candidate_column=args.candidate_column,

@@ -21,7 +21,7 @@ from .baseline import main as baseline_main
 from .compare import run_systems
 from .io import as_program, cli_logging, run_command
 from .layers import main as layers_main
-from .options import build_parser, check_baseline_file, check_statistics_options
+from .options import build_parser, check_baseline_file, check_statistics_options, output_format
 from .score import run as score_pairs
 
 # `bertscore NAME ...` runs NAME's own command (its line in `bertscore --help`: options.SUBCOMMANDS)
@@ -30,6 +30,7 @@ SUBCOMMAND_MAINS = {"layers": layers_main, "baseline": baseline_main}
 
 def run(args: argparse.Namespace) -> int:
     """Check what every mode of `bertscore` shares, then run `--systems` or the scoring of pairs."""
+    args.format = output_format(args)  # -f, or -o's extension: settled before anything else
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model or --lang (offline: --model sentence-transformers/all-MiniLM-L6-v2)")
     if args.chunk_size < 1:

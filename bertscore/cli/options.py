@@ -10,8 +10,10 @@ import argparse
 from typing import Any
 
 from ..inputs import InputError
+from .io import EXTENSION_FORMATS, extension_format
 
 FORMATS = ("text", "json", "jsonl", "tsv", "parquet")
+SYSTEMS_FORMATS = ("text", "json", "tsv")  # --systems writes one table
 
 
 # The subcommands `main` dispatches to before this parser runs, with the line `bertscore --help` gives each.
@@ -69,9 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "or window (whole texts through overlapping windows)")
     parser.add_argument("--window-stride", type=int,
                         help="with --long-texts window: content tokens between window starts (default: half a window)")
-    parser.add_argument("-f", "--format", choices=FORMATS, default="text",
-                        help="output format (default: text; parquet needs --output)")
-    parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout")
+    parser.add_argument("-f", "--format", choices=FORMATS,
+                        help="output format (default: the one -o's extension names, .parquet .jsonl .json .tsv; "
+                             "otherwise text; parquet needs --output)")
+    parser.add_argument("-o", "--output", help="write per-pair results here instead of stdout (in the format its "
+                        "extension names, unless -f says another: then nothing runs)")
     parser.add_argument("--chunk-size", type=int, default=2048, help="pairs read, scored and written per chunk")
     parser.add_argument("--resume", action="store_true",
                         help="make an --output run resumable (jsonl/tsv/parquet): start it, or continue it after its last "
@@ -101,6 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """The format of the output: -f's; without -f, the one -o's extension names (.parquet, .jsonl,
+    .json, .tsv), otherwise text. An -f that contradicts the extension is refused, as is a format
+    the mode cannot write (--systems writes one table), before any input is read or model loaded."""
+    named = extension_format(args.output) if args.output else None
+    if args.format is not None and named is not None and args.format != named:
+        others = [ext for ext, fmt in EXTENSION_FORMATS.items() if fmt == args.format]
+        rename = f"name the file {others[0]}" if others else "give the file another extension"
+        raise InputError(f"-f {args.format} contradicts -o {args.output}, whose extension says {named}: "
+                         f"drop -f to write {named}, or {rename} to write {args.format}")
+    chosen = args.format or named or "text"
+    if args.systems and chosen not in SYSTEMS_FORMATS:
+        how = f"-f {chosen}" if args.format else f"-o {args.output} (a .{chosen} file)"
+        raise InputError(f"--systems writes one table, not {chosen} as {how} asks: use --format text, json or tsv "
+                         "(-o .json or .tsv)")
+    return chosen
+
+
 def check_statistics_options(args: argparse.Namespace) -> None:
     """Statistics options make sense only in their modes; their values are checked up front,
     before any input is read or model loaded (so a bad --seed never waits for scoring)."""
@@ -117,8 +139,6 @@ def check_statistics_options(args: argparse.Namespace) -> None:
             raise InputError("--ci is for a single -c run; --systems always prints intervals")
         if args.resume:
             raise InputError("--resume is for a single -c run, not --systems")
-        if args.format in ("jsonl", "parquet"):
-            raise InputError("--systems writes one table: use --format text, json or tsv")
     elif args.paired_ar or args.paired_bs:
         raise InputError("--paired-ar/--paired-bs compare systems: pass --systems base.txt other.txt ...")
 
@@ -127,7 +147,7 @@ def check_baseline_file(args: argparse.Namespace) -> None:
     """A malformed --baseline-path file, or one without a row for the layer asked (--num-layers, or
     the model's known default), is named before any model loads."""
     from ..baseline_tables import baseline_rows, load_baseline
-    from ..models import MODEL_TO_LAYERS, default_model_for_lang
+    from ..model_tables import MODEL_TO_LAYERS, default_model_for_lang
 
     table = load_baseline(args.baseline_path)
     model_type = args.model_type or default_model_for_lang(args.lang)

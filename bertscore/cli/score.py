@@ -173,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "parquet" and args.output is None:
         raise InputError("--format parquet writes a binary file: give --output FILE (or -o /dev/stdout to pipe it)")
     if args.resume and (args.output is None or args.format not in ("jsonl", "tsv", "parquet")):
-        raise InputError("--resume needs --output FILE and --format jsonl, tsv or parquet")
+        raise InputError("--resume needs --output FILE and --format jsonl, tsv or parquet (or -o FILE.jsonl, "
+                         ".tsv, .parquet)")
     if args.resume and args.candidates == "-":
         raise InputError("--resume needs --candidates as a file: stdin cannot be checked for changes between runs")
     if "-" in args.references:

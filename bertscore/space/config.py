@@ -14,7 +14,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..models import EMBEDDED_MODEL_NAME
+from ..sources import EMBEDDED_MODEL_NAME
 
 DEFAULT_MODELS = (
     EMBEDDED_MODEL_NAME,

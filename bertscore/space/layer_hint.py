@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..markup import shown_as_typed
-from ..models import MODEL_TO_LAYERS, count_layers
+from ..model_families import count_layers
+from ..model_tables import MODEL_TO_LAYERS
 from ..sources import load_config, resolve_source
 from .messages import UserError
 from .user_input import parse_layer

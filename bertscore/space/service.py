@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 
 from ..baseline_tables import packaged_languages
 from ..inputs import InputError
-from ..models import MODEL_TO_LAYERS, count_layers
+from ..model_families import count_layers
+from ..model_tables import MODEL_TO_LAYERS
 from ..pool import ScorerPool
 from ..serving import RequestQueue
 from ..sources import hub_kwargs, load_config, resolve_source
