@@ -3,6 +3,7 @@
 from .idf import TokenWeights
 from .models import EMBEDDED_MODEL_NAME, LANG_TO_MODEL, MODEL_TO_LAYERS
 from .scorer import BERTScorer, score
+from .shared_models import release_models
 from .version import __version__
 
-__all__ = ["BERTScorer", "score", "TokenWeights", "EMBEDDED_MODEL_NAME", "LANG_TO_MODEL", "MODEL_TO_LAYERS", "__version__"]
+__all__ = ["BERTScorer", "score", "release_models", "TokenWeights", "EMBEDDED_MODEL_NAME", "LANG_TO_MODEL", "MODEL_TO_LAYERS", "__version__"]
