@@ -36,11 +36,9 @@ def test_score_and_new_scorers_load_the_encoder_once_and_score_as_a_fresh_load(s
     per_call = [torch.stack(score([c], [r], model_type=EMBEDDED_MODEL_NAME, num_layers=3)) for c, r in zip(CANDS, REFS)]
     scorers = [BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=3, idf=i % 2 == 1) for i in range(3)]
     assert shared.loads == 1 and scorers[0].model is scorers[2].model
-    # Another layer, device spelling or dtype is another encoder; "cpu" and torch.device("cpu") are one.
+    # "cpu" and torch.device("cpu") are one encoder; the key names the weights, layer, device and dtype.
     BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=3, device=torch.device("cpu"))
-    assert shared.loads == 1
-    BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=3, dtype="bfloat16")
-    assert shared.loads == 2
+    assert shared.loads == 1 and shared.kept[-1][1:] == (scorers[0].model.revision, 3, False, "cpu", "float32")
     fresh = BERTScorer(loaded_model=load_model(EMBEDDED_MODEL_NAME, 3), cache_bytes=0)  # not shared: loaded here
     for (cand, ref), reused in zip(zip(CANDS, REFS), per_call):  # reuse changes no number, not one bit
         assert torch.equal(reused, torch.stack(fresh.score([cand], [ref])))
