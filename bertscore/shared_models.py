@@ -52,6 +52,8 @@ class SharedModels:
                 model = load_model(model_type, num_layers, all_layers, device=device, dtype=dtype)
                 self.loads += 1
                 self._live[key] = model
+                if num_layers is None and not all_layers:  # a model without a default layer: its last one,
+                    self._live[key[:2] + (model.num_layers,) + key[3:]] = model  # asked for by number too
             self._kept[key] = model
             self._kept.move_to_end(key)
             while len(self._kept) > max(0, self.max_models):

@@ -46,7 +46,8 @@ def test_score_and_new_scorers_load_the_encoder_once_and_score_as_a_fresh_load(s
 
 def test_the_default_layer_follows_the_table_when_it_is_edited(shared, monkeypatch, minilm_dir):
     folder = str(minilm_dir)
-    assert BERTScorer(model_type=folder).num_layers == 6  # not in the table: its last layer
+    last = BERTScorer(model_type=folder)  # not in the table: its last layer, also asked for by number
+    assert last.num_layers == 6 and BERTScorer(model_type=folder, num_layers=6).model is last.model
     monkeypatch.setitem(shared_models.MODEL_TO_LAYERS, folder, 2)
     assert BERTScorer(model_type=folder).num_layers == 2 and shared.loads == 2
 
