@@ -13,11 +13,35 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from .settings import Settings
+from .version import __version__
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
     from matplotlib.figure import Figure
 
-OFFICIAL_VERSION = "0.3.12"  # what bert-score 0.3.13, the release we reproduce, writes into its hash
+OFFICIAL_RELEASE = "0.3.13"  # the official release whose numbers and names this package reproduces
+# This implementation as the official hash's version field and the drop-in's `bert_score.__version__`
+# names it: the official release it reproduces, then this package (a PEP 440 local version, so that
+# `bert-score>=0.3.10` still holds), so that a reported hash tells which package produced the numbers.
+IMPLEMENTATION_VERSION = f"{OFFICIAL_RELEASE}+bertscore.{__version__}"
+
+
+def official_hash_text(
+    model: str, num_layers: int, idf: Any, rescale_with_baseline: bool, use_custom_baseline: bool,
+    use_fast_tokenizer: bool,
+) -> str:
+    """The official hash format (the official `bert_score.utils.get_hash`, same arguments), with
+    IMPLEMENTATION_VERSION as its version field:
+    `{model}_L{k}_{idf|no-idf}_version={v}(hug_trans={t})[-rescaled|-custom-rescaled][_fast-tokenizer]`."""
+    import transformers
+
+    code = "{}_L{}{}_version={}(hug_trans={})".format(
+        model, num_layers, "_idf" if idf else "_no-idf", IMPLEMENTATION_VERSION, transformers.__version__
+    )
+    if rescale_with_baseline:
+        code += "-custom-rescaled" if use_custom_baseline else "-rescaled"
+    if use_fast_tokenizer:
+        code += "_fast-tokenizer"
+    return code
 
 
 class OfficialSurface:
@@ -54,24 +78,13 @@ class OfficialSurface:
         self.pipeline.settings = self._settings.with_idf(True, sents)
 
     def official_hash(self) -> str:
-        """The official package's hash format for these settings, for tools that parse it:
-        `{model}_L{k}_{idf|no-idf}_version={v}(hug_trans={t})[-rescaled|-custom-rescaled][_fast-tokenizer]`.
-
-        `version` is what the official release whose numbers we reproduce (bert-score 0.3.13)
-        writes there. It names less than `hash` (no revision, dtype, baseline or idf source):
-        prefer `hash`.
-        """
-        import transformers
-
-        code = "{}_L{}{}_version={}(hug_trans={})".format(
-            self.model_type, self.num_layers, "_no-idf" if self._settings.idf_mode == "no-idf" else "_idf",
-            OFFICIAL_VERSION, transformers.__version__,
+        """The official package's hash format for these settings, for tools that parse it (see
+        `official_hash_text`; its version field names this implementation). It names less than
+        `hash` (no revision, dtype, baseline or idf source): prefer `hash`."""
+        return official_hash_text(
+            self.model_type, self.num_layers, self._settings.idf_mode != "no-idf", self.rescale_with_baseline,
+            self.baseline_path is not None, self.use_fast_tokenizer,
         )
-        if self.rescale_with_baseline:
-            code += "-custom-rescaled" if self.baseline_path is not None else "-rescaled"
-        if self.use_fast_tokenizer:
-            code += "_fast-tokenizer"
-        return code
 
     def plot_example(self, candidate: str, reference: str, fname: str = "") -> Figure:
         """Heatmap of one pair's token similarities (the official method); saved when `fname` is given."""

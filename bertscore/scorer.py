@@ -19,13 +19,16 @@ from .fork_safety import fork_safe
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
 from .inputs import normalize_inputs
-from .models import LoadedModel, load_model
+from .models import LoadedModel
 from .official import OfficialSurface
 from .pipeline import Pipeline, Scores
 from .plan import DEFAULT_CHUNK_PAIRS
 from .settings import (
     check_loaded_model, check_long_texts, check_size, resolve_model_type, resolve_settings,
 )
+from .shared_models import SHARED_MODELS
+
+logger = logging.getLogger(__name__)
 
 
 class BERTScorer(OfficialSurface):
@@ -40,7 +43,9 @@ class BERTScorer(OfficialSurface):
     chunks of `chunk_size` pairs. `long_texts="window"` scores texts longer than the encoder's
     limit whole, through overlapping windows every `window_stride` content tokens (default half
     the window; see bertscore/windows.py); the default `"truncate"` cuts them at the limit as the
-    official package does, with a note naming them. `loaded_model` and `cache` let several scorers share one
+    official package does, with a note naming them. A scorer built without `loaded_model` takes the encoder
+    this process already loaded for the same model, layer, device and dtype (`bertscore.shared_models`;
+    `bertscore.release_models()` frees the kept ones). `loaded_model` and `cache` let several scorers share one
     encoder and one cache (see `bertscore.pool`); a shared encoder is never moved or cast.
     `nthreads` and `use_fast_tokenizer` are kept for compatibility (and for `official_hash`)
     and change nothing: the fast tokenizer is always used (on transformers 5 it is the only
@@ -90,7 +95,8 @@ class BERTScorer(OfficialSurface):
         if loaded_model is not None:
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
-            self.model = load_model(model_type, num_layers, all_layers, device=self.device, dtype=self.dtype)
+            # The encoder already loaded in this process for these settings, if any (shared_models.py).
+            self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
         self.num_layers, self.all_layers = self.model.num_layers, self.model.all_layers
         settings = resolve_settings(
             self.model, model_type, lang, self.device, self.dtype, long_texts, window_stride, idf, idf_sents,
@@ -120,7 +126,7 @@ class BERTScorer(OfficialSurface):
         model again from the same options; idf weights travel as their table (see `rebuilt_scorer`)."""
         settings = self.pipeline.settings
         weights = None if settings.idf_mode in ("no-idf", "idf") else settings.idf_weights
-        return rebuilt_scorer, (self._options, settings.idf_mode, weights, self.hash)
+        return rebuilt_scorer, (self._options, settings.idf_mode, weights, self.hash, type(self))
 
     @property
     def settings(self) -> ScoreSettings:
@@ -206,12 +212,13 @@ class BERTScorer(OfficialSurface):
 
 
 def rebuilt_scorer(
-    options: dict[str, Any], idf_mode: str, weights: TokenWeights | None, expected_hash: str
+    options: dict[str, Any], idf_mode: str, weights: TokenWeights | None, expected_hash: str,
+    kind: type[BERTScorer] | None = None,
 ) -> BERTScorer:
     """The scorer that `BERTScorer.__reduce__` describes: built from `options`, with the token
     weights (and the label the hash gives them) of the original. A copy whose hash differs (another
     transformers or tokenizers version in this process, say) is logged: its numbers carry its own hash."""
-    scorer = BERTScorer(**options, idf=idf_mode == "idf")
+    scorer = (kind or BERTScorer)(**options, idf=idf_mode == "idf")  # a subclass (the drop-in's) stays one
     if weights is not None:
         settings = scorer.pipeline.settings
         weights.check(settings.model.vocab_size, "idf token weights")

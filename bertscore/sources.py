@@ -46,13 +46,49 @@ def resolve_source(model_type: str) -> tuple[str, str | None]:
     return model_type, None
 
 
+_FINGERPRINTS: dict[str, tuple[tuple, str]] = {}  # resolved folder -> (its files' stat signature, fingerprint)
+_FINGERPRINTS_LOCK = threading.Lock()
+
+
+def _stat_signature(folder: str) -> tuple:
+    """Every file under `folder` with its size, mtime, ctime and inode: any write, copy or `touch`
+    changes it (ctime cannot be set back), while reading it costs one stat per file, no hashing."""
+    entries = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                stat = os.stat(path)
+            except OSError:  # a dangling link: named, so that it appearing or going changes the signature
+                entries.append((path, None))
+                continue
+            entries.append((path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
+    return tuple(entries)
+
+
 def folder_fingerprint(folder: Path) -> str:
     """A content fingerprint of a model folder: every file's name and whole-content sha256.
 
     Hashing whole files (not sizes or edges) means weights re-saved in place change the
     fingerprint, hence the hash and the embedding cache key; digests are cached by path, size
-    and mtime, so only changed files are read again.
+    and mtime, so only changed files are read again. The folder's fingerprint itself is kept
+    while no file's stat changes (`_stat_signature`): asking again per call (a loop that builds a
+    scorer per pair) costs a stat per file.
     """
+    resolved = str(Path(folder).resolve())
+    signature = _stat_signature(resolved)
+    with _FINGERPRINTS_LOCK:
+        known = _FINGERPRINTS.get(resolved)
+    if known is not None and known[0] == signature:
+        return known[1]
+    fingerprint = _content_fingerprint(Path(folder))
+    with _FINGERPRINTS_LOCK:
+        _FINGERPRINTS[resolved] = (signature, fingerprint)
+    return fingerprint
+
+
+def _content_fingerprint(folder: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(folder)).encode())

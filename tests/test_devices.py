@@ -69,12 +69,12 @@ def test_the_exact_message_on_a_cpu_build():
 
 @pytest.mark.parametrize("device, message", [case for case in _unavailable_devices() if case[0] in ("bogus", "mps", "cuda")])
 def test_api_raises_before_loading_a_model(device, message, monkeypatch):
-    import bertscore.scorer as scorer_module
+    import bertscore.shared_models as shared_models
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the device was checked")
 
-    monkeypatch.setattr(scorer_module, "load_model", no_loading)
+    monkeypatch.setattr(shared_models, "load_model", no_loading)  # where a scorer's encoder is loaded
     with pytest.raises(ValueError, match="available: cpu") as error:
         BERTScorer(model_type=EMBEDDED_MODEL_NAME, device=device)
     assert message in str(error.value)

@@ -11,6 +11,8 @@ its environments take minutes to build. Two fresh venvs, shared by the tests:
   both versions named, and the command named aligns them.
 - the Space's: requirements.txt alone plus gradio at the front matter's `sdk_version`, as the Hub
   builds a Gradio Space; `python app.py` from the Space's files answers `/compute`.
+- and a third, for code that calls the official package: the official bert-score installed, then the
+  README's `pip install . ./bert_score_dropin` replaces it, and docs/existing-code.md's command goes back.
 
 torch is held to the build on this machine's disk by a constraints file (the Hub installs the newest);
 requirements.txt's CPU index (download.pytorch.org) may be unreachable here, so pip is told not to
@@ -252,3 +254,38 @@ def test_the_space_build_serves_compute(space, tmp_path):
     assert answer["precision"] == pytest.approx(P.tolist(), abs=1e-6)
     # the hash names the torch the Space runs (its version; the build label +cpu is not part of it)
     assert f"torch={TORCH_ON_DISK.split('==')[1]})" in answer["hashcode"] and "_cpu_" in answer["hashcode"], answer
+
+
+def test_the_dropin_replaces_the_official_package_and_the_docs_go_back(tmp_path_factory, constraints):
+    """docs/existing-code.md in a fresh venv that has the official bert-score: the README's one command
+    (`pip install . ./bert_score_dropin`, from a copy of this checkout) replaces it, `import bert_score`
+    and the `bert-score` command are the drop-in's, and the documented command restores the official."""
+    root = tmp_path_factory.mktemp("dropin")
+    python = make_venv(root / "venv")
+    run([python, "-m", "pip", "install", "-c", constraints, TORCH_ON_DISK, "bert-score==0.3.13"],
+        "pip install torch bert-score==0.3.13 (the official package first)", env=pip_env())
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    clone = root / "clone"
+    for name in listed:
+        if (REPO_ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / name, clone / name)
+    done = run([python, "-m", "pip", "install", "-c", constraints, ".", "./bert_score_dropin"],
+               "pip install . ./bert_score_dropin", env=pip_env(), cwd=clone)
+    assert "Successfully uninstalled bert-score-0.3.13" in done.stdout, done.stdout[-2000:]
+    from bertscore.official import IMPLEMENTATION_VERSION
+
+    env = {**pip_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    imported = run([python, "-c", "import bert_score; print(bert_score.__version__, bert_score.__file__)"],
+                   "import bert_score", env=env, cwd=root).stdout.split()
+    assert imported[0] == IMPLEMENTATION_VERSION and Path(imported[1]).is_relative_to(root / "venv")
+    line = run([str(root / "venv" / "bin" / "bert-score"), "-c", "the cat sat", "-r", "a cat sat",
+                "-m", "sentence-transformers/all-MiniLM-L6-v2"], "the bert-score command", env=env, cwd=root).stdout
+    assert f"_version={IMPLEMENTATION_VERSION}(" in line and " P: " in line and " F1: " in line, line
+    run(["bash", "-c", f"{root / 'venv' / 'bin' / 'pip'} uninstall -y bert-score && "
+         f"{root / 'venv' / 'bin' / 'pip'} install -c {constraints} bert-score==0.3.13"],
+        "the documented way back", env=pip_env(), cwd=root)
+    back = run([python, "-c", "import bert_score; print(bert_score.__version__)"], "import bert_score again",
+               env=env, cwd=root).stdout.strip()
+    assert back == "0.3.12"  # what the official 0.3.13 says

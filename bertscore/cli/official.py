@@ -1,0 +1,106 @@
+"""The official commands, `bert-score` and `bert-score-show`, as the drop-in installs them.
+
+Their flags and output are the official package's (`<hash> P: x R: y F1: z`, `-s` adds one line
+per pair; `--use_fast_tokenizer` is a switch that turns the fast tokenizer off, as in the
+official parser); the scores are `bertscore.dropin.score`'s. This package's own command is
+`bertscore` (cli/main.py), with more options and formats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from .. import dropin
+
+
+def _score_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser("bert-score", description="Calculate BERTScore (the official command, on bertscore)")
+    parser.add_argument("--lang", type=str, default=None,
+                        help='two-letter abbreviation of the language (e.g., en) or "en-sci" for scientific text')
+    parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
+    parser.add_argument("-l", "--num_layers", type=int, default=None, help="use the first N layers")
+    parser.add_argument("-b", "--batch_size", type=int, default=64, help="batch size (default: 64)")
+    parser.add_argument("--nthreads", type=int, default=4, help="kept for compatibility")
+    parser.add_argument("--idf", action="store_true", help="BERT Score with IDF scaling")
+    parser.add_argument("--rescale_with_baseline", action="store_true",
+                        help="Rescaling the numerical score with precomputed baselines")
+    parser.add_argument("--baseline_path", default=None, type=str, help="path of custom baseline csv file")
+    parser.add_argument("--use_fast_tokenizer", action="store_false",
+                        help="as the official switch: given, the hash says no fast tokenizer")
+    parser.add_argument("-s", "--seg_level", action="store_true", help="show individual score of each pair")
+    parser.add_argument("-v", "--verbose", action="store_true", help="increase output verbosity")
+    parser.add_argument("-r", "--ref", type=str, nargs="+", required=True, help="reference file path(s) or a string")
+    parser.add_argument("-c", "--cand", type=str, required=True, help="candidate (system outputs) file path or a string")
+    return parser
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [line.strip() for line in handle]
+
+
+def score_main(argv: Sequence[str] | None = None) -> int:
+    """`bert-score -c CANDS -r REFS [REFS ...]`: files of one text per line, or one pair as strings."""
+    args = _score_parser().parse_args(argv)
+    if os.path.isfile(args.cand):
+        cands = _lines(args.cand)
+        columns = []
+        for ref_file in args.ref:
+            if not os.path.exists(ref_file):
+                sys.exit(f"bert-score: reference file {ref_file} doesn't exist")
+            column = _lines(ref_file)
+            if len(column) != len(cands):
+                sys.exit(f"bert-score: # of sentences in {ref_file} ({len(column)}) doesn't match "
+                         f"the # of candidates ({len(cands)})")
+            columns.append(column)
+        refs: list = [list(group) for group in zip(*columns)]
+    elif os.path.isfile(args.ref[0]):
+        sys.exit(f"bert-score: candidate file {args.cand} doesn't exist")
+    else:
+        if args.idf:
+            sys.exit("bert-score: do not support idf mode for a single pair of sentences")
+        cands, refs = [args.cand], [args.ref]
+    (precision, recall, f1), hash_code = dropin.score(
+        cands, refs, model_type=args.model, num_layers=args.num_layers, verbose=args.verbose, idf=args.idf,
+        batch_size=args.batch_size, lang=args.lang, return_hash=True, rescale_with_baseline=args.rescale_with_baseline,
+        baseline_path=args.baseline_path, use_fast_tokenizer=args.use_fast_tokenizer,
+    )
+    print(f"{hash_code} P: {precision.mean().item():.6f} R: {recall.mean().item():.6f} F1: {f1.mean().item():.6f}")
+    if args.seg_level:
+        for p, r, f in zip(precision.tolist(), recall.tolist(), f1.tolist()):
+            print(f"{p:.6f}\t{r:.6f}\t{f:.6f}")
+    return 0
+
+
+def show_main(argv: Sequence[str] | None = None) -> int:
+    """`bert-score-show -c CAND -r REF [-f FILE]`: one pair's token-similarity heatmap, saved to a file."""
+    parser = argparse.ArgumentParser("bert-score-show", description="Visualize BERTScore (the official command)")
+    parser.add_argument("--lang", type=str, default="en", help="two-letter abbreviation of the language (e.g., en)")
+    parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
+    parser.add_argument("-l", "--num_layers", type=int, default=None, help="use the first N layers")
+    parser.add_argument("-v", "--verbose", action="store_true", help="increase output verbosity")
+    parser.add_argument("-r", "--ref", type=str, required=True, help="reference sentence")
+    parser.add_argument("-c", "--cand", type=str, required=True, help="candidate sentence")
+    parser.add_argument("-f", "--file", type=str, default="visualize.png", help="name of file to save output matrix in")
+    parser.add_argument("--rescale_with_baseline", action="store_true",
+                        help="Rescaling the numerical score with precomputed baselines")
+    parser.add_argument("--baseline_path", default=None, type=str, help="path of custom baseline csv file")
+    args = parser.parse_args(argv)
+    dropin.plot_example(args.cand, args.ref, model_type=args.model, lang=args.lang, num_layers=args.num_layers,
+                        fname=args.file, rescale_with_baseline=args.rescale_with_baseline,
+                        baseline_path=args.baseline_path)
+    print(f"Saved figure to file:  {args.file}")
+    return 0
+
+
+def main() -> None:
+    """The `bert-score` console script."""
+    sys.exit(score_main())
+
+
+def show() -> None:
+    """The `bert-score-show` console script."""
+    sys.exit(show_main())
