@@ -22,10 +22,10 @@ from . import baseline_tables
 from .devices import resolve_device, resolve_placement
 from .digests import text_digest
 from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache
-from .models import load_model
 from .sources import resolve_source
 from .scorer import BERTScorer
 from .settings import resolve_model_type
+from .shared_models import SHARED_MODELS
 
 
 def _freeze(value: Any) -> Hashable:
@@ -102,7 +102,9 @@ class ScorerPool:
                 self._models.move_to_end(model_key)
                 return scorer
             if entry is None:
-                loaded = load_model(model_type, num_layers, all_layers, device=resolved_device, dtype=resolved_dtype)
+                # The encoder a scorer elsewhere in the process holds for these settings, if any; held
+                # (and bounded) here, not kept by SHARED_MODELS after this pool lets it go.
+                loaded = SHARED_MODELS.get(model_type, num_layers, all_layers, resolved_device, resolved_dtype, keep=False)
                 self._models[model_key] = (loaded, EmbeddingCache(*wanted_cache))
                 self.loads += 1
                 while len(self._models) > self.max_models:

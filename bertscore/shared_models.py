@@ -40,9 +40,14 @@ class SharedModels:
         self.loads = 0
 
     def get(
-        self, model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str
+        self, model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str,
+        keep: bool = True,
     ) -> LoadedModel:
-        """The encoder for these settings: a live or kept one, else loaded now (and kept)."""
+        """The encoder for these settings: a live or kept one, else loaded now (and kept).
+
+        `keep=False` (a caller that holds and bounds its encoders itself, like `ScorerPool`) shares
+        the encoder while that caller holds it, without keeping it here after.
+        """
         if num_layers is None:  # the default layer as the table says now (it may be edited between calls)
             num_layers = MODEL_TO_LAYERS.get(model_type)
         revision = resolve_source(model_type)[1]  # a local folder's content: rewritten weights load again
@@ -55,6 +60,8 @@ class SharedModels:
                 self._live[key] = model
                 if num_layers is None and not all_layers:  # a model without a default layer: its last one,
                     self._live[key[:2] + (model.num_layers,) + key[3:]] = model  # asked for by number too
+            if not keep:
+                return model
             self._kept[key] = model
             self._kept.move_to_end(key)
             while len(self._kept) > max(0, self.max_models):

@@ -207,14 +207,14 @@ def test_files_the_official_reader_accepts_read_as_the_plain_file(kind, tmp_path
 
 def test_the_cli_names_too_few_rows_before_any_model_loads(tmp_path, monkeypatch, capsys) -> None:
     """The layer asked (-l, or the model's known default) is checked against the file up front."""
-    from bertscore import models, scorer
+    from bertscore import models, shared_models
     from bertscore.cli import main
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the baseline file was checked")
 
     monkeypatch.setattr(models, "load_model", refuse)
-    monkeypatch.setattr(scorer, "load_model", refuse)
+    monkeypatch.setattr(shared_models, "load_model", refuse)
     texts = tmp_path / "texts.txt"
     texts.write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
     short = tmp_path / "short.tsv"

@@ -16,6 +16,7 @@ import weakref
 import pytest
 import torch
 
+import bertscore.pool
 import bertscore.scorer
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, release_models, score, shared_models, sources
 from bertscore.models import load_model
@@ -29,6 +30,7 @@ def shared(monkeypatch) -> shared_models.SharedModels:
     fresh = shared_models.SharedModels(max_models=1)
     monkeypatch.setattr(shared_models, "SHARED_MODELS", fresh)
     monkeypatch.setattr(bertscore.scorer, "SHARED_MODELS", fresh)
+    monkeypatch.setattr(bertscore.pool, "SHARED_MODELS", fresh)
     return fresh
 
 
@@ -42,6 +44,23 @@ def test_score_and_new_scorers_load_the_encoder_once_and_score_as_a_fresh_load(s
     fresh = BERTScorer(loaded_model=load_model(EMBEDDED_MODEL_NAME, 3), cache_bytes=0)  # not shared: loaded here
     for (cand, ref), reused in zip(zip(CANDS, REFS), per_call):  # reuse changes no number, not one bit
         assert torch.equal(reused, torch.stack(fresh.score([cand], [ref])))
+
+
+def test_the_evaluate_modules_pool_and_score_share_one_encoder_which_the_pool_release_frees(shared):
+    """The evaluate module and the Space score through a ScorerPool; `score()` in the same process
+    takes the encoder that pool holds, and the pool's release frees it (it is not kept here after)."""
+    pool = bertscore.pool.ScorerPool(max_models=1)
+    pooled = pool.get(model_type=EMBEDDED_MODEL_NAME, num_layers=3)
+    direct = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=3)
+    assert shared.loads == 1 and direct.model is pooled.model
+    encoder = weakref.ref(pooled.model.encoder)
+    del pooled, direct
+    release_models()  # what score() keeps; the pool's encoder stays while the pool holds it
+    gc.collect()
+    assert encoder() is not None
+    pool.release()
+    gc.collect()
+    assert encoder() is None and shared.kept == []
 
 
 def test_the_default_layer_follows_the_table_when_it_is_edited(shared, monkeypatch, minilm_dir):
