@@ -214,7 +214,7 @@ def test_the_cli_names_too_few_rows_before_any_model_loads(tmp_path, monkeypatch
         raise AssertionError("a model was loaded before the baseline file was checked")
 
     monkeypatch.setattr(models, "load_model", refuse)
-    monkeypatch.setattr(shared_models, "load_model", refuse)
+    monkeypatch.setattr(shared_models.SharedModels, "get", refuse)  # loaded or reused: no encoder yet
     texts = tmp_path / "texts.txt"
     texts.write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
     short = tmp_path / "short.tsv"

@@ -120,7 +120,7 @@ def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -
     def refuse(*args, **kwargs):
         raise AssertionError(f"the model loaded before {name} was checked")
 
-    monkeypatch.setattr(shared_models, "load_model", refuse)
+    monkeypatch.setattr(shared_models.SharedModels, "get", refuse)  # loaded or reused: no encoder yet
     with pytest.raises(InputError, match=f"{name} must be a whole number >= 1"):
         BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", **{name: size})
 

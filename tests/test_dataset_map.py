@@ -209,13 +209,16 @@ def test_a_pickled_scorer_is_its_settings(minilm_scorer) -> None:
     for scorer in (minilm_scorer, texts, mapping, table, official):
         data = pickle.dumps(scorer)
         assert len(data) < 200_000  # the idf table (30,522 floats) at most
-        _, (options, idf_mode, weights, expected_hash) = scorer.__reduce__()
+        _, (options, idf_mode, weights, expected_hash, kind) = scorer.__reduce__()
+        assert kind is type(scorer)
         assert idf_mode == scorer.pipeline.settings.idf_mode and expected_hash == scorer.hash
         if weights is not None:
             assert weights.fingerprint() == scorer.pipeline.settings.idf_weights.fingerprint()
-    for scorer in (minilm_scorer, mapping):  # a copy loads the model again: two suffice (no idf; weights of their own)
+    for scorer in (minilm_scorer, mapping):  # two suffice (no idf; weights of their own)
         copy = pickle.loads(pickle.dumps(scorer))
-        assert copy.hash == scorer.hash and copy.model is not scorer.model
+        # Rebuilt from its settings (the pickle carries no tensor: its size above); in this process the
+        # copy takes the encoder the original holds (bertscore/shared_models.py), as any new scorer would.
+        assert copy is not scorer and copy.hash == scorer.hash and copy.model.encoder is scorer.model.encoder
         assert Hasher.hash(copy) == Hasher.hash(scorer)
         assert torch.allclose(torch.stack(copy.score(PREDICTIONS, REFERENCES)),
                               torch.stack(scorer.score(PREDICTIONS, REFERENCES)), atol=1e-6, rtol=0)

@@ -388,13 +388,13 @@ class _NoModel(Exception):
 
 @pytest.fixture
 def no_model(monkeypatch):
-    from bertscore import models, scorer
+    from bertscore import models, shared_models
 
     def refuse(*args, **kwargs):
         raise _NoModel("a model was loaded before the output was checked")
 
     monkeypatch.setattr(models, "load_model", refuse)
-    monkeypatch.setattr(scorer, "load_model", refuse)
+    monkeypatch.setattr(shared_models.SharedModels, "get", refuse)  # loaded or reused: no encoder yet
 
 
 def test_baseline_refuses_a_sidecar_that_is_the_output_itself(corpus, tmp_path, capsys, no_model) -> None:
