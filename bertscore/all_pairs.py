@@ -82,11 +82,9 @@ def _match(cand_keys: Sequence[str], ref_keys: Sequence[str], embeddings: dict[s
     sides = []
     for side in (cand_keys, ref_keys):
         distinct = sorted(dict.fromkeys(side), key=lambda k: embeddings[k].shape[1])
-        padded, mask, padded_weights = pad_sequences(
-            [embeddings[k] for k in distinct], [text_weights[k] for k in distinct]
-        )  # [B, K, L, D]
+        padded = pad_sequences([embeddings[k] for k in distinct], [text_weights[k] for k in distinct])  # [B, K, L, D]
         position = {k: i for i, k in enumerate(distinct)}
-        sides.append((padded, mask, padded_weights, torch.tensor([position[k] for k in side])))
-    (cand, cand_mask, cand_w, cand_at), (ref, ref_mask, ref_w, ref_at) = sides
-    raw = all_pairs_match(cand, cand_mask, cand_w, ref, ref_mask, ref_w, max_bytes).cpu()
+        sides.append((padded, torch.tensor([position[k] for k in side])))
+    (cands, cand_at), (refs, ref_at) = sides
+    raw = all_pairs_match(cands, refs, max_bytes).cpu()
     return raw[cand_at][:, ref_at]
