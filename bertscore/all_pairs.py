@@ -77,14 +77,38 @@ def _embed(pipeline: Pipeline, keys: list[str], token_ids: TokenStore,
 
 def _match(cand_keys: Sequence[str], ref_keys: Sequence[str], embeddings: dict[str, torch.Tensor],
            text_weights: dict[str, torch.Tensor], max_bytes: int) -> torch.Tensor:
-    """Raw [H, R, K, 3] on the host: the distinct texts of each side padded in length order and
-    matched by `all_pairs_match`, then spread back to the given positions (duplicates share)."""
+    """Raw [H, R, K, 3] on the host: the distinct texts of each side in length order, padded in
+    groups of at most PADDED_BYTES (a long text pads only its own group) and matched group against
+    group by `all_pairs_match`, then spread back to the given positions (duplicates share)."""
     sides = []
     for side in (cand_keys, ref_keys):
         distinct = sorted(dict.fromkeys(side), key=lambda k: embeddings[k].shape[1])
-        padded = pad_sequences([embeddings[k] for k in distinct], [text_weights[k] for k in distinct])  # [B, K, L, D]
         position = {k: i for i, k in enumerate(distinct)}
-        sides.append((padded, torch.tensor([position[k] for k in side])))
-    (cands, cand_at), (refs, ref_at) = sides
-    raw = all_pairs_match(cands, refs, max_bytes).cpu()
+        sides.append((_length_groups(distinct, embeddings), torch.tensor([position[k] for k in side])))
+    (cand_groups, cand_at), (ref_groups, ref_at) = sides
+    first = embeddings[cand_keys[0]]
+    raw = torch.zeros((sum(map(len, cand_groups)), sum(map(len, ref_groups)), first.shape[0], 3))
+    c0 = 0
+    for cand_group in cand_groups:
+        cands = pad_sequences([embeddings[k] for k in cand_group], [text_weights[k] for k in cand_group])
+        r0 = 0
+        for ref_group in ref_groups:
+            refs = pad_sequences([embeddings[k] for k in ref_group], [text_weights[k] for k in ref_group])
+            raw[c0:c0 + len(cand_group), r0:r0 + len(ref_group)] = all_pairs_match(cands, refs, max_bytes).cpu()
+            r0 += len(ref_group)
+        c0 += len(cand_group)
     return raw[cand_at][:, ref_at]
+
+
+PADDED_BYTES = 256 << 20  # padded embeddings of one group of texts (`_match`)
+
+
+def _length_groups(keys: list[str], embeddings: dict[str, torch.Tensor]) -> list[list[str]]:
+    """`keys` (sorted by length) cut into runs whose padded embeddings fit PADDED_BYTES (>= 1 text each)."""
+    groups: list[list[str]] = [[]]
+    for key in keys:
+        padded = (len(groups[-1]) + 1) * embeddings[key].numel() * 4  # this text is the group's longest
+        if groups[-1] and padded > PADDED_BYTES:
+            groups.append([])
+        groups[-1].append(key)
+    return groups

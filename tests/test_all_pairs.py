@@ -157,3 +157,13 @@ def test_group_rewards_score_each_group_against_itself(minilm_scorer, texts):
     assert rewards == pytest.approx(expected, abs=1e-6)
     with pytest.raises(InputError, match="not a whole number of groups of 4"):
         group_rewards(completions, 4, scorer=minilm_scorer)
+
+
+def test_texts_padded_in_groups_give_the_same_numbers(minilm_scorer, texts, monkeypatch):
+    """Each side padded in groups (one text each here), as a long text among short ones is."""
+    from bertscore import all_pairs
+
+    cands, refs = texts
+    whole = minilm_scorer.score_matrix(cands, refs, notes=[])
+    monkeypatch.setattr(all_pairs, "PADDED_BYTES", 1)
+    assert_close(minilm_scorer.score_matrix(cands, refs, notes=[]), whole)
