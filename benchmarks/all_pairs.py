@@ -12,7 +12,7 @@ scoring a 2 x 2 warm-up, then the process's peak (`ru_maxrss`) after `score_matr
 difference is the figure ("above the loaded model").
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
-        [--memory-sizes 512,1024] [--repeats 3] [--update-results]
+        [--memory-sizes 512,1024] [--repeats 3] [--update-results] [--render SAVED.json]
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ def report(info: dict, speed_rows: list[dict], memory_rows: list[dict]) -> str:
         "MiniLM (embedded, layer 6), fp32, CPU, cache off, batch_size=64; N distinct WMT17 de-en references "
         "against themselves (N x N pairs). Seconds per call (range over repeats); x = the flattened call's "
         "seconds over score_matrix's in the same repeat. The official package runs at batch_size=64 too: its "
-        "padded batches drift from its own batch_size=1 numbers (docs/exactness.md), which ours equal.", "",
+        "padded batches drift from its own batch_size=1 numbers (docs/exactness.md), "
+        "which ours equal (tests/test_parity.py; `--render` re-reads a run's json).", "",
         "| N x N | score_matrix s | flattened score() s | official flattened s | x vs flattened | x vs official "
         "| max abs dF vs flattened | vs official |",
         "|---|---|---|---|---|---|---|---|",
@@ -178,9 +179,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the first size (larger sizes: 1)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--render", type=Path, help="write the report of a saved all_pairs.json again (no scoring)")
     add_output_options(parser)
     args = parser.parse_args(argv)
     folder = output_folder(args)
+    if args.render:
+        saved = json.loads(args.render.read_text(encoding="utf-8"))
+        write_results(folder, "all_pairs", saved, report(saved["machine"], saved["speed"], saved["memory"]))
+        return
     torch.set_num_threads(args.threads)
     info = machine_info()
     print(machine_line(info), flush=True)
