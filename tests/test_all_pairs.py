@@ -163,7 +163,7 @@ def test_texts_padded_in_groups_give_the_same_numbers(minilm_scorer, texts, monk
     """Each side padded in groups (one text each here), as a long text among short ones is."""
     from bertscore import all_pairs
 
-    cands, refs = texts
+    cands, refs = texts[0][-5:], texts[1][-4:]  # the empty and the repeated texts among them
     whole = minilm_scorer.score_matrix(cands, refs, notes=[])
     monkeypatch.setattr(all_pairs, "PADDED_BYTES", 1)
     assert_close(minilm_scorer.score_matrix(cands, refs, notes=[]), whole)
