@@ -24,6 +24,8 @@ the budget is skipped, saying so:
   evaluate     the evaluate module on CUDA (when evaluate/datasets are installed)
   precision    bf16 and fp16 vs fp32 on CUDA: max |dF| <= 5e-3, Pearson >= 0.999
   long_texts   long_texts="window" on 100 pairs of ~5k tokens (time, peak memory, CUDA vs CPU)
+  all_pairs    score_matrix (MiniLM, fp32) vs the flattened score() at 128 x 128 texts: <= 1e-5, >= 4x;
+               its peak GPU memory at 1,024 x 1,024
   memory       peak GPU memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x
   throughput   20,000 WMT17 pairs, the large BERT, side by side: official fp32 (batch_size 64),
                ours fp32 / bf16, the encoder-only bf16 floor of the same batches, peak GPU memory,
@@ -97,6 +99,8 @@ class Sizes:
     option_pairs: int = 500
     memory_small: int = 2000
     memory_large: int = 20000
+    all_pairs_speed: int = 128  # score_matrix vs the flattened score() at N x N
+    all_pairs_memory: int = 1024  # score_matrix's peak memory at N x N
     big_layers: int = 24
     big_hidden: int = 1024
     big_heads: int = 16
@@ -109,6 +113,7 @@ class Sizes:
 FULL = Sizes()
 DRY = Sizes(parity_pairs=12, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600,
             long_fp32_docs=2, long_parity_docs=2, cli_pairs=8, official_pairs=8, option_pairs=16, memory_small=12,
+            all_pairs_speed=6, all_pairs_memory=8,
             memory_large=48, big_layers=2, big_hidden=64, big_heads=4, big_ffn=128, big_layer=2)
 PARITY_TOLERANCE = 1e-5
 PRECISION_MAX_DF = 5e-3
@@ -884,6 +889,37 @@ def section_options(s: Section, ctx: Context) -> None:
     s.check("caller's matmul precision after our call", after, "high (as set)", after == "high")
 
 
+def section_all_pairs(s: Section, ctx: Context) -> None:
+    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it, and its
+    peak memory at all_pairs_memory x all_pairs_memory texts (the result plus one block of similarities)."""
+    import torch
+
+    spec = ctx.models.specs["minilm"]
+    scorer = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
+    cands, refs = ctx.first(2 * max(ctx.sizes.all_pairs_speed, ctx.sizes.all_pairs_memory))  # repeats: more pairs
+    texts = list(dict.fromkeys(cands + refs))
+    small = texts[: ctx.sizes.all_pairs_speed]
+    scorer.score_matrix(small[:4], small[:4], notes=[])  # warm-up
+    flat_c, flat_r = [c for c in small for _ in small], [r for _ in small for r in small]
+    matrix_s, matrix = timed(lambda: scorer.score_matrix(small, small, notes=[]))
+    flat_s, flat = timed(lambda: scorer.score(flat_c, flat_r, notes=[]))
+    delta = max(max_delta(m.flatten(), f) for m, f in zip(matrix, flat))
+    big = texts[: ctx.sizes.all_pairs_memory]
+    with GpuMemory(ctx.device) as memory:
+        big_s, big_out = timed(lambda: scorer.score_matrix(big, big, notes=[]))
+    peak, above = memory.mib()
+    s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
+    s.table(["N x N", "score_matrix s", "flattened score() s", "x", "peak GPU MiB", "peak above start MiB"],
+            [[f"{len(small)} x {len(small)}", matrix_s, flat_s, flat_s / matrix_s, "-", "-"],
+             [f"{len(big)} x {len(big)}", big_s, "-", "-", peak, above]])
+    s.check("score_matrix vs flattened score(), max |delta|", delta, f"<= {PARITY_TOLERANCE}", delta <= PARITY_TOLERANCE)
+    s.check("NaN in the large matrix", str(bool(torch.isnan(big_out[2]).any())), "False",
+            not bool(torch.isnan(big_out[2]).any()))
+    s.check(f"flattened score() s / score_matrix s at {len(small)} x {len(small)}", flat_s / matrix_s, ">= 4",
+            flat_s / matrix_s >= 4, judged=ctx.cuda)
+    ctx.models.drop("minilm", ctx.device, "float32")
+
+
 def section_memory(s: Section, ctx: Context) -> None:
     """Peak device memory at 2k and 20k pairs: bounded by the chunk and batch budgets, not the corpus."""
     import psutil
@@ -1229,12 +1265,13 @@ SECTIONS: dict[str, tuple[str, Callable[[Section, Context], None]]] = {
     "evaluate": ("The evaluate module on the device", section_evaluate),
     "precision": ("Reduced precision: bf16 and fp16 vs fp32", section_precision),
     "long_texts": ("Long texts: window mode", section_long_texts),
+    "all_pairs": ("All pairs: score_matrix vs the flattened score(), its peak memory", section_all_pairs),
     "memory": ("Peak GPU memory at 2k and 20k pairs", section_memory),
     "throughput": ("Throughput, time by phase and peak GPU memory", section_throughput),
 }
 SETUP_PLANNED_S = 30
 PLANNED_S = {"parity": 45, "probe": 5, "official": 40, "options": 30, "torchrun": 50, "evaluate": 15,
-             "precision": 30, "long_texts": 40, "memory": 60, "throughput": 110}
+             "precision": 30, "long_texts": 40, "all_pairs": 20, "memory": 60, "throughput": 110}
 PLAN_LIMIT_S = 480  # 8 minutes
 
 

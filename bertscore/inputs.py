@@ -101,3 +101,14 @@ def normalize_group(group: Any, where: str) -> list[str]:
     if len(items) == 0:
         raise InputError(f"{where} is an empty list: give each candidate at least one reference")
     return [check_text(r, f"{where}[{j}]") for j, r in enumerate(items)]
+
+
+def text_list(value: Any, what: str) -> list[str]:
+    """A non-empty list of texts (one text per item: a nested list is an error naming its index)."""
+    items = as_list(value, what)
+    if items is None:
+        hint = " (wrap a single text in a list: [text])" if isinstance(value, str) else ""
+        raise InputTypeError(f"{what} must be a list of strings, got {type(value).__name__}{hint}")
+    if not items:
+        raise InputError(f"{what} is empty: pass at least one text")
+    return [check_text(item, f"{what}[{i}]") for i, item in enumerate(items)]

@@ -377,3 +377,44 @@ def greedy_match_tiled(
 def similarity_matrix(cand_embeddings: torch.Tensor, ref_embeddings: torch.Tensor) -> torch.Tensor:
     """Cosine similarity [Lc, Lr] of one normalised candidate and one normalised reference."""
     return cand_embeddings.float() @ ref_embeddings.float().T
+
+
+PaddedTexts = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # embeddings, mask, weights (`pad_sequences`)
+
+
+def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATCH_TILE_BYTES) -> torch.Tensor:
+    """Greedy-matching P, R, F of every candidate against every reference: [H, R, K, 3].
+
+    `cands` as `pad_sequences` gives them: embeddings [H, K, Lc, D] (normalised; K layers, 1 for
+    one layer), mask [H, Lc] bool, weights [H, Lc]; `refs` likewise with R texts. Blocks of candidates x
+    references are matched by one batched product each, holding at most about `max_bytes` of
+    similarities (at least one pair's), so memory is the result plus one block, whatever H x R is.
+    Each block is cut to the longest text in it (sort the texts by length to pad little).
+    Every text must have at least one real position. The numbers are `greedy_match`'s per pair.
+    """
+    (cand_embeddings, cand_mask, cand_weights), (ref_embeddings, ref_mask, ref_weights) = cands, refs
+    n_cands, layers, cand_length, dim = cand_embeddings.shape
+    n_refs, ref_length = ref_embeddings.shape[0], ref_embeddings.shape[2]
+    out = torch.zeros((n_cands, n_refs, layers, 3), dtype=torch.float32, device=cand_embeddings.device)
+    cand_lengths, ref_lengths = cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist()
+    per_pair = max(1, layers * cand_length * ref_length * 4)
+    ref_block = max(1, min(n_refs, int(max_bytes) // per_pair))
+    cand_block = max(1, min(n_cands, int(max_bytes) // (per_pair * ref_block)))
+    for r0 in range(0, n_refs, ref_block):
+        r1 = min(n_refs, r0 + ref_block)
+        lr = max(1, int(max(ref_lengths[r0:r1])))
+        ref = ref_embeddings[r0:r1, :, :lr].float().permute(1, 3, 0, 2).reshape(layers, dim, (r1 - r0) * lr)
+        ref_m, ref_w = ref_mask[r0:r1, None, :lr], ref_weights[r0:r1, None, :lr]  # [r, 1, Lr]: every layer
+        for c0 in range(0, n_cands, cand_block):
+            c1 = min(n_cands, c0 + cand_block)
+            lc = max(1, int(max(cand_lengths[c0:c1])))
+            cand = cand_embeddings[c0:c1, :, :lc].float().transpose(0, 1).reshape(layers, (c1 - c0) * lc, dim)
+            # One product per layer: [K, h*Lc, r*Lr], viewed as [h, r, K, Lc, Lr] (no copy).
+            similarity = torch.bmm(cand, ref).view(layers, c1 - c0, lc, r1 - r0, lr).permute(1, 3, 0, 2, 4)
+            cand_m = cand_mask[c0:c1, None, None, :lc]
+            best_for_cand, best_for_ref = _masked_maxima_(similarity, cand_m, ref_m)
+            precision, recall, f1 = _weighted_scores(
+                best_for_cand, cand_m, cand_weights[c0:c1, None, None, :lc], best_for_ref, ref_m, ref_w
+            )
+            out[c0:c1, r0:r1] = torch.stack((precision, recall, f1), dim=-1)
+    return out

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
+from . import all_pairs
 from .devices import resolve_placement
 from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
 from .fork_safety import fork_safe
@@ -209,6 +210,30 @@ class BERTScorer(OfficialSurface):
         """
         weights = self.pipeline.check_weights(weights)
         return self.pipeline.score_aligned(cands, refs, weights, verbose, batch_size, warn_empty, notes)
+
+
+    @fork_safe
+    def score_matrix(
+        self,
+        cands: Sequence[str],
+        refs: Sequence[str],
+        batch_size: int | None = None,
+        return_hash: bool = False,
+        notes: list[str] | None = None,
+        weights: TokenWeights | None = None,
+    ) -> Scores | tuple[Scores, str]:
+        """P, R, F of every candidate against every reference: tensors [len(cands), len(refs)]
+        ([K, len(cands), len(refs)] with all layers); entry (i, j) is `score([cands[i]], [refs[j]])`.
+
+        For MBR decoding, reranking and group rewards (see `bertscore.mbr`). Each distinct text is
+        embedded once and pairs are matched in blocks of bounded size (`bertscore/all_pairs.py`).
+        `idf=True` means idf over `refs` as given (each entry one document), where `score()` would
+        count each reference once per pair; fixed weights (texts, a mapping, a `TokenWeights`, or
+        `weights=` for this call) apply as in `score()`. Rescaling and windows apply as in `score()`.
+        """
+        weights = self.pipeline.check_weights(weights)
+        out, used = all_pairs.score_matrix(self.pipeline, cands, refs, weights, batch_size, notes)
+        return (out, self.hash_for(used)) if return_hash else out
 
 
 def rebuilt_scorer(

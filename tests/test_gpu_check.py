@@ -17,7 +17,7 @@ from bertscore import BERTScorer
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
 SECTIONS = ("environment", "setup", "parity", "probe", "official", "options", "torchrun", "evaluate", "precision",
-            "long_texts", "memory", "throughput")
+            "long_texts", "all_pairs", "memory", "throughput")
 
 
 @pytest.fixture(scope="module")

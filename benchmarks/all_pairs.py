@@ -1,0 +1,200 @@
+"""All pairs: `BERTScorer.score_matrix` vs the flattened `score()` and the official package's
+flattened call, side by side in one run, and the peak memory of large all-pairs matrices.
+
+Texts: distinct WMT17 de-en references (real news sentences) for the speed runs, each set scored
+against itself (N x N pairs, as MBR does); the N shortest-first distinct Tatoeba English sentences
+("short texts") for memory. Model: the embedded MiniLM at its default layer, fp32 on CPU, cache
+off, batch_size=64 everywhere. Each size runs its methods in turn, `--repeats` times (the first
+size) and once for larger sizes; the official package only at `--official-sizes`.
+
+Peak memory runs in a fresh subprocess per size: the resident set after loading the model and
+scoring a 2 x 2 warm-up, then the process's peak (`ru_maxrss`) after `score_matrix`; the
+difference is the figure ("above the loaded model").
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
+        [--memory-sizes 512,1024] [--repeats 3] [--update-results] [--render SAVED.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
+
+MEMORY_CHILD = r"""
+import json, resource, sys
+sys.path.insert(0, {root!r})
+import psutil, torch
+torch.set_num_threads({threads})
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+texts = json.loads(sys.stdin.read())
+scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device="cpu")
+scorer.score_matrix(texts[:2], texts[:2], notes=[])
+before = psutil.Process().memory_info().rss
+P, R, F = scorer.score_matrix(texts, texts, notes=[])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak, "shape": list(F.shape),
+                  "nan": bool(torch.isnan(F).any())}}))
+"""
+
+
+def wmt17_texts(data: Path, count: int) -> list[str]:
+    """The first `count` distinct WMT17 de-en references."""
+    with open(data / "wmt17" / "wmt17_de-en.tsv", newline="", encoding="utf-8") as handle:
+        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        texts = list(dict.fromkeys(row["reference"] for row in rows))
+    if len(texts) < count:
+        sys.exit(f"error: only {len(texts)} distinct WMT17 de-en references, {count} asked")
+    return texts[:count]
+
+
+def tatoeba_short_texts(data: Path, count: int) -> list[str]:
+    """`count` distinct short English sentences from Tatoeba (the first ones of 5 to 15 words)."""
+    with gzip.open(data / "tatoeba" / "tatoeba_pairs.tsv.gz", "rt", encoding="utf-8") as handle:
+        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        texts = list(dict.fromkeys(r["english"] for r in rows if 5 <= len(r["english"].split()) <= 15))
+    return texts[:count]
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def speed(args: argparse.Namespace) -> list[dict]:
+    import bert_score
+
+    from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+    from bertscore.sources import embedded_model_dir
+
+    ours = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, batch_size=64, device="cpu")
+    official = bert_score.BERTScorer(model_type=str(embedded_model_dir()), num_layers=LAYER, batch_size=64,
+                                     device="cpu")
+    warm = wmt17_texts(args.data, 4)  # first calls pay one-off costs (thread pools, lazy imports): not timed
+    ours.score_matrix(warm, warm, notes=[]), ours.score(warm, warm, notes=[]), official.score(warm, warm)
+    rows = []
+    for position, size in enumerate(args.sizes):
+        texts = wmt17_texts(args.data, size)
+        flat_c = [c for c in texts for _ in texts]
+        flat_r = [r for _ in texts for r in texts]
+        runs: dict[str, list[float]] = {"matrix": [], "flattened": [], "official": []}
+        deltas: dict[str, float] = {}
+        for _ in range(args.repeats if position == 0 else 1):
+            seconds, matrix = timed(lambda: ours.score_matrix(texts, texts, notes=[]))
+            runs["matrix"].append(seconds)
+            seconds, flat = timed(lambda: ours.score(flat_c, flat_r, notes=[]))
+            runs["flattened"].append(seconds)
+            deltas["max_abs_delta_vs_flattened"] = max(
+                float((m.flatten() - f).abs().max()) for m, f in zip(matrix, flat))
+            if size in args.official_sizes:
+                seconds, theirs = timed(lambda: official.score(flat_c, flat_r, batch_size=64))
+                runs["official"].append(seconds)
+                deltas["max_abs_delta_vs_official"] = max(
+                    float((m.flatten() - t).abs().max()) for m, t in zip(matrix, theirs))
+            print(f"{size} x {size}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items() if v), flush=True)
+        ratio = [f / m for f, m in zip(runs["flattened"], runs["matrix"])]
+        official_ratio = [o / m for o, m in zip(runs["official"], runs["matrix"])]
+        rows.append({"size": size, "pairs": size * size, "seconds": runs, "x_vs_flattened": ratio,
+                     "x_vs_official": official_ratio, **deltas})
+    return rows
+
+
+def memory(args: argparse.Namespace) -> list[dict]:
+    rows = []
+    for size in args.memory_sizes:
+        texts = tatoeba_short_texts(args.data, size)
+        code = MEMORY_CHILD.format(root=str(ROOT), threads=args.threads)
+        done = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
+                              text=True, check=True)
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row.update(size=size, above_model_gib=(row["peak_rss_bytes"] - row["rss_before_bytes"]) / 2**30)
+        print(f"{size} x {size} short texts: peak {row['above_model_gib']:.3f} GiB above the loaded model", flush=True)
+        rows.append(row)
+    return rows
+
+
+def spread(values: list[float], unit: str = "") -> str:
+    if not values:
+        return "not run"
+    low, high = min(values), max(values)
+    return f"{low:.2f}{unit}" if len(values) == 1 else f"{low:.2f}-{high:.2f}{unit}"
+
+
+def report(info: dict, speed_rows: list[dict], memory_rows: list[dict]) -> str:
+    lines = [
+        "# All pairs: score_matrix vs the flattened score() and the official flattened call", "",
+        machine_line(info), "",
+        "MiniLM (embedded, layer 6), fp32, CPU, cache off, batch_size=64; N distinct WMT17 de-en references "
+        "against themselves (N x N pairs). Seconds per call (range over repeats); x = the flattened call's "
+        "seconds over score_matrix's in the same repeat. The official package runs at batch_size=64 too: its "
+        "padded batches drift from its own batch_size=1 numbers (docs/exactness.md), "
+        "which ours equal (tests/test_parity.py; `--render` re-reads a run's json).", "",
+        "| N x N | score_matrix s | flattened score() s | official flattened s | x vs flattened | x vs official "
+        "| max abs dF vs flattened | vs official |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in speed_rows:
+        s = row["seconds"]
+        lines.append(
+            f"| {row['size']} x {row['size']} | {spread(s['matrix'])} | {spread(s['flattened'])} | "
+            f"{spread(s['official'])} | {spread(row['x_vs_flattened'], 'x')} | {spread(row['x_vs_official'], 'x')} | "
+            f"{row['max_abs_delta_vs_flattened']:.1e} | "
+            f"{row['max_abs_delta_vs_official']:.1e} |" if "max_abs_delta_vs_official" in row else
+            f"| {row['size']} x {row['size']} | {spread(s['matrix'])} | {spread(s['flattened'])} | not run | "
+            f"{spread(row['x_vs_flattened'], 'x')} | not run | {row['max_abs_delta_vs_flattened']:.1e} | not run |"
+        )
+    lines += ["", "Peak memory of score_matrix over N x N short texts (Tatoeba English, 5-15 words), "
+              "in a fresh process: peak RSS minus the RSS with the model loaded.", "",
+              "| N x N | above the loaded model | NaN |", "|---|---|---|"]
+    lines += [f"| {r['size']} x {r['size']} | {r['above_model_gib']:.3f} GiB | {r['nan']} |" for r in memory_rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    def sizes(text: str) -> list[int]:
+        return [int(v) for v in text.split(",") if v]
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=sizes, default=[64, 256])
+    parser.add_argument("--official-sizes", type=sizes, default=[64, 256])
+    parser.add_argument("--memory-sizes", type=sizes, default=[512, 1024])
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of the first size (larger sizes: 1)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--render", type=Path, help="write the report of a saved all_pairs.json again (no scoring)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    folder = output_folder(args)
+    if args.render:
+        saved = json.loads(args.render.read_text(encoding="utf-8"))
+        write_results(folder, "all_pairs", saved, report(saved["machine"], saved["speed"], saved["memory"]))
+        return
+    torch.set_num_threads(args.threads)
+    info = machine_info()
+    print(machine_line(info), flush=True)
+    speed_rows = speed(args)
+    memory_rows = memory(args)
+    result = {"machine": info, "speed": speed_rows, "memory": memory_rows}
+    write_results(folder, "all_pairs", result, report(info, speed_rows, memory_rows))
+
+
+if __name__ == "__main__":
+    main()
