@@ -372,7 +372,17 @@ def test_bad_indexes_are_named(indexes, message) -> None:
         metric().update(["a", "b"], ["a", "b"], indexes=indexes)
 
 
-def test_plot_draws_the_means_as_torchmetrics_plots(data) -> None:
+@pytest.fixture
+def pyplot_figures_closed():
+    """torchmetrics' plots are pyplot figures (its convention): closed after the test, so that no other
+    test in this process (tests/test_plot.py counts pyplot's figures) sees them."""
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+def test_plot_draws_the_means_as_torchmetrics_plots(data, pyplot_figures_closed) -> None:
     m = metric()
     steps = [m(data["cands"][i:i + 2], data["refs"][i:i + 2]) for i in range(0, 6, 2)]
     fig, ax = m.plot()  # compute()'s means: one value per output

@@ -35,13 +35,19 @@ def counted_loads(monkeypatch):
     import evaluate
 
     import bertscore.pool
+    from bertscore import shared_models
 
     module = sys.modules[type(evaluate.load(recipe.METRIC_PATH)).__module__]
     pool = ScorerPool(max_models=1)
     monkeypatch.setattr(module, "_SCORER_POOL", pool)
     calls = []
-    original = bertscore.pool.load_model
-    monkeypatch.setattr(bertscore.pool, "load_model", lambda *a, **k: calls.append(a) or original(*a, **k))
+    # Encoders load in shared_models (the pool asks there); a fresh one, so that what this process
+    # loaded before does not count.
+    fresh = shared_models.SharedModels()
+    monkeypatch.setattr(shared_models, "SHARED_MODELS", fresh)
+    monkeypatch.setattr(bertscore.pool, "SHARED_MODELS", fresh)
+    original = shared_models.load_model
+    monkeypatch.setattr(shared_models, "load_model", lambda *a, **k: calls.append(a) or original(*a, **k))
     return pool, calls
 
 
