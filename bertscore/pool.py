@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Hashable
 
-import torch
-
 from . import baseline_tables
 from .devices import resolve_device, resolve_placement
 from .digests import text_digest
@@ -25,7 +23,7 @@ from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache
 from .sources import resolve_source
 from .scorer import BERTScorer
 from .settings import resolve_model_type
-from .shared_models import SHARED_MODELS
+from .shared_models import SHARED_MODELS, free_dropped_encoders
 
 
 def _freeze(value: Any) -> Hashable:
@@ -135,8 +133,7 @@ class ScorerPool:
                 cache.clear()
             self._models.clear()
             self._scorers.clear()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        free_dropped_encoders()
 
 
 def _device_name(device: Any) -> str | None:

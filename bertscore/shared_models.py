@@ -78,9 +78,15 @@ class SharedModels:
         """Drop the kept encoders (GPU memory included, once no scorer holds them)."""
         with self._lock:
             self._kept.clear()
-        gc.collect()  # a loaded transformers model holds reference cycles: free it now, not at some later gc
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        free_dropped_encoders()
+
+
+def free_dropped_encoders() -> None:
+    """Return the memory of encoders just let go now: a loaded transformers model holds reference
+    cycles, which only a collection frees (not some later gc), and CUDA keeps freed blocks cached."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 SHARED_MODELS = SharedModels()

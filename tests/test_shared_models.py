@@ -58,8 +58,7 @@ def test_the_evaluate_modules_pool_and_score_share_one_encoder_which_the_pool_re
     release_models()  # what score() keeps; the pool's encoder stays while the pool holds it
     gc.collect()
     assert encoder() is not None
-    pool.release()
-    gc.collect()
+    pool.release()  # frees it now: no gc.collect() of the caller's is needed
     assert encoder() is None and shared.kept == []
 
 
