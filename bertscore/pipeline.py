@@ -4,7 +4,8 @@ A `Pipeline` is the settings (frozen, see `settings.py`) plus an `Embedder`. Its
 serve `BERTScorer.score`, `explain_pair` and the distributed path alike, so that each of them
 computes what `score()` computes. The work runs in chunks of pairs (embed, match, release),
 so peak memory depends on the chunk and batch budgets (`plan.py`), not on the corpus;
-embeddings are reused through a bounded cache.
+embeddings are reused through a bounded cache, and within a call a text that returns in a
+later chunk is embedded once (`reuse.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .idf import TokenWeights
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel
 from .notes import name_some, report
+from .reuse import CallReuse
 from .settings import Settings
 from .tokens import TokenStore
 
@@ -169,9 +171,11 @@ class Pipeline:
         verbose: bool = False,
         batch_size: int | None = None,
         progress: Any = None,
+        reuse: CallReuse | None = None,
     ) -> torch.Tensor:
         """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to
-        move, else one of its own when `verbose`).
+        move, else one of its own when `verbose`; `reuse`: the call's embeddings kept for later
+        chunks, which this call's chunks read and feed).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -198,15 +202,18 @@ class Pipeline:
         if own_bar:
             progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
         progress.update(len(empty))
+        reuse = reuse if reuse is not None else CallReuse(cand_keys, ref_keys)
+        reuse.done(cand_keys, ref_keys, empty)
         for chunk in plan.chunks(order, cand_keys, ref_keys, head_length, settings.chunk_size, self.floats_per_token):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
             long_pairs = [i for i in chunk if settings.is_windowed(token_ids, cand_keys[i])
                           or settings.is_windowed(token_ids, ref_keys[i])]
             heads = {k: token_ids.head(k, limit) for k in needed}
             advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
-            embeddings = self.embedder.embed(
-                needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
-            )
+            held = reuse.held(needed)
+            todo = [k for k in needed if k not in held]
+            embeddings = self.embedder.embed(todo, [heads[k] for k in todo], on_progress=advance, batch_size=batch_size)
+            embeddings.update(held)
             text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
             match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
                         self.floats_per_token, settings.score_layers)
@@ -215,7 +222,8 @@ class Pipeline:
             if long_pairs:
                 self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
                                        scores, progress, batch_size)
-            del embeddings
+            reuse.done(cand_keys, ref_keys, chunk, embeddings)
+            del embeddings, held
         if own_bar:
             progress.close()
         return scores
@@ -301,6 +309,7 @@ def score_in_blocks(
         order = plan.stream_order(cand_keys, ref_keys)
         block_ranges = plan.stream_blocks([plan.pair_cost(cand_keys[i], ref_keys[i]) for i in order], chunk_size)
     cand_keys, ref_keys = [cand_keys[i] for i in order], [ref_keys[i] for i in order]
+    reuse = CallReuse(cand_keys, ref_keys)  # a text in several blocks is embedded once
     if token_ids is not None:
         blocks: Iterator[tuple[range, TokenStore]] = (block for block in [(block_ranges[0], token_ids)])
     else:
@@ -312,7 +321,7 @@ def score_in_blocks(
             on_block(positions, block_ids)
             scores[positions] = pipeline.score_pairs(
                 cand_keys[block.start:block.stop], ref_keys[block.start:block.stop], block_ids, weights,
-                batch_size=batch_size, progress=progress,
+                batch_size=batch_size, progress=progress, reuse=reuse,
             )
     progress.close()
     return scores

@@ -142,3 +142,65 @@ def test_score_pairs_in_blocks_names_the_empty_pairs_as_one_block_does(minilm_sc
     assert streamed_notes == whole_notes == ["no content tokens in pair 2, 6, 9: their raw scores are 0"]
     assert torch.allclose(raw, expected, atol=2e-6, rtol=0)
     assert raw[[2, 6, 9]].abs().sum() == 0
+
+
+GRID = ["The cat sat on the mat.", "A dog barked at the mailman loudly.", "Paris is the capital of France.",
+        "Rain falls.", "word " * 520, "It rains in Paris today."]
+
+
+@pytest.mark.parametrize("long_texts", ["truncate", "window"])
+def test_a_flattened_grid_meets_the_encoder_once_per_text_across_chunks_and_blocks(minilm_scorer, monkeypatch,
+                                                                                   long_texts):
+    """36 pairs of 6 texts with the cache off (as module-level `score()`), 4 pairs a chunk: each text
+    is embedded once in the call (it was once per chunk, 3 to 5 times), and every number is the
+    plain loop's. (A long text's later windows are still encoded per chunk it is in.)"""
+    from bertscore.embed import Embedder
+
+    scorer = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=4, long_texts=long_texts)
+    texts: list[str] = []
+    original = Embedder.embed
+    monkeypatch.setattr(Embedder, "embed", lambda self, keys, *a, **k: texts.extend(keys) or original(self, keys, *a, **k))
+    cands = [c for c in GRID for _ in GRID]
+    refs = [r for _ in GRID for r in GRID]
+    p, r, f = scorer.score(cands, refs, notes=[])
+    assert sorted(texts) == sorted(t.strip() for t in GRID)
+
+    pipeline = scorer.pipeline
+    token_ids = pipeline.tokenize(GRID)
+    table = pipeline.weights_for(GRID, token_ids)
+    keys = [t.strip() for t in GRID]
+    embeddings = pipeline.embed_texts(keys, token_ids)
+    whole = long_texts == "window"
+    weights = {k: table(token_ids[k] if whole else token_ids.head(k, pipeline.model.content_limit)) for k in keys}
+    for i, (cand, ref) in enumerate(zip(cands, refs)):
+        expected = matrix_scores(embeddings, weights, cand.strip(), ref.strip())
+        assert [p[i].item(), r[i].item(), f[i].item()] == pytest.approx(expected, abs=2e-6), i
+
+
+def matrix_scores(embeddings, weights, candidate: str, reference: str) -> tuple[float, float, float]:
+    """`plain_scores` as one float64 cosine matrix (a 520-token text makes the token loop slow)."""
+    cand = torch.nn.functional.normalize(embeddings[candidate].double(), dim=-1)
+    ref = torch.nn.functional.normalize(embeddings[reference].double(), dim=-1)
+    cand_w, ref_w = weights[candidate].double(), weights[reference].double()
+    similarity = cand @ ref.T
+    precision = float((similarity.max(dim=1).values * cand_w).sum() / cand_w.sum())
+    recall = float((similarity.max(dim=0).values * ref_w).sum() / ref_w.sum())
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def test_module_level_score_embeds_a_flattened_grid_once_per_text(minilm_scorer, monkeypatch):
+    """The door that runs with the cache off: `bertscore.score` on a 6 x 6 grid flattened, 5,000
+    pairs over several blocks (`plan.stream_blocks`)."""
+    import bertscore
+    from bertscore import EMBEDDED_MODEL_NAME
+    from bertscore.embed import Embedder
+
+    texts = GRID[:4] + ["Snow falls.", "The mailman ran."]
+    cands = [c for c in texts for _ in texts] * 139  # 5,004 pairs: more than two chunks of 2,048
+    refs = [r for _ in texts for r in texts] * 139
+    rows: list[int] = []
+    original = Embedder._forward
+    monkeypatch.setattr(Embedder, "_forward", lambda self, ids: rows.append(len(ids)) or original(self, ids))
+    _, _, f = bertscore.score(cands, refs, model_type=EMBEDDED_MODEL_NAME, num_layers=4, device="cpu")
+    assert sum(rows) == len(texts)
+    assert torch.equal(f[:36], f[36:72])
