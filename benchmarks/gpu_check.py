@@ -64,6 +64,8 @@ from typing import Any, Callable, Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The caller's own setting, put back for the throughput section: ours is timed as a user runs it.
+USER_TOKENIZERS_PARALLELISM = os.environ.get("TOKENIZERS_PARALLELISM")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -656,7 +658,32 @@ def sdp_priority() -> str:
     return ", ".join(names.get(int(value), str(value)) for value in getter())
 
 
+@contextlib.contextmanager
+def users_tokenizers_parallelism() -> Iterator[str]:
+    """TOKENIZERS_PARALLELISM as the caller started this script with it (unset: the tokenizers
+    library's default, parallel) inside the block, this script's setting after it. Yields it in words."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    if USER_TOKENIZERS_PARALLELISM is None:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    else:
+        os.environ["TOKENIZERS_PARALLELISM"] = USER_TOKENIZERS_PARALLELISM
+    try:
+        yield USER_TOKENIZERS_PARALLELISM or "unset (the tokenizers library's default: parallel)"
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
+
+
 def section_throughput(s: Section, ctx: Context) -> None:
+    with users_tokenizers_parallelism() as parallelism:
+        s.note(f"TOKENIZERS_PARALLELISM: {parallelism}, as this script was started (a user's setting); "
+               f"{os.cpu_count()} logical CPUs")
+        _throughput(s, ctx)
+
+
+def _throughput(s: Section, ctx: Context) -> None:
     from speed import make_floor
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)

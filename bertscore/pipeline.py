@@ -288,7 +288,8 @@ def score_in_blocks(
     With `token_ids` (every text already tokenized: per-call idf), the call is one block.
     Otherwise a call longer than a chunk is taken in `plan.stream_order`, in blocks; each
     block is tokenized while the one before it is scored (`tokenize_ahead`) where a core is
-    free for it. The blocks are the same either way, and so are the numbers.
+    free for it (on one thread where the encoder runs on the CPU, as the user set the tokenizers
+    library's parallelism on an accelerator). The blocks are the same either way, and so are the numbers.
     `on_block(positions, tokens)` sees each block's tokens before it is scored.
     """
     layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
@@ -304,8 +305,10 @@ def score_in_blocks(
     if token_ids is not None:
         blocks: Iterator[tuple[range, TokenStore]] = (block for block in [(block_ranges[0], token_ids)])
     else:
-        ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(pipeline.model.device)
-        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead)
+        device = pipeline.model.device
+        ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(device)
+        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead,
+                                                 serial=device.type == "cpu")
     with contextlib.closing(blocks):  # leaving early: the block in flight is waited for
         for block, block_ids in blocks:
             positions = order[block.start:block.stop]

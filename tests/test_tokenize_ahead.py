@@ -67,6 +67,19 @@ def test_ahead_tokenizes_the_next_block_on_one_thread_serially_and_restores_the_
     assert not [t for t in threading.enumerate() if t.name.startswith("bertscore-tokenize")]
 
 
+@pytest.mark.parametrize("parallelism", [None, "true", "false"], indirect=True)
+def test_for_an_accelerator_the_thread_tokenizes_as_the_user_set_it(parallelism):
+    """serial=False (the encoder is not on the CPU: its cores are idle): the tokenizers library's
+    parallelism is the user's, in the thread too, and the variable is never written."""
+    tokenize = Recorder()
+    blocks = list(tokenize_ahead.tokenized_blocks(tokenize, CANDS, REFS, BLOCKS, ahead=True, serial=False))
+    assert [block for block, _ in blocks] == BLOCKS
+    first, *rest = tokenize.calls
+    assert rest and {name for _, name, _ in rest} == {rest[0][1]} and rest[0][1].startswith("bertscore-tokenize")
+    assert {value for _, _, value in tokenize.calls} == {parallelism}
+    assert os.environ.get("TOKENIZERS_PARALLELISM") == parallelism
+
+
 @pytest.mark.parametrize("parallelism", [None, "true"], indirect=True)
 def test_without_ahead_every_block_is_tokenized_by_the_caller_as_the_user_set_it(parallelism):
     tokenize = Recorder()
