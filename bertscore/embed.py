@@ -236,12 +236,16 @@ class Embedder:
         ids: Sequence[Sequence[int]],
         on_progress: Callable[[int], None] | None = None,
         batch_size: int | None = None,
+        before_check: Callable[[dict[str, torch.Tensor]], None] | None = None,
     ) -> dict[str, torch.Tensor]:
         """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache.
 
         `on_progress(n)` is called after each encoder batch with the number of texts done so far;
-        `batch_size` caps sentences per encoder batch for this call only.
-        Raises NonFiniteEmbeddingError naming the texts when the encoder returns inf/NaN.
+        `batch_size` caps sentences per encoder batch for this call only. `before_check(result)`
+        runs once every batch is queued, before the overflow check waits for the device: the
+        caller's next step (the matching) is then prepared on the host while the device still
+        encodes, instead of after it. Raises NonFiniteEmbeddingError naming the texts when the
+        encoder returns inf/NaN (after `before_check`, before anything is cached or returned).
         """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
@@ -268,6 +272,8 @@ class Embedder:
                 computed.append(((self.cache_namespace, keys[index]), embedding))
             if on_progress is not None:
                 on_progress(len(result))
+        if before_check is not None:
+            before_check(result)
         overflow.check()  # before anything is cached
         self.cache.put_many(computed)
         return result

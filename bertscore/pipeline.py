@@ -204,14 +204,17 @@ class Pipeline:
                           or settings.is_windowed(token_ids, ref_keys[i])]
             heads = {k: token_ids.head(k, limit) for k in needed}
             advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
+
+            def match(embeddings: dict[str, torch.Tensor]) -> None:  # on the host while the device still encodes
+                text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
+                match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
+                            self.floats_per_token, settings.score_layers)
+
             embeddings = self.embedder.embed(
-                needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size
+                needed, [heads[k] for k in needed], on_progress=advance, batch_size=batch_size, before_check=match
             )
-            text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
-            match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
-                        self.floats_per_token, settings.score_layers)
             advance(len(needed))
-            del heads, text_weights
+            del heads
             if long_pairs:
                 self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
                                        scores, progress, batch_size)

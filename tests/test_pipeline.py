@@ -142,3 +142,19 @@ def test_score_pairs_in_blocks_names_the_empty_pairs_as_one_block_does(minilm_sc
     assert streamed_notes == whole_notes == ["no content tokens in pair 2, 6, 9: their raw scores are 0"]
     assert torch.allclose(raw, expected, atol=2e-6, rtol=0)
     assert raw[[2, 6, 9]].abs().sum() == 0
+
+
+def test_embed_hands_the_whole_result_to_before_check_before_the_check_and_the_cache(minilm_scorer):
+    """The pipeline matches a chunk inside `embed(before_check=...)`, while the device may still encode:
+    it must see every text of the call (several batches here), and nothing may be cached before the
+    overflow check that follows it."""
+    from bertscore.embed import Embedder, EmbeddingCache
+
+    cache = EmbeddingCache(1 << 20)
+    embedder = Embedder(minilm_scorer.model, max_tokens_per_batch=16, cache=cache)
+    texts = ["a cat", "the dog sat on the mat today", "hello there", "one more text of several tokens"]
+    seen: list[tuple[list[str], int]] = []
+    out = embedder.embed(texts, minilm_scorer.model.tokenize(texts),
+                         before_check=lambda result: seen.append((sorted(result), len(cache))))
+    assert seen == [(sorted(texts), 0)]
+    assert sorted(out) == sorted(texts) and len(cache) == len(texts)
