@@ -142,8 +142,11 @@ def token_budget_batches(
     """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens.
 
     Attention scores grow as (batch size) x longest^2, so batches of long texts are also capped
-    at max_tokens x ATTENTION_LENGTH there: peak memory then does not depend on how long the
-    corpus's longest texts happen to be. `one_length`: a batch holds texts of one length only
+    at max_tokens x ATTENTION_LENGTH there: the attention's memory then stays within what a full
+    batch of max_tokens at that length takes, however long the corpus's longest texts are. The
+    rest of a batch's activations grow with (batch size) x longest up to max_tokens: with a
+    sentence cap (`max_sentences`), a corpus of short texts stays well below that bound, and its
+    longest texts, not its size, set the peak. `one_length`: a batch holds texts of one length only
     (no padding), for encoders whose states depend on padding (`LoadedModel.is_padding_safe`).
     """
     max_attention = max_tokens * ATTENTION_LENGTH

@@ -122,3 +122,31 @@ def test_a_core_is_free_on_an_accelerator_or_where_torch_leaves_one(monkeypatch,
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     assert tokenize_ahead.core_is_free(torch.device(device)) is free
+
+
+@pytest.mark.parametrize(("device", "serial"), [("cpu", True), ("cuda", False)])
+def test_the_pipeline_tokenizes_ahead_serially_only_for_an_encoder_on_the_cpu(monkeypatch, device, serial):
+    """score_in_blocks asks for one serial thread where the encoder shares the CPU, and for the
+    user's setting where it runs on an accelerator (a stand-in pipeline: no device is touched)."""
+    from types import SimpleNamespace
+
+    from bertscore import pipeline as pipeline_module
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    asked: list[bool] = []
+    real = tokenize_ahead.tokenized_blocks
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs["serial"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tokenize_ahead, "tokenized_blocks", spy)
+    stand_in = SimpleNamespace(
+        settings=SimpleNamespace(all_layers=False, score_layers=1, chunk_size=4),
+        model=SimpleNamespace(device=torch.device(device), tokenizes_without_gil=True),
+        tokenize=lambda texts: set(texts),
+        score_pairs=lambda cands, refs, store, weights, batch_size=None, progress=None: torch.ones(len(cands), 3),
+    )
+    scores = pipeline_module.score_in_blocks(stand_in, CANDS, REFS, None, None, False, None, lambda *_: None)
+    assert asked == [serial] and scores.shape == (len(CANDS), 3) and bool((scores == 1).all())
