@@ -64,6 +64,8 @@ from typing import Any, Callable, Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The caller's own setting, put back for the throughput section: ours is timed as a user runs it.
+USER_TOKENIZERS_PARALLELISM = os.environ.get("TOKENIZERS_PARALLELISM")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -642,7 +644,46 @@ def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, flo
         pipeline_module.match_pairs = match
 
 
+def sdp_priority() -> str:
+    """torch's attention-backend priority order as the process has it now (a recent torch with a recent
+    cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
+    import torch
+
+    getter = getattr(torch._C, "_get_sdp_priority_order", None)
+    if getter is None:
+        return "not exposed by this torch"
+    from torch.nn.attention import SDPBackend
+
+    names = {int(backend): backend.name for backend in SDPBackend.__members__.values()}
+    return ", ".join(names.get(int(value), str(value)) for value in getter())
+
+
+@contextlib.contextmanager
+def users_tokenizers_parallelism() -> Iterator[str]:
+    """TOKENIZERS_PARALLELISM as the caller started this script with it (unset: the tokenizers
+    library's default, parallel) inside the block, this script's setting after it. Yields it in words."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    if USER_TOKENIZERS_PARALLELISM is None:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    else:
+        os.environ["TOKENIZERS_PARALLELISM"] = USER_TOKENIZERS_PARALLELISM
+    try:
+        yield USER_TOKENIZERS_PARALLELISM or "unset (the tokenizers library's default: parallel)"
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
+
+
 def section_throughput(s: Section, ctx: Context) -> None:
+    with users_tokenizers_parallelism() as parallelism:
+        s.note(f"TOKENIZERS_PARALLELISM: {parallelism}, as this script was started (a user's setting); "
+               f"{os.cpu_count()} logical CPUs")
+        _throughput(s, ctx)
+
+
+def _throughput(s: Section, ctx: Context) -> None:
     from speed import make_floor
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
@@ -675,6 +716,8 @@ def section_throughput(s: Section, ctx: Context) -> None:
         # speed.make_floor: the encoder alone over the unique texts, batches prebuilt on the device.
         methods[name], _, tokens = make_floor(scorers[base].model, cands + refs, embedder.max_tokens_per_batch,
                                               embedder.batch_size)
+    s.note(f"attention backends in torch's priority order outside our calls: {sdp_priority()} (ours and the floors "
+           "run under full_fp32_precision, which pins torch's documented order: flash, efficient, math, ...)")
     s.note(f"{len(set(cands + refs))} unique texts, {tokens} tokens; token budget per encoder batch "
            f"{scorers['ours_bf16'].embedder.max_tokens_per_batch}; '_budget' = batch_size=None (the token budget "
            f"alone), else batch_size={batch} as the official default; floors run the same batches as their scorer")
@@ -921,31 +964,49 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
 
 
 def section_memory(s: Section, ctx: Context) -> None:
-    """Peak device memory at 2k and 20k pairs: bounded by the chunk and batch budgets, not the corpus."""
+    """Peak device memory against corpus size: bounded by the chunk and batch budgets, not the corpus.
+
+    The small set is the large set's `memory_small` pairs with the longest texts, so that both hold
+    the same longest texts: the encoder batch of those (batch size x longest tokens, up to the token
+    budget) is the same in both, and only the corpus size differs. The first `memory_small` pairs
+    (shorter texts) are shown beside them: how far peak memory moves with the longest text alone.
+    """
     import psutil
 
     spec = ctx.models.specs["bert"]
+    cands, refs = ctx.first(ctx.sizes.memory_large)
+    scorer = ctx.models.scorer("bert", ctx.device, "bfloat16" if ctx.cuda else "float32", cache_bytes=0)
+    tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
+    longest = sorted(sorted(range(len(cands)), key=lambda i: -tokens[i])[: ctx.sizes.memory_small])
+    small, large = f"the {len(longest)} with the longest texts", f"all {len(cands)}"
+    sets = {f"the first {ctx.sizes.memory_small}": list(range(ctx.sizes.memory_small)),
+            small: longest, large: list(range(len(cands)))}
+    scorer.score(cands[:8], refs[:8])
     rows = []
     peaks = {}
-    for count in (ctx.sizes.memory_small, ctx.sizes.memory_large):
-        cands, refs = ctx.first(count)
-        scorer = ctx.models.scorer("bert", ctx.device, "bfloat16" if ctx.cuda else "float32", cache_bytes=0)
-        scorer.score(cands[:8], refs[:8])
+    for label, chosen in sets.items():
+        set_cands, set_refs = [cands[i] for i in chosen], [refs[i] for i in chosen]
         rss_before = psutil.Process().memory_info().rss
         with GpuMemory(ctx.device) as memory:
-            seconds, _ = timed(lambda: scorer.score(cands, refs))
+            seconds, _ = timed(lambda: scorer.score(set_cands, set_refs))
         peak, above = memory.mib()
         rss = (psutil.Process().memory_info().rss - rss_before) / 2**20
-        peaks[count] = above
-        rows.append([len(cands), seconds, peak, above, round(rss)])
-    s.note(f"{spec.description}; bf16 on CUDA, cache off; the same scorer for both sizes")
-    s.table(["pairs", "seconds", "peak GPU MiB", "peak above start MiB", "host RSS growth MiB"], rows)
-    small, large = peaks[ctx.sizes.memory_small], peaks[ctx.sizes.memory_large]
-    if isinstance(small, (int, float)) and isinstance(large, (int, float)):
-        s.check(f"peak GPU memory at {ctx.sizes.memory_large} pairs / at {ctx.sizes.memory_small}",
-                large / max(small, 1), "<= 1.25 (flat: chunks, not the corpus)", large <= 1.25 * small + 64)
+        peaks[label] = above
+        rows.append([label, len(chosen), max(tokens[i] for i in chosen), seconds, peak, above, round(rss)])
+    s.note(f"{spec.description}; bf16 on CUDA, cache off, batch_size={scorer.batch_size}, token budget "
+           f"{scorer.embedder.max_tokens_per_batch}; one scorer for every set. The first {ctx.sizes.memory_small} "
+           "pairs have shorter longest texts: their peak is shown, not judged (the encoder batch of the longest "
+           "texts grows with them up to the token budget)")
+    s.table(["pairs of the first " + str(len(cands)), "pairs", "longest text (tokens)", "seconds", "peak GPU MiB",
+             "peak above start MiB", "host RSS growth MiB"], rows)
+    s["rows"] = rows
+    at_small, at_large = peaks[small], peaks[large]
+    if isinstance(at_small, (int, float)) and isinstance(at_large, (int, float)):
+        s.check(f"peak GPU memory at {len(cands)} pairs / at the {len(longest)} of them with the longest texts",
+                at_large / max(at_small, 1), "<= 1.25 (flat: chunks, not the corpus)", at_large <= 1.25 * at_small + 64)
     else:
         s.note("GPU memory: skipped (no CUDA)")
+    del scorer
     ctx.models.drop("bert", ctx.device, "bfloat16")
 
 

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
+from bertscore.devices import full_fp32_precision  # noqa: E402
 from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
@@ -124,7 +125,12 @@ def timed(fn):
 # ----- methods ---------------------------------------------------------------------------------
 def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | None = None):
     """The encoder forward alone over unique `texts`: padded batches prebuilt on the encoder's
-    device (token budget, and at most `max_sentences` texts each, as the Embedder batches), timed forward."""
+    device (token budget, and at most `max_sentences` texts each, as the Embedder batches), timed forward.
+
+    Each batch goes through the very call the Embedder makes (`LoadedModel.encode` under
+    `full_fp32_precision`): the same layers and the same attention backend. Outside that pin
+    torch may pick another backend (cuDNN attention first on sm90 with a recent cuDNN, which
+    builds a graph for every new batch shape), and the floor would time other kernels than ours."""
     unique = list(dict.fromkeys(t.strip() for t in texts))
     ids = loaded.tokenize(unique)
     batches = []
@@ -140,8 +146,9 @@ def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | N
 
     @torch.inference_mode()
     def run():
-        for input_ids, mask in batches:
-            loaded.encoder(input_ids=input_ids, attention_mask=mask)
+        with full_fp32_precision():
+            for input_ids, mask in batches:
+                loaded.encode(input_ids, mask)
         return len(unique)
 
     return run, len(unique), sum(len(x) for x in ids)

@@ -142,8 +142,11 @@ def token_budget_batches(
     """Indices grouped longest-first so that (longest in batch) x (batch size) <= max_tokens.
 
     Attention scores grow as (batch size) x longest^2, so batches of long texts are also capped
-    at max_tokens x ATTENTION_LENGTH there: peak memory then does not depend on how long the
-    corpus's longest texts happen to be. `one_length`: a batch holds texts of one length only
+    at max_tokens x ATTENTION_LENGTH there: the attention's memory then stays within what a full
+    batch of max_tokens at that length takes, however long the corpus's longest texts are. The
+    rest of a batch's activations grow with (batch size) x longest up to max_tokens: with a
+    sentence cap (`max_sentences`), a corpus of short texts stays well below that bound, and its
+    longest texts, not its size, set the peak. `one_length`: a batch holds texts of one length only
     (no padding), for encoders whose states depend on padding (`LoadedModel.is_padding_safe`).
     """
     max_attention = max_tokens * ATTENTION_LENGTH
@@ -236,12 +239,16 @@ class Embedder:
         ids: Sequence[Sequence[int]],
         on_progress: Callable[[int], None] | None = None,
         batch_size: int | None = None,
+        before_check: Callable[[dict[str, torch.Tensor]], None] | None = None,
     ) -> dict[str, torch.Tensor]:
         """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache.
 
         `on_progress(n)` is called after each encoder batch with the number of texts done so far;
-        `batch_size` caps sentences per encoder batch for this call only.
-        Raises NonFiniteEmbeddingError naming the texts when the encoder returns inf/NaN.
+        `batch_size` caps sentences per encoder batch for this call only. `before_check(result)`
+        runs once every batch is queued, before the overflow check waits for the device: the
+        caller's next step (the matching) is then prepared on the host while the device still
+        encodes, instead of after it. Raises NonFiniteEmbeddingError naming the texts when the
+        encoder returns inf/NaN (after `before_check`, before anything is cached or returned).
         """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
@@ -268,6 +275,8 @@ class Embedder:
                 computed.append(((self.cache_namespace, keys[index]), embedding))
             if on_progress is not None:
                 on_progress(len(result))
+        if before_check is not None:
+            before_check(result)
         overflow.check()  # before anything is cached
         self.cache.put_many(computed)
         return result

@@ -173,9 +173,8 @@ class Pipeline:
         progress: Any = None,
         reuse: CallReuse | None = None,
     ) -> torch.Tensor:
-        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to
-        move, else one of its own when `verbose`; `reuse`: the call's embeddings kept for later
-        chunks, which this call's chunks read and feed).
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to move,
+        else one of its own when `verbose`; `reuse`: the call's `CallReuse`, else one of its own).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -212,13 +211,16 @@ class Pipeline:
             advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
             held = reuse.held(needed)
             todo = [k for k in needed if k not in held]
-            embeddings = self.embedder.embed(todo, [heads[k] for k in todo], on_progress=advance, batch_size=batch_size)
-            embeddings.update(held)
-            text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
-            match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
-                        self.floats_per_token, settings.score_layers)
+
+            def match(embeddings: dict[str, torch.Tensor]) -> None:  # on the host while the device still encodes
+                embeddings.update(held)
+                text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
+                match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
+                            self.floats_per_token, settings.score_layers)
+
+            embeddings = self.embedder.embed(todo, [heads[k] for k in todo], advance, batch_size, before_check=match)
             advance(len(needed))
-            del heads, text_weights
+            del heads
             if long_pairs:
                 self._score_long_pairs(long_pairs, cand_keys, ref_keys, token_ids, weights, embeddings,
                                        scores, progress, batch_size)
@@ -296,7 +298,8 @@ def score_in_blocks(
     With `token_ids` (every text already tokenized: per-call idf), the call is one block.
     Otherwise a call longer than a chunk is taken in `plan.stream_order`, in blocks; each
     block is tokenized while the one before it is scored (`tokenize_ahead`) where a core is
-    free for it. The blocks are the same either way, and so are the numbers.
+    free for it (on one thread where the encoder runs on the CPU, as the user set the tokenizers
+    library's parallelism on an accelerator). The blocks are the same either way, and so are the numbers.
     `on_block(positions, tokens)` sees each block's tokens before it is scored.
     """
     layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
@@ -313,8 +316,10 @@ def score_in_blocks(
     if token_ids is not None:
         blocks: Iterator[tuple[range, TokenStore]] = (block for block in [(block_ranges[0], token_ids)])
     else:
-        ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(pipeline.model.device)
-        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead)
+        device = pipeline.model.device
+        ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(device)
+        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead,
+                                                 serial=device.type == "cpu")
     with contextlib.closing(blocks):  # leaving early: the block in flight is waited for
         for block, block_ids in blocks:
             positions = order[block.start:block.stop]

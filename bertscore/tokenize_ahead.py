@@ -3,11 +3,13 @@ the caller embeds and matches the current block, so that the host's tokenizing l
 critical path (on a GPU the encoder is fast, and the host work around it is the throughput).
 
 Only where tokenizing runs without Python's lock (the tokenizers library's backend, which
-releases it): a tokenizer written in Python would only take turns with the caller. While a
-block is tokenized in the background, the tokenizers library runs it on that one thread
-(TOKENIZERS_PARALLELISM=false, restored as found once the call's last block is in): its own
-thread pool would take the core that the encoder and the matching run on, and make the call
-slower, not faster (benchmarks/results/host_speed.md).
+releases it): a tokenizer written in Python would only take turns with the caller. Where the
+encoder runs on the CPU, a block tokenized in the background runs on that one thread
+(TOKENIZERS_PARALLELISM=false, restored as found once the call's last block is in): the
+tokenizers library's own thread pool would take the cores that the encoder and the matching run
+on, and make the call slower, not faster (benchmarks/results/host_speed.md). On an accelerator
+those cores are idle and the tokenizer is the host's longest step: the user's setting applies
+(the library's default is its pool on every core).
 """
 
 from __future__ import annotations
@@ -58,13 +60,15 @@ def tokenized_blocks(
     ref_keys: Sequence[str],
     blocks: Sequence[range],
     ahead: bool,
+    serial: bool = True,
 ) -> Iterator[tuple[range, Store]]:
     """(block, tokenize(its candidates + references)) for each block of pairs, in order.
 
     The first block is tokenized on the caller's thread (with the tokenizer's own parallelism);
     with `ahead`, block k + 1 is tokenized on one background thread while the caller works on
-    block k. Use it under `contextlib.closing`: leaving early then waits for the block in flight
-    and restores the environment.
+    block k, serially where `serial` (an encoder on the CPU), else as the user set
+    TOKENIZERS_PARALLELISM. Use it under `contextlib.closing`: leaving early then waits for the
+    block in flight and restores the environment.
     """
 
     def texts(block: range) -> list[str]:
@@ -76,7 +80,7 @@ def tokenized_blocks(
         return
     first = tokenize(texts(blocks[0]))
     # The pool is left first (it waits for a block in flight), then the environment is restored.
-    with serial_tokenizers(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertscore-tokenize") as pool:
+    with serial_tokenizers() if serial else contextlib.nullcontext(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertscore-tokenize") as pool:
         pending = pool.submit(tokenize, texts(blocks[1]))
         yield blocks[0], first
         for k in range(1, len(blocks)):

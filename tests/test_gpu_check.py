@@ -77,7 +77,7 @@ def test_dry_run_checks_are_real_and_cuda_parts_say_skipped(dry_run) -> None:
 @pytest.mark.slow
 def test_dry_run_covers_the_new_sections(dry_run) -> None:
     """The official package at batch_size=1 with convolutions in fp32 (and its TF32 default as a
-    figure), the probe's verdicts, the options, memory at two sizes: each ran and passed."""
+    figure), the probe's verdicts, the options, memory at two sizes with the same longest texts: each ran and passed."""
     _, report, _ = dry_run
     sections = report["sections"]
     official = {c["check"]: c for c in sections["official"]["checks"]}
@@ -92,7 +92,10 @@ def test_dry_run_covers_the_new_sections(dry_run) -> None:
     for part in ("all_layers: ours vs official", "dtype='auto' picks", "cache_device='cpu'", "read by a CPU scorer",
                  "explain_pair", "caller's TF32", "caller's matmul precision after"):
         assert any(check.startswith(part) or part in check for check in options), part
-    assert [row[0] for row in sections["memory"]["tables"][0]["rows"]] == [12, 48]
+    rows = sections["memory"]["tables"][0]["rows"]
+    assert [row[1] for row in rows] == [12, 12, 48]
+    # The judged small set holds the large set's longest texts: only the corpus size differs.
+    assert rows[1][2] == rows[2][2] > rows[0][2]
 
 
 def test_the_run_is_planned_within_eight_minutes() -> None:

@@ -204,3 +204,19 @@ def test_module_level_score_embeds_a_flattened_grid_once_per_text(minilm_scorer,
     _, _, f = bertscore.score(cands, refs, model_type=EMBEDDED_MODEL_NAME, num_layers=4, device="cpu")
     assert sum(rows) == len(texts)
     assert torch.equal(f[:36], f[36:72])
+
+
+def test_embed_hands_the_whole_result_to_before_check_before_the_check_and_the_cache(minilm_scorer):
+    """The pipeline matches a chunk inside `embed(before_check=...)`, while the device may still encode:
+    it must see every text of the call (several batches here), and nothing may be cached before the
+    overflow check that follows it."""
+    from bertscore.embed import Embedder, EmbeddingCache
+
+    cache = EmbeddingCache(1 << 20)
+    embedder = Embedder(minilm_scorer.model, max_tokens_per_batch=16, cache=cache)
+    texts = ["a cat", "the dog sat on the mat today", "hello there", "one more text of several tokens"]
+    seen: list[tuple[list[str], int]] = []
+    out = embedder.embed(texts, minilm_scorer.model.tokenize(texts),
+                         before_check=lambda result: seen.append((sorted(result), len(cache))))
+    assert seen == [(sorted(texts), 0)]
+    assert sorted(out) == sorted(texts) and len(cache) == len(texts)

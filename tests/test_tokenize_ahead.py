@@ -67,6 +67,19 @@ def test_ahead_tokenizes_the_next_block_on_one_thread_serially_and_restores_the_
     assert not [t for t in threading.enumerate() if t.name.startswith("bertscore-tokenize")]
 
 
+@pytest.mark.parametrize("parallelism", [None, "true", "false"], indirect=True)
+def test_for_an_accelerator_the_thread_tokenizes_as_the_user_set_it(parallelism):
+    """serial=False (the encoder is not on the CPU: its cores are idle): the tokenizers library's
+    parallelism is the user's, in the thread too, and the variable is never written."""
+    tokenize = Recorder()
+    blocks = list(tokenize_ahead.tokenized_blocks(tokenize, CANDS, REFS, BLOCKS, ahead=True, serial=False))
+    assert [block for block, _ in blocks] == BLOCKS
+    first, *rest = tokenize.calls
+    assert rest and {name for _, name, _ in rest} == {rest[0][1]} and rest[0][1].startswith("bertscore-tokenize")
+    assert {value for _, _, value in tokenize.calls} == {parallelism}
+    assert os.environ.get("TOKENIZERS_PARALLELISM") == parallelism
+
+
 @pytest.mark.parametrize("parallelism", [None, "true"], indirect=True)
 def test_without_ahead_every_block_is_tokenized_by_the_caller_as_the_user_set_it(parallelism):
     tokenize = Recorder()
@@ -109,3 +122,32 @@ def test_a_core_is_free_on_an_accelerator_or_where_torch_leaves_one(monkeypatch,
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     assert tokenize_ahead.core_is_free(torch.device(device)) is free
+
+
+@pytest.mark.parametrize(("device", "serial"), [("cpu", True), ("cuda", False)])
+def test_the_pipeline_tokenizes_ahead_serially_only_for_an_encoder_on_the_cpu(monkeypatch, device, serial):
+    """score_in_blocks asks for one serial thread where the encoder shares the CPU, and for the
+    user's setting where it runs on an accelerator (a stand-in pipeline: no device is touched)."""
+    from types import SimpleNamespace
+
+    from bertscore import pipeline as pipeline_module
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    asked: list[bool] = []
+    real = tokenize_ahead.tokenized_blocks
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs["serial"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tokenize_ahead, "tokenized_blocks", spy)
+    stand_in = SimpleNamespace(
+        settings=SimpleNamespace(all_layers=False, score_layers=1, chunk_size=4),
+        model=SimpleNamespace(device=torch.device(device), tokenizes_without_gil=True),
+        tokenize=lambda texts: set(texts),
+        score_pairs=lambda cands, refs, store, weights, batch_size=None, progress=None, reuse=None: torch.ones(
+            len(cands), 3),
+    )
+    scores = pipeline_module.score_in_blocks(stand_in, CANDS, REFS, None, None, False, None, lambda *_: None)
+    assert asked == [serial] and scores.shape == (len(CANDS), 3) and bool((scores == 1).all())

@@ -1,0 +1,171 @@
+"""Peak memory of score() against corpus size and longest text, on the CPU, with where it comes from.
+
+The GPU check's memory section measures peak GPU memory at 2,000 and 20,000 pairs. This script
+answers, without a GPU, what sets that peak: it tracks every tensor storage our call allocates
+(a TorchDispatchMode sees each operator's outputs; a storage counts until it is freed), records
+the peak of the live bytes and what was alive at that moment, named by operator, shape and the
+line of bertscore or transformers that made it.
+
+The model is the GPU check's large random BERT (hidden 1024, 16 heads, FFN 4096) with
+`--layers` layers (one layer's activations are alive at a time, so one layer gives the same
+peak as 24), in float32 (embeddings are float32 in every dtype; the encoder's own activations
+are twice their bf16 size), cache off, batch_size=64 and a token budget of 65,536 per encoder
+batch (the GPU's), on the carried WMT17 pairs (`gpu_check.py --prepare`):
+
+  first     the first `--small` pairs
+  longest   the `--small` pairs of the first `--large` with the longest texts
+  all       the first `--large` pairs
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/peak_by_length.py [--sets first,longest,all]
+
+Writes peak_by_length.md / .json to benchmarks/scratch/ (or --update-results: benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import weakref
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bertscore import BERTScorer  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+CARRY = ROOT / ".gpu_carry"
+
+
+def _origin() -> str:
+    """The innermost bertscore/transformers line on the stack, and the bertscore line that led there."""
+    frames = [f for f in traceback.extract_stack(limit=40)
+              if ("bertscore/" in f.filename or "transformers/" in f.filename) and f.filename != __file__]
+    if not frames:
+        return "?"
+    ours = [f for f in frames if "bertscore/" in f.filename]
+    inner = f"{Path(frames[-1].filename).parent.name}/{Path(frames[-1].filename).name}:{frames[-1].lineno}"
+    return inner + (f" (from {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else "")
+
+
+class LiveStorages(TorchDispatchMode):
+    """Live bytes of the CPU tensor storages made inside the block, their peak and what was alive then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: dict[int, tuple[int, str, str]] = {}
+        self.total = self.peak = 0
+        self.at_peak: list[tuple[int, str, str]] = []
+
+    def _freed(self, pointer: int) -> None:
+        entry = self.live.pop(pointer, None)
+        if entry is not None:
+            self.total -= entry[0]
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        grew = False
+        for tensor in out if isinstance(out, (tuple, list)) else [out]:
+            if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+                continue
+            storage = tensor.untyped_storage()
+            pointer, size = storage.data_ptr(), storage.nbytes()
+            if pointer and size and pointer not in self.live:
+                self.live[pointer] = (size, f"{func.__name__} {tuple(tensor.shape)} {tensor.dtype}", _origin())
+                self.total += size
+                grew = True
+                weakref.finalize(storage, self._freed, pointer)
+        if grew and self.total > self.peak:
+            self.peak = self.total
+            self.at_peak = sorted(self.live.values(), key=lambda entry: -entry[0])
+        return out
+
+
+def build_model(folder: Path, layers: int) -> Path:
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(str(CARRY / "tokenizer"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=1024, num_hidden_layers=layers, num_attention_heads=16,
+                        intermediate_size=4096, max_position_embeddings=512)
+    BertModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--small", type=int, default=2000)
+    parser.add_argument("--large", type=int, default=20000)
+    parser.add_argument("--sets", default="first,longest,all")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    pairs_file = CARRY / "wmt17_pairs.jsonl.gz"
+    if not pairs_file.is_file():
+        sys.exit(f"error: {pairs_file} is missing: run `python benchmarks/gpu_check.py --prepare` first")
+    with gzip.open(pairs_file, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle][: args.large]
+    cands, refs = [r["candidate"] for r in rows], [r["reference"] for r in rows]
+    rows_out, details = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = build_model(Path(tmp) / "bert", args.layers)
+        scorer = BERTScorer(model_type=str(folder), num_layers=args.layers, device="cpu", cache_bytes=0,
+                            max_tokens_per_batch=65536, batch_size=64)
+        tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
+        longest = sorted(sorted(range(len(cands)), key=lambda i: -tokens[i])[: args.small])
+        sets = {"first": list(range(args.small)), "longest": longest, "all": list(range(len(cands)))}
+        scorer.score(cands[:8], refs[:8])
+        for name in args.sets.split(","):
+            chosen = sets[name]
+            tracker = LiveStorages()
+            start = time.perf_counter()
+            with tracker:
+                scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen])
+            seconds = time.perf_counter() - start
+            groups: dict[tuple[str, str], list[int]] = {}
+            for size, what, where in tracker.at_peak:  # by operator and line: a chunk's many embeddings as one
+                groups.setdefault((what.split(" ")[0], where), []).append(size)
+            top = [{"mib": round(sum(sizes) / 2**20, 1), "tensors": len(sizes), "largest": largest[1],
+                    "made_at": where}
+                   for (op, where), sizes in sorted(groups.items(), key=lambda kv: -sum(kv[1]))[:6]
+                   for largest in [max((e for e in tracker.at_peak if e[1].split(" ")[0] == op and e[2] == where))]]
+            details[name] = top
+            rows_out.append({"set": name, "pairs": len(chosen), "longest_tokens": max(tokens[i] for i in chosen),
+                             "peak_mib": round(tracker.peak / 2**20, 1), "seconds": round(seconds, 1)})
+            print(f"{name}: {rows_out[-1]}", flush=True)
+    info = machine_info(torch.get_num_threads())
+    command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/peak_by_length.py --sets {args.sets}"
+    lines = ["# Peak memory of score() by corpus size and longest text (CPU, live tensor storages)", "",
+             f"Reproduce: `{command}`", "", machine_line(info), "",
+             f"Random BERT, hidden 1024, 16 heads, FFN 4096, {args.layers} layer(s); float32, cache off, batch_size=64, "
+             f"token budget 65,536; the first {args.large} carried WMT17 pairs (first: the first {args.small}; longest: "
+             f"the {args.small} of them with the longest texts; all: every one).", "",
+             "| set | pairs | longest text (tokens) | peak live MiB | seconds |", "|---|---|---|---|---|"]
+    lines += [f"| {r['set']} | {r['pairs']} | {r['longest_tokens']} | {r['peak_mib']} | {r['seconds']} |" for r in rows_out]
+    for name, top in details.items():
+        lines += ["", f"Alive at the peak of '{name}' (largest first):", ""]
+        lines += [f"- {t['mib']} MiB in {t['tensors']} tensor(s), largest {t['largest']}, made at {t['made_at']}"
+                  for t in top]
+    write_results(output_folder(args), "peak_by_length", {"command": command, "machine": info, "sets": rows_out,
+                                                          "at_peak": details}, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
