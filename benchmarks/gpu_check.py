@@ -759,7 +759,7 @@ def _throughput(s: Section, ctx: Context) -> None:
         s.check(f"ours fp32 vs official fp32 at batch_size={batch} on {ctx.device}, {n} pairs: max |delta|", delta,
                 "a figure: its padding moves its numbers", None)
     phases = {}
-    for name in ("ours_fp32", "ours_bf16"):
+    for name in ("ours_fp32", "ours_bf16", "ours_bf16_budget"):
         phases[name] = phase_times(scorers[name], cands, refs)
     s.table(["method", "tokenize s", "encode s", "match s", "other s (copies, plans, waits)", "total s",
              "tokenize ahead s (background thread, overlapped)"],
