@@ -112,12 +112,27 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     return spent
 
 
+def sentence_cap(value: str) -> int | None:
+    """--batch-size: a positive int, or "none" (the token budget alone)."""
+    if value.lower() == "none":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
+    return int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's choice)")
+    parser.add_argument("--batch-size", type=sentence_cap, default=64, metavar="N|none",
+                        help="our sentence cap per encoder batch (default 64, ours and the official default; "
+                             "none: the token budget alone, as batch_size=None)")
+    parser.add_argument("--tokens-per-batch", type=int, metavar="T",
+                        help="our token budget per encoder batch (default: the device's, 2048 on a CPU; "
+                             "65536 with --batch-size none is a GPU's budget mode)")
     add_output_options(parser)
     args = parser.parse_args(argv)
     import bert_score
@@ -129,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     cands, refs, source = load_texts(args.data, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_near_free_encoder(Path(tmp) / "near-free-bert")
-        ours = BERTScorer(model_type=str(folder), num_layers=1, device="cpu", cache_bytes=0)
+        ours = BERTScorer(model_type=str(folder), num_layers=1, device="cpu", cache_bytes=0,
+                          batch_size=args.batch_size, max_tokens_per_batch=args.tokens_per_batch)
         official = bert_score.BERTScorer(model_type=str(folder), num_layers=1, device="cpu")
         ours.score(cands[:50], refs[:50]), official.score(cands[:50], refs[:50])  # warm-up (probe, threads)
         best = {"ours": float("inf"), "official": float("inf")}
