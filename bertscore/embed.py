@@ -20,7 +20,7 @@ import torch
 
 from .devices import full_fp32_precision, resolve_device
 from .inputs import InputError
-from .matching import normalize_with_norms
+from .matching import normalize_with_norms, pinned_to_device
 from .models import LoadedModel
 from .windows import WindowAssembly, plan_windows
 
@@ -208,11 +208,7 @@ class Embedder:
         input_ids = torch.full(mask.shape, self.model.pad_token_id, dtype=torch.long)
         input_ids[mask] = torch.from_numpy(np.concatenate([np.asarray(ids) for ids in batch_ids]).astype(np.int64))
         attention = mask.long()
-        if self.device.type == "cuda":
-            input_ids = input_ids.pin_memory().to(self.device, non_blocking=True)
-            attention = attention.pin_memory().to(self.device, non_blocking=True)
-        else:
-            input_ids, attention = input_ids.to(self.device), attention.to(self.device)
+        input_ids, attention = pinned_to_device(input_ids, self.device), pinned_to_device(attention, self.device)
         with full_fp32_precision():  # the declared dtype at full precision, whatever the caller set
             hidden = self.model.encode(input_ids, attention)  # [B, L, D] or [B, K, L, D]
             hidden, norms = normalize_with_norms(hidden)

@@ -12,6 +12,7 @@ from bertscore.matching import (
     greedy_match_tiled,
     harmonic_mean,
     normalize,
+    pad_by_index,
     pad_sequences,
     tiled_maxima,
 )
@@ -78,6 +79,32 @@ def test_padded_batch_equals_a_plain_loop_per_pair(lengths, dim, seed):
         expected = loop_bertscore(cands[i].tolist(), refs[i].tolist(), cws[i].tolist(), rws[i].tolist())
         assert [p[i].item(), rec[i].item()] == pytest.approx(expected[:2], abs=1e-5)
         assert f[i].item() == pytest.approx(expected[2], rel=1e-3, abs=1e-5)  # ill-conditioned when P ~ -R
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=6), st.sampled_from([0, 3]), st.integers(0, 2**16))
+def test_pad_sequences_places_every_text_exactly(lengths, layers, seed):
+    # Texts as the embedder gives them: views into one batch tensor ([B, (K,) L, D]), sliced per text.
+    # The padded tensor must hold each text bit for bit at its row, zeros after, in the layout
+    # pad_sequence gave ([B, L, K, D] seen as [B, K, L, D]: the matching's strides), whatever the lengths.
+    generator = torch.Generator().manual_seed(seed)
+    batch = torch.randn(len(lengths), *((layers,) if layers else ()), max(lengths) + 2, 5, generator=generator)
+    texts = [row[..., :n, :] for row, n in zip(batch.unbind(0), lengths)]
+    weights = [torch.rand(n, generator=generator, dtype=torch.float64) for n in lengths]
+    padded, mask, padded_weights = pad_sequences(texts, weights)
+    longest = max(lengths)
+    assert padded.shape == (len(lengths), *((layers,) if layers else ()), longest, 5)
+    assert padded.dtype == torch.float32 and padded_weights.dtype == torch.float32 and mask.dtype == torch.bool
+    if layers:
+        assert padded.permute(0, 2, 1, 3).is_contiguous()
+    for i, n in enumerate(lengths):
+        assert torch.equal(padded[i, ..., :n, :], texts[i])
+        assert not padded[i, ..., n:, :].any() and not padded_weights[i, n:].any()
+        assert mask[i].tolist() == [True] * n + [False] * (longest - n)
+        assert torch.equal(padded_weights[i, :n], weights[i].float())
+    # The accelerators' route (a few copies per batch, not one per text): the same tensor and strides.
+    by_index = pad_by_index(texts, mask)
+    assert torch.equal(by_index, padded) and by_index.stride() == padded.stride()
 
 
 def test_padding_never_wins_a_max():
