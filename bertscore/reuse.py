@@ -2,11 +2,11 @@
 
 A call is scored chunk by chunk so that memory follows the chunk budgets, not the corpus
 (`plan.chunks`). A text that returns in a later chunk (an all-pairs grid flattened into one
-call, a reference shared by many candidates) was embedded again there whenever the scorer's
-cache was off, as in module-level `score()`: a 256 x 256 grid embedded each candidate once per
-chunk. `CallReuse` counts each text's uses over the whole call and keeps an embedding only
-while uses remain, within `max_bytes`: a text is embedded once per call, and a call whose texts
-do not return holds nothing extra.
+call, a reference shared by many candidates) would be embedded again there whenever the
+scorer's cache is off, as in module-level `score()`: a 256 x 256 grid would embed each
+candidate once per chunk. `CallReuse` counts each text's uses over the whole call and keeps an
+embedding only while uses remain, within `max_bytes`: a text is embedded once per call, and a
+call whose texts do not return holds nothing extra.
 """
 
 from __future__ import annotations
