@@ -44,13 +44,12 @@ def pad_sequences(
     """
     lengths = torch.tensor([w.shape[0] for w in weights], dtype=torch.long)
     device = sequences[0].device
-    non_blocking = device.type == "cuda"
     mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
     padded = (pad_by_copies if device.type == "cpu" else pad_by_index)(sequences, mask)
     # The weights: scattered under the mask on the host from one concatenation, then one copy.
     padded_weights = torch.zeros(mask.shape, dtype=torch.float32)
     padded_weights[mask] = torch.cat(list(weights)).to("cpu", torch.float32)
-    return padded, mask.to(device, non_blocking=non_blocking), padded_weights.to(device, non_blocking=non_blocking)
+    return padded, pinned_to_device(mask, device), pinned_to_device(padded_weights, device)
 
 
 def pad_by_copies(sequences: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
