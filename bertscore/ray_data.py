@@ -217,7 +217,8 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
     """`dataset` with the score columns, lazily (Ray Data runs it when it is written or read).
 
     `actors`: the pool's size (one scorer each, `num_gpus` GPUs each; without GPUs, `num_cpus` CPUs each:
-    leave the cluster a CPU share for the read and write tasks, e.g. 0.5 with 2 actors on 2 CPUs).
+    leave the cluster one whole CPU for the read and write tasks, e.g. 0.5 with 2 actors on 2 CPUs, or the
+    pool waits for blocks no task can read).
     `idf=True`: idf over the dataset's references (`document_frequencies`, run now). A lost actor is
     restarted `max_restarts` times and its batch retried `max_task_retries` times (-1: without limit)."""
     ray = _ray()
