@@ -14,8 +14,8 @@ The rules a block follows (write new blocks by them):
   repository ships (examples/, tests/data/).
 - A block whose first line is `# needs the Hub`, `# needs a GPU` or `# needs data outside the
   clone` (more words may follow) is not run: the test is skipped with that line as the reason. A
-  block whose first line is `# needs the ray extra` runs where ray is installed (`make test-ray`
-  installs it and runs those blocks) and is skipped, saying so, where it is not.
+  block whose first line is `# needs the ray extra` runs in `make test-ray` (which installs ray and
+  sets BERTSCORE_RAY_TESTS=1) and is skipped, saying so, elsewhere.
 - A block right after the line `<!-- docs test: set-up -->` (make demo, make test, `. .venv/bin/activate`,
   installs) or `<!-- docs test: serves -->` (make app: runs until Ctrl-C) is not run: those commands
   build virtual environments, install into them or run this very test. The reader sees the commands
@@ -210,8 +210,8 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_py
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
     extra = next((module for mark, module in NEEDS_EXTRA.items() if block.text.lstrip().startswith(mark)), None)
-    if extra is not None and importlib.util.find_spec(extra) is None:
-        pytest.skip(f"{block.id}: needs {extra} (pip install -e '.[{extra}]'; make test-ray runs it)")
+    if extra is not None and (importlib.util.find_spec(extra) is None or os.environ.get("BERTSCORE_RAY_TESTS") != "1"):
+        pytest.skip(f"{block.id}: needs the {extra} extra: make test-ray runs it (BERTSCORE_RAY_TESTS=1)")
     text, done, left = run_block(block, clone, tmp_path, warm_python)  # the server starts on the first python block
     if done is None:
         return

@@ -3,7 +3,8 @@ Parquet to Parquet gives one process's `score()` row by row (multi-reference row
 Ray group-by, 2 actors, the hash), an actor killed mid-run is restarted and every row comes back
 exactly once, bad cells are errors naming the row's id, an empty text scores 0.
 
-Runs in `make test-ray` (which installs the `[ray]` extra); skipped where ray is not installed."""
+Runs in `make test-ray` (which installs the `[ray]` extra and sets BERTSCORE_RAY_TESTS=1: a few minutes on
+2 cores, Ray's own processes included); a plain pytest run (`make test`) skips it, saying so."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import os
 import pytest
 import torch
 
+if os.environ.get("BERTSCORE_RAY_TESTS") != "1":
+    pytest.skip("the Ray Data door's tests run in make test-ray (BERTSCORE_RAY_TESTS=1)", allow_module_level=True)
 ray = pytest.importorskip("ray", reason="the Ray Data door needs the [ray] extra (make test-ray installs it)")
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
