@@ -5,7 +5,8 @@ as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) by 
 (`score()`, torch on every core), then by `bertscore.ray_data.score_table` with 1 and 2 actors on
 `ray.init(num_cpus=CPUS)`. Recorded: pairs/s of each (side by side, one run), the largest difference
 from one process's numbers row by row (joined by id), every id present once, and each actor's peak
-resident memory (ru_maxrss, read inside the actor); with --scale K also at K times the pairs (the
+resident memory (ru_maxrss, read inside the actor); the embedding cache is off, and the input is read
+in at least 2 blocks per actor (`blocks`). With --scale K also at K times the pairs (the
 pairs repeated with new ids), to see whether an actor's peak grows with the corpus.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers 1] [--scale 10]
@@ -86,7 +87,8 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
     import torch
 
     started = time.perf_counter()
-    ray_data.score_table(source, output, options, id_column="id", actors=actors, num_cpus=min(1, (cpus - 1) / actors),
+    ray_data.score_table(source, output, options, id_column="id", actors=actors, blocks=max(2 * actors, pairs // 1000), io_cpus=0.25,
+                         num_cpus=min(1, (cpus - 1) / actors),
                          batch_size=512, scorer_class=MeasuredScoreBatches)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
@@ -119,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     from bertscore import BERTScorer
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
-    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu"}
+    # no embedding cache: the repeated pairs of --scale are embedded again, as new pairs would be
+    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu", "cache_bytes": 0}
     if args.layers:
         options["num_layers"] = args.layers
     candidates, refs = read_pairs(args.data, args.pairs)

@@ -195,17 +195,20 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
     return TokenWeights.from_counts(counts, total, vocab_size, zero_weight_ids, label="idf")
 
 
-def read_table(path: str | os.PathLike[str] | Sequence[str], format: str | None = None) -> Any:
+def read_table(path: str | os.PathLike[str] | Sequence[str], format: str | None = None,
+               blocks: int | None = None, io_cpus: float = 1) -> Any:
     """A Ray dataset of a Parquet file or folder (`format="parquet"`) or JSON Lines (`"jsonl"`);
-    without `format`, by the extension (.jsonl, .ndjson, .json: JSON Lines; else Parquet)."""
+    without `format`, by the extension (.jsonl, .ndjson, .json: JSON Lines; else Parquet). `blocks`:
+    Ray's `override_num_blocks` (at least the number of actors, or some of them get nothing to do);
+    `io_cpus`: the CPUs a read task asks for (less than 1 leaves a small cluster's CPUs to the actors)."""
     ray = _ray()
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     if format is None:
         format = "jsonl" if all(p.lower().endswith((".jsonl", ".ndjson", ".json")) for p in paths) else "parquet"
     if format == "parquet":
-        return ray.data.read_parquet(paths)
+        return ray.data.read_parquet(paths, override_num_blocks=blocks, ray_remote_args={"num_cpus": io_cpus})
     if format == "jsonl":
-        return ray.data.read_json(paths, lines=True)
+        return ray.data.read_json(paths, lines=True, override_num_blocks=blocks, ray_remote_args={"num_cpus": io_cpus})
     raise InputError(f"format must be 'parquet' or 'jsonl', got {format!r}")
 
 
@@ -238,10 +241,10 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
 
 def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.PathLike[str],
                 scorer_options: Mapping[str, Any] | None = None, *, format: str | None = None,
-                **keywords: Any) -> str:
+                blocks: int | None = None, io_cpus: float = 1, **keywords: Any) -> str:
     """Read `input` (Parquet or JSON Lines, `read_table`), score it (`score_dataset`'s keywords) and
-    write the rows with their scores as Parquet files in the folder `output` (Ray's `write_parquet`).
-    Returns the output folder."""
+    write the rows with their scores as Parquet files in the folder `output` (Ray's `write_parquet`);
+    `blocks`, `io_cpus`: as `read_table` (the write tasks ask for `io_cpus` too). Returns the output folder."""
     inputs = [input] if isinstance(input, (str, os.PathLike)) else list(input)
     output = os.fspath(output)
     if any(os.path.abspath(os.fspath(path)) == os.path.abspath(output) for path in inputs):
@@ -249,7 +252,8 @@ def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.
     if os.path.isdir(output) and os.listdir(output):
         raise InputError(f"the output folder {output} is not empty: Ray writes a file per block there, and files "
                          "left from another run would mix with this one's; choose a new or empty folder")
-    score_dataset(read_table(inputs, format), scorer_options, **keywords).write_parquet(output)
+    scored = score_dataset(read_table(inputs, format, blocks, io_cpus), scorer_options, **keywords)
+    scored.write_parquet(output, ray_remote_args={"num_cpus": io_cpus})
     return output
 
 
@@ -272,13 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-cpus", type=float, default=1, help="CPUs per actor without GPUs (default 1)")
     parser.add_argument("--batch-size", type=int, default=512, help="rows per batch an actor scores")
     parser.add_argument("-f", "--format", choices=("parquet", "jsonl"))
+    parser.add_argument("--blocks", type=int, help="blocks to read the input in (Ray's override_num_blocks)")
     args = parser.parse_args(argv)
     options = {key: getattr(args, key) for key in ("model_type", "num_layers", "lang", "rescale_with_baseline")
                if getattr(args, key) not in (None, False)}
     ray = _ray()
     if not ray.is_initialized():
         ray.init()
-    score_table(args.input, args.output, options, format=args.format, idf=args.idf,
+    score_table(args.input, args.output, options, format=args.format, blocks=args.blocks, idf=args.idf,
                 candidate_column=args.candidate_column, reference_columns=args.reference_columns,
                 id_column=args.id_column, actors=args.actors, num_gpus=args.num_gpus,
                 num_cpus=args.num_cpus, batch_size=args.batch_size)

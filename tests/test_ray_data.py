@@ -82,7 +82,7 @@ def scored(folder) -> tuple[list[int], torch.Tensor, list[str]]:
 
 
 def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process) -> None:
-    weights = ray_data.document_frequencies(ray_data.read_table(corpus[0]), OPTIONS, id_column="id", actors=2,
+    weights = ray_data.document_frequencies(ray_data.read_table(corpus[0], blocks=6), OPTIONS, id_column="id", actors=2,
                                             num_cpus=0.5, batch_size=20)
     _, _, expected = one_process
     assert weights.label == "idf" and weights.default == expected.default
@@ -90,7 +90,7 @@ def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process
 
 
 def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster, corpus, one_process, tmp_path) -> None:
-    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, idf=True, id_column="id", actors=2, num_cpus=0.5,
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, idf=True, id_column="id", actors=2, num_cpus=0.5,
                          batch_size=20)
     ids, values, hashes = scored(tmp_path / "out")
     expected, expected_hash, _ = one_process
@@ -102,7 +102,7 @@ def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster
 def test_a_killed_actor_is_restarted_and_every_row_comes_back_once(cluster, corpus, tmp_path) -> None:
     _, candidates, groups = corpus
     expected = torch.stack(BERTScorer(**OPTIONS).score(candidates, groups), 1)
-    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, id_column="id", actors=2, num_cpus=0.5,
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, id_column="id", actors=2, num_cpus=0.5,
                          batch_size=20, scorer_class=DiesOnce)
     assert cluster.exists(), "no actor was killed: the test did not test a restart"
     ids, values, _ = scored(tmp_path / "out")
