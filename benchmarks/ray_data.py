@@ -87,8 +87,8 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
     import torch
 
     started = time.perf_counter()
-    ray_data.score_table(source, output, options, id_column="id", actors=actors, blocks=max(2 * actors, pairs // 1000), io_cpus=0.25,
-                         num_cpus=min(1, (cpus - 1) / actors),
+    ray_data.score_table(source, output, options, id_column="id", actors=actors,
+                         blocks=max(2 * actors, pairs // 1000), io_cpus=0.25, num_cpus=min(1, (cpus - 1) / actors),
                          batch_size=512, scorer_class=MeasuredScoreBatches)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| score_table, {run['actors']} actor(s) | {run['pairs']:,} | {run['seconds']} | {run['pairs_per_s']} | "
                      f"{run['pairs_per_s'] / one['pairs_per_s']:.2f}x | {run['every_id_once']} | "
                      f"{run['max_abs_diff']:.1e} | {', '.join(map(str, run['actor_peak_mib']))} |")
+    lines += ["", f"Command: `benchmarks/ray_data.py --pairs {args.pairs} --layers {args.layers} --scale {args.scale}`. "
+              "The issue's scale (20,000 and 200,000 pairs) is `--pairs 20000 --scale 10`; actor peaks are each "
+              "actor's ru_maxrss (the whole process: Python, torch, the model)."]
     write_results(folder, "ray_data", result, "\n".join(lines) + "\n")
     return 0
 

@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'bertscore[ray]' (Ray Data: ray[data])"
 SOURCE = "the Ray dataset"
+# batches queued on one actor: one scored, one waiting (Ray's default of 4 left a second actor of a
+# small job idle while the first held every block)
+TASKS_IN_FLIGHT = 2
 DOCUMENTS = -1  # the token id under which a batch of the idf pass reports how many documents it counted
 
 
@@ -184,7 +187,8 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
     counted = dataset.map_batches(
         CountDocuments, fn_constructor_kwargs=dict(scorer_options=options, candidate_column=candidate_column,
                                                    reference_columns=reference_columns, id_column=id_column),
-        batch_format="pyarrow", batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=actors),
+        batch_format="pyarrow", batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
         num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)
     summed = counted.groupby("token_id", num_partitions=partitions).sum("documents")
     counts: dict[int, int] = {}
@@ -235,7 +239,8 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
     resources = {"num_gpus": num_gpus} if num_gpus else {"num_cpus": num_cpus}
     return dataset.map_batches(
         scorer_class, fn_constructor_kwargs=dict(scorer_options=options, prefix=prefix, weights=weights, **columns),
-        batch_format="pyarrow", batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=actors),
+        batch_format="pyarrow", batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
         max_restarts=max_restarts, max_task_retries=max_task_retries, **resources)
 
 

@@ -89,9 +89,10 @@ def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process
     assert torch.equal(weights.table, expected.table)
 
 
-def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster, corpus, one_process, tmp_path) -> None:
-    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, idf=True, id_column="id", actors=2, num_cpus=0.5,
-                         batch_size=20)
+def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster, corpus, one_process,
+                                                                         tmp_path) -> None:
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, idf=True, id_column="id", actors=2,
+                         num_cpus=0.5, batch_size=20)
     ids, values, hashes = scored(tmp_path / "out")
     expected, expected_hash, _ = one_process
     assert sorted(ids) == list(range(ROWS))
