@@ -152,6 +152,11 @@ def resolve_model_type(model_type: str | None, lang: str | None, loaded_model: L
     return model_type
 
 
+def lang_default_failure(lang: str, model_type: str, error: OSError) -> OSError:
+    """A load error of the model `lang` chose, saying that `lang` chose it (the user never named it)."""
+    return OSError(f"{setting('lang', lang)} scores with its official default model, {model_type}: {error}")
+
+
 def check_loaded_model(loaded: LoadedModel, model_type: str, num_layers: int | None, all_layers: bool) -> None:
     """A shared `loaded_model` must be the model these settings ask for: never silently another."""
     if model_type != loaded.name:
