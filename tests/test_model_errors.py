@@ -114,17 +114,18 @@ def hub_error(name: str) -> BaseException:
     ("RepositoryNotFoundError", "the Hugging Face Hub has no model 'meta-llama/Llama-3' that you can see; "
                                 "if it is private, log in first: `hf auth login`"),
 ])
-def test_a_gated_or_private_id_names_the_login(monkeypatch, cause, expected):
+def test_a_gated_or_private_id_names_the_login(monkeypatch, capsys, pair, cause, expected):
     from transformers import AutoConfig
 
     def refused(*args, **kwargs):  # as transformers wraps the Hub's refusal: an OSError raised from it
-        raise OSError("You are trying to access a gated repo.") from hub_error(cause)
+        raise OSError("You are trying to access a gated repo.\nMake sure to have access") from hub_error(cause)
 
     monkeypatch.setattr(sources, "hub_kwargs", lambda source: {})  # the Hub answers
     monkeypatch.setattr(AutoConfig, "from_pretrained", refused)
     with pytest.raises(OSError) as raised:
-        sources.load_config("meta-llama/Llama-3")
+        score(["a"], ["b"], model_type="meta-llama/Llama-3")
     assert expected in str(raised.value)
+    assert expected in cli_error(capsys, [*pair, "--model", "meta-llama/Llama-3"])
 
 
 def test_a_typo_online_is_named_too(monkeypatch):
