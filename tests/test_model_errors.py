@@ -47,6 +47,13 @@ def test_a_typo_of_the_embedded_model_names_it(capsys, pair):
     assert "HF_HUB_OFFLINE" in message and "pip install" not in message  # it is installed: never advised
     err = cli_error(capsys, [*pair, "--model", TYPO])
     assert f"did you mean {EMBEDDED_MODEL_NAME!r}? pass --model {EMBEDDED_MODEL_NAME}" in err
+    from bertscore.cli.baseline import main as baseline_main
+
+    corpus = pair[1] + ".corpus"
+    with open(corpus, "w", encoding="utf-8") as handle:
+        handle.write("one sentence\nanother sentence\na third one\n")
+    assert baseline_main(["--model", TYPO, "--corpus", corpus, "-o", corpus + ".tsv"]) == 2  # a subcommand too
+    assert f"pass --model {EMBEDDED_MODEL_NAME}" in capsys.readouterr().err
     # case aside, too
     with pytest.raises(OSError, match="did you mean 'sentence-transformers/all-MiniLM-L6-v2'"):
         score(["a"], ["b"], model_type="sentence-transformers/all-minilm-l6-v2")
