@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
+from .wording import a_type
+
 
 class InputError(ValueError):
     """What a user passed is invalid (a value, a file, an option): the message says what, where,
@@ -37,7 +39,7 @@ def check_text(value: Any, where: str) -> str:
         raise InputTypeError(f"{where} is None; pass a string (an empty string scores 0)")
     if isinstance(value, (bytes, bytearray)):
         raise InputTypeError(f"{where} is {type(value).__name__}, not a string: decode it first (e.g. .decode('utf-8'))")
-    raise InputTypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
+    raise InputTypeError(f"{where} is {a_type(value)}, not a string: {value!r:.80}")
 
 
 def as_list(value: Any, what: str) -> list[Any] | None:
@@ -97,7 +99,7 @@ def normalize_group(group: Any, where: str) -> list[str]:
         raise InputTypeError(f"{where} is None; pass a string or a list of strings")
     items = as_list(group, where)
     if items is None:
-        raise InputTypeError(f"{where} is a {type(group).__name__}, not a string or a list of strings: {group!r:.80}")
+        raise InputTypeError(f"{where} is {a_type(group)}, not a string or a list of strings: {group!r:.80}")
     if len(items) == 0:
         raise InputError(f"{where} is an empty list: give each candidate at least one reference")
     return [check_text(r, f"{where}[{j}]") for j, r in enumerate(items)]

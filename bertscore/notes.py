@@ -110,8 +110,11 @@ def _python_setting(option: str, value: Any) -> str:
     return f"{option}={value!r}"
 
 
+_CLI_FLAGS = {"model_type": "--model"}  # options whose flag is not their name with dashes
+
+
 def _cli_setting(option: str, value: Any) -> str:
-    flag = "--" + option.replace("_", "-")
+    flag = _CLI_FLAGS.get(option, "--" + option.replace("_", "-"))
     return flag if value is True else f"{flag} {value}"
 
 

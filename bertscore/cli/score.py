@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from tqdm.auto import tqdm
 
 from ..inputs import InputError
+from ..wording import counted
 from .io import decoded_lines, input_paths, name_lines, open_text
 from .options import build_scorer
 from .rows import TSV_HEADER, Row, format_row, open_rows, plan_output, resumed_rows
@@ -109,7 +110,7 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, list[str]]]:
             refs = [next(lines, None) for lines in ref_lines]
             for path, ref in zip(args.references, refs):
                 if ref is None:
-                    raise InputError(f"{path} has {count} lines but {args.candidates} has more: "
+                    raise InputError(f"{path} has {counted(count, 'line')} but {args.candidates} has more: "
                                      "give one reference per candidate line")
             yield cand, refs  # type: ignore[misc]
             count += 1
@@ -162,7 +163,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     counts = {path: _count_lines(path) for path in [args.candidates, *args.references]}
     args.total_pairs = counts[args.candidates]
     if len(set(counts.values())) > 1:
-        detail = ", ".join(f"{p}: {n} lines" for p, n in counts.items())
+        detail = ", ".join(f"{p}: {counted(n, 'line')}" for p, n in counts.items())
         raise InputError(f"the input files differ in length ({detail}): give one reference per candidate line")
     if args.total_pairs == 0:
         raise InputError(f"{args.candidates} has no lines: nothing to score")
@@ -267,7 +268,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         # The summary goes beside machine-readable rows (stderr), never inside them.
         report = sys.stderr if args.format in ("jsonl", "tsv", "json", "parquet") else out
         if args.format != "json" or args.output is not None:
-            print(f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
+            print(f"mean over {counted(summary.count, 'pair')}: P={means['precision']:.6f} R={means['recall']:.6f} "
                   f"F1={means['f1']:.6f}", file=report)
             if intervals is not None:
                 from ..stats import confidence_label
