@@ -130,12 +130,12 @@ def test_a_text_of_special_tokens_only_scores_zero_as_officially():
 
 def test_bert_cos_score_idf_gives_the_official_scores(minilm_dir, theirs, pairs):
     model, tokenizer, plain = theirs
-    cands, refs = pairs[0][:10], pairs[1][:10]
+    cands, refs = pairs[0][:8], pairs[1][:8]
     theirs_scores = torch.stack(official(cands, refs, minilm_dir, LAYER), dim=-1)
-    ours = dropin.bert_cos_score_idf(model, refs, cands, tokenizer, plain, batch_size=4)
-    assert ours.shape == (10, 3) and (ours - theirs_scores).abs().max() <= TOLERANCE
+    ours = dropin.bert_cos_score_idf(model, refs, cands, tokenizer, plain, batch_size=3)
+    assert ours.shape == (8, 3) and (ours - theirs_scores).abs().max() <= TOLERANCE
     idf = dropin.get_idf_dict(refs, tokenizer)
-    weighted = dropin.bert_cos_score_idf(model, refs, cands, tokenizer, idf, batch_size=4, device="cpu")
+    weighted = dropin.bert_cos_score_idf(model, refs, cands, tokenizer, idf, batch_size=3, device="cpu")
     assert (weighted - torch.stack(official(cands, refs, minilm_dir, LAYER, idf=True), dim=-1)).abs().max() <= TOLERANCE
 
 
