@@ -128,6 +128,7 @@ def test_a_text_of_special_tokens_only_scores_zero_as_officially():
     assert precision[1] == recall[1] == f1[1] == 0 and f1[0] > 0.99
 
 
+@pytest.mark.slow
 def test_bert_cos_score_idf_gives_the_official_scores(minilm_dir, theirs, pairs):
     model, tokenizer, plain = theirs
     cands, refs = pairs[0][:8], pairs[1][:8]
@@ -172,3 +173,24 @@ def test_the_dropin_modules_reexport_the_helpers_and_refuse_scibert():
     with pytest.raises(AttributeError, match="cache_scibert is an internal helper of the official"):
         utils.cache_scibert
     assert copy.copy(utils.lang2model)["en"] == "roberta-large"
+
+
+@pytest.mark.slow
+def test_a_patched_get_model_gives_the_scorer_its_encoder(minilm_dir, pairs, monkeypatch):
+    """The scorer reads `get_model` from its helpers module when built (`bert_score.scorer` for the drop-in):
+    a caller's model is scored through `bert_cos_score_idf`, with the official numbers; nothing is shared."""
+    from bertscore.shared_models import SHARED_MODELS
+
+    calls = []
+
+    def their_get_model(model_type, num_layers, all_layers=None):
+        calls.append((model_type, num_layers, all_layers))
+        return bert_score.utils.get_model(model_type, num_layers, all_layers)
+
+    monkeypatch.setattr(dropin, "get_model", their_get_model)
+    loads = SHARED_MODELS.loads
+    scorer = dropin.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER)
+    assert calls == [(str(minilm_dir), LAYER, False)] and SHARED_MODELS.loads == loads
+    cands, refs = pairs[0][:8], pairs[1][:8]
+    theirs_scores = torch.stack(official(cands, refs, minilm_dir, LAYER), dim=-1)
+    assert (torch.stack(scorer.score(cands, refs), dim=-1) - theirs_scores).abs().max() <= TOLERANCE
