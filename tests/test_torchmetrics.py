@@ -124,6 +124,10 @@ def test_notes_come_at_every_call_at_the_line_that_called_update_or_forward() ->
         m.update([""], ["x"])  # the same line again: noted again
     assert [note.filename for note in notes] == [__file__] * 3
     assert all("preds[0]" in str(note.message) for note in notes)
+    synced = metric(dist_sync_on_step=True)  # one process: nothing to sync, and still one update() a step
+    with pytest.warns(UserWarning) as notes:
+        assert synced(["", "a cat"], ["x", "a cat sat"])["f1"].shape == (2,)
+    assert len(notes) == 1 and synced.compute()["f1"].shape == (2,)  # once per cause per call
 
 
 def test_several_references_per_candidate_take_the_max(data, official) -> None:
