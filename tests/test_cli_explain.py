@@ -54,7 +54,7 @@ def explained(minilm_scorer) -> str:
 
 def test_the_pair_scores_as_score_gives_them(explained, minilm_scorer) -> None:
     head = _blocks(explained)["head"]
-    printed = [float(x) for x in SCORES.search(next(line for line in head if line.startswith("score():"))).groups()]
+    printed = [float(x) for x in SCORES.search(next(line for line in head if line.startswith("scores:"))).groups()]
     precision, recall, f1 = minilm_scorer.score([CANDIDATE], [REFERENCES])
     assert printed == pytest.approx([precision.item(), recall.item(), f1.item()], abs=6e-7)
     assert f"hash: {minilm_scorer.hash}" in head

@@ -133,8 +133,8 @@ def explanation_table(explanation: Any) -> str:
     reference its own raw scores and both directions' best matches. Weight 0 (special tokens) does
     not count in P or R."""
     lines = [f"candidate: {explanation.candidate}"]
-    lines.append(_scores("score():  ", explanation.scores)
-                 + ("  (rescaled)" if explanation.rescaled is not None else "  (raw)"))
+    kind = "rescaled" if explanation.rescaled is not None else "raw"
+    lines.append(_scores("scores:   ", explanation.scores) + f"  ({kind}, as score() and bertscore -c/-r give them)")
     if explanation.rescaled is not None:
         lines.append(_scores("raw:      ", (explanation.precision, explanation.recall, explanation.f1)))
     lines.append(f"hash: {explanation.hashcode}")
