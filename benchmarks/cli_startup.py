@@ -124,7 +124,7 @@ def main() -> None:
     phases = json.loads(done.stdout.splitlines()[-1])
     phases.append(("the rest: interpreter start and exit", phases_wall - sum(s for _, s in phases)))
     ours_cli, old_cli, ours_py, old_py, official_cli = ways
-    assert outputs[ours_cli] == outputs[old_cli] and len(outputs[ours_cli]) == 1, "the two CLIs printed different output"
+    assert outputs[ours_cli] == outputs[old_cli] and len(outputs[ours_cli]) == 1, "the CLIs printed different output"
     assert outputs[ours_py] == outputs[old_py] and len(outputs[ours_py]) == 1
     median = {way: statistics.median(values) for way, values in walls.items()}
     ratio_old = median[ours_cli] / median[old_cli]
@@ -135,7 +135,8 @@ def main() -> None:
               "cli_vs_baseline_rev": round(ratio_old, 3), "cli_vs_official_cli": round(ratio_official, 3),
               "phases_s": phases, "load_average": os.getloadavg(), "machine": info}
     rows = "\n".join(f"| {way} | {median[way]:.2f} | {min(walls[way]):.2f} | {max(walls[way]):.2f} |" for way in ways)
-    phase_rows = "\n".join(f"| {name} | {seconds:.2f} | {100 * seconds / phases_wall:.0f}% |" for name, seconds in phases)
+    phase_rows = "\n".join(f"| {name} | {seconds:.2f} | {100 * seconds / phases_wall:.0f}% |"
+                           for name, seconds in phases)
     markdown = (
         "# Start-up: the first score of a 3-pair call, from a fresh process\n\n"
         f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"

@@ -141,7 +141,8 @@ def explanation_table(explanation: Any) -> str:
     several = len(explanation.references) > 1
     for k, ref in enumerate(explanation.references):
         best = "  (highest F1)" if several and k == explanation.winner else ""
-        lines += ["", f"reference {k + 1}: {ref.text}", _scores("raw:      ", (ref.precision, ref.recall, ref.f1)) + best]
+        own = _scores("raw:      ", (ref.precision, ref.recall, ref.f1))
+        lines += ["", f"reference {k + 1}: {ref.text}", own + best]
         if ref.empty:
             lines.append("  a side has no content tokens: the pair scores 0")
             continue
