@@ -95,7 +95,7 @@ class Pipeline:
         weights: TokenWeights | None,
         verbose: bool,
         batch_size: int | None,
-        notes: list[str] | None,
+        notes: list[str] | None, progress: Any = None,
     ) -> tuple[Scores, TokenWeights]:
         """(P, R, F) of checked candidates against their reference groups, and the weights used."""
         flat_refs = [ref for group in groups for ref in group]
@@ -110,7 +110,7 @@ class Pipeline:
         input_notes.note_call(self.settings, weights, notes)
         findings = input_notes.TextFindings()
         pair_scores = score_in_blocks(self, cand_keys, ref_keys, whole, weights, verbose, batch_size,
-                                      lambda _, token_ids: findings.add(self.settings, token_ids, weights))
+                                      lambda _, token_ids: findings.add(self.settings, token_ids, weights), progress)
         input_notes.note_texts(self.settings, candidates, groups, findings, notes)
         return self.finish(pair_scores, owners, len(candidates)), weights
 
@@ -291,6 +291,7 @@ def score_in_blocks(
     verbose: bool,
     batch_size: int | None,
     on_block: Callable[[list[int], TokenStore], None],
+    progress: Any = None,
 ) -> torch.Tensor:
     """Raw scores of aligned pairs of stripped texts, block by block (`plan.stream_blocks`): the
     schedule of `Pipeline.score_groups` and `score_aligned` around `Pipeline.score_pairs`.
@@ -300,11 +301,14 @@ def score_in_blocks(
     block is tokenized while the one before it is scored (`tokenize_ahead`) where a core is
     free for it (on one thread where the encoder runs on the CPU, as the user set the tokenizers
     library's parallelism on an accelerator). The blocks are the same either way, and so are the numbers.
-    `on_block(positions, tokens)` sees each block's tokens before it is scored.
+    `on_block(positions, tokens)` sees each block's tokens before it is scored. `progress`: a bar
+    to move (the caller's, left open), else one of its own when `verbose`.
     """
     layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
     scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
-    progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+    own_bar = progress is None
+    if own_bar:
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
     chunk_size = pipeline.settings.chunk_size
     if token_ids is not None or len(cand_keys) <= chunk_size:
         block_ranges, order = [range(len(cand_keys))], list(range(len(cand_keys)))
@@ -328,7 +332,8 @@ def score_in_blocks(
                 cand_keys[block.start:block.stop], ref_keys[block.start:block.stop], block_ids, weights,
                 batch_size=batch_size, progress=progress, reuse=reuse,
             )
-    progress.close()
+    if own_bar:
+        progress.close()
     return scores
 
 

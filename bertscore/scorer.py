@@ -182,6 +182,7 @@ class BERTScorer(OfficialSurface):
         return_hash: bool = False,
         notes: list[str] | None = None,
         weights: TokenWeights | None = None,
+        progress: Any = None,
     ) -> Scores | tuple[Scores, str]:
         """P, R, F of each candidate against its reference(s): tensors [N] ([K, N] for all layers).
 
@@ -191,10 +192,12 @@ class BERTScorer(OfficialSurface):
         go to `notes` when a list is given, else they are warnings (`BERTScoreNote`). `weights`
         overrides the token weights for this call: idf over a whole corpus that this call scores
         a chunk of (the CLI streams files this way). The returned hash names them (`hash_for`).
+        `progress`: a tqdm bar of the caller's to advance by one per candidate-reference pair (the
+        CLI's one bar over a run of many calls), instead of the call's own bar that `verbose` shows.
         """
         weights = self.pipeline.check_weights(weights)
         candidates, groups = normalize_inputs(cands, refs)
-        out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes)
+        out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes, progress)
         return (out, self.hash_for(used)) if return_hash else out
 
     @fork_safe

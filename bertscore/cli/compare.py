@@ -66,7 +66,7 @@ def run_systems(args: argparse.Namespace) -> int:
     names = _names(args.systems)
     for name, path in zip(names, args.systems):
         notes: list[str] = []
-        precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.verbose, notes=notes, weights=weights)
+        precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.progress, notes=notes, weights=weights)
         places = argparse.Namespace(input=None, candidates=path, references=args.references)
         for note in notes:
             print(f"bertscore: note ({name}): {name_lines(note, 0, places)}", file=sys.stderr)

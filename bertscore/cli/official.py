@@ -18,7 +18,7 @@ from typing import Sequence
 from .. import dropin
 from ..inputs import InputError
 from ..notes import CLI, spelled
-from .io import decoded_lines, open_text, run_command
+from .io import decoded_lines, open_text, run_command, shows_progress
 
 
 def _score_parser() -> argparse.ArgumentParser:
@@ -37,6 +37,8 @@ def _score_parser() -> argparse.ArgumentParser:
                         help="as the official switch: given, the hash says no fast tokenizer")
     parser.add_argument("-s", "--seg_level", action="store_true", help="show individual score of each pair")
     parser.add_argument("-v", "--verbose", action="store_true", help="increase output verbosity")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown by default when stderr is a terminal)")
     parser.add_argument("-r", "--ref", type=str, nargs="+", required=True, help="reference file path(s) or a string")
     parser.add_argument("-c", "--cand", type=str, required=True, help="candidate (system outputs) file path or a string")
     return parser
@@ -79,7 +81,8 @@ def _score(args: argparse.Namespace) -> int:
         cands, refs = [args.cand], [args.ref]
     with spelled(CLI):  # a model error names --model, as this command spells it
         (precision, recall, f1), hash_code = dropin.score(
-            cands, refs, model_type=args.model, num_layers=args.num_layers, verbose=args.verbose, idf=args.idf,
+            cands, refs, model_type=args.model, num_layers=args.num_layers, idf=args.idf,
+            verbose=shows_progress(args.quiet, args.verbose),  # a bar on a terminal, as every command
             batch_size=args.batch_size, lang=args.lang, return_hash=True,
             rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
             use_fast_tokenizer=args.use_fast_tokenizer,
