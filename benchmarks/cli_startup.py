@@ -95,9 +95,9 @@ def main() -> None:
         scratch_path = Path(scratch)
         old = baseline_tree(args.baseline_rev, scratch_path / "baseline")
         cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
-        for name, target in (("candidates", cands), ("references", refs)):
+        for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
             lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]
-            target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            text_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
         base_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         ours, theirs = dict(base_env, PYTHONPATH=str(ROOT)), dict(base_env, PYTHONPATH=str(old))
         cli = [sys.executable, "-m", "bertscore", "-c", str(cands), "-r", str(refs), "--model", EMBEDDED_MODEL_NAME]
