@@ -32,9 +32,10 @@ def normalize_with_norms(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def pad_sequences(
-    sequences: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]
+    sequences: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] | torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights.
+    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights (or all the
+    texts' weights end to end in one [sum L] tensor).
 
     Returns (embeddings [B, L, D] or [B, K, L, D], mask [B, L] bool, weights [B, L]), all on
     the embeddings' device, padding at 0. The embeddings are padded by one copy per text on a
@@ -42,13 +43,14 @@ def pad_sequences(
     Mask and weights are built on the host and moved in one copy each (the weights live on one
     device, the host in `score()`: no per-text transfers).
     """
-    lengths = torch.tensor([w.shape[0] for w in weights], dtype=torch.long)
+    lengths = torch.tensor([s.shape[-2] for s in sequences], dtype=torch.long)
     device = sequences[0].device
     mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
     padded = (pad_by_copies if device.type == "cpu" else pad_by_index)(sequences, mask)
     # The weights: scattered under the mask on the host from one concatenation, then one copy.
     padded_weights = torch.zeros(mask.shape, dtype=torch.float32)
-    padded_weights[mask] = torch.cat(list(weights)).to("cpu", torch.float32)
+    flat_weights = weights if isinstance(weights, torch.Tensor) else torch.cat(list(weights))
+    padded_weights[mask] = flat_weights.to("cpu", torch.float32)
     return padded, pinned_to_device(mask, device), pinned_to_device(padded_weights, device)
 
 
