@@ -410,7 +410,8 @@ def similarity_matrix(cand_embeddings: torch.Tensor, ref_embeddings: torch.Tenso
 PaddedTexts = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # embeddings, mask, weights (`pad_sequences`)
 
 
-def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATCH_TILE_BYTES) -> torch.Tensor:
+def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATCH_TILE_BYTES,
+                    lengths: tuple[Sequence[int], Sequence[int]] | None = None) -> torch.Tensor:
     """Greedy-matching P, R, F of every candidate against every reference: [H, R, K, 3].
 
     `cands` as `pad_sequences` gives them: embeddings [H, K, Lc, D] (normalised; K layers, 1 for
@@ -419,12 +420,17 @@ def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATC
     similarities (at least one pair's), so memory is the result plus one block, whatever H x R is.
     Each block is cut to the longest text in it (sort the texts by length to pad little).
     Every text must have at least one real position. The numbers are `greedy_match`'s per pair.
+    `lengths`: each side's text lengths where the caller knows them on the host; else they are read
+    from the masks (on an accelerator, a wait for the device). Nothing else is read back: the
+    blocks are queued one after another, and the result stays on the device.
     """
     (cand_embeddings, cand_mask, cand_weights), (ref_embeddings, ref_mask, ref_weights) = cands, refs
     n_cands, layers, cand_length, dim = cand_embeddings.shape
     n_refs, ref_length = ref_embeddings.shape[0], ref_embeddings.shape[2]
-    out = torch.zeros((n_cands, n_refs, layers, 3), dtype=torch.float32, device=cand_embeddings.device)
-    cand_lengths, ref_lengths = cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist()
+    out = cand_embeddings.new_zeros((n_cands, n_refs, layers, 3), dtype=torch.float32)
+    if lengths is None:
+        lengths = (cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist())
+    cand_lengths, ref_lengths = lengths
     per_pair = max(1, layers * cand_length * ref_length * 4)
     ref_block = max(1, min(n_refs, int(max_bytes) // per_pair))
     cand_block = max(1, min(n_cands, int(max_bytes) // (per_pair * ref_block)))
