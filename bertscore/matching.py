@@ -34,8 +34,7 @@ def normalize_with_norms(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.
 def pad_sequences(
     sequences: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] | torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights (or all the
-    texts' weights end to end in one [sum L] tensor).
+    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights (or one [sum L]).
 
     Returns (embeddings [B, L, D] or [B, K, L, D], mask [B, L] bool, weights [B, L]), all on
     the embeddings' device, padding at 0. The embeddings are padded by one copy per text on a
@@ -420,17 +419,14 @@ def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATC
     similarities (at least one pair's), so memory is the result plus one block, whatever H x R is.
     Each block is cut to the longest text in it (sort the texts by length to pad little).
     Every text must have at least one real position. The numbers are `greedy_match`'s per pair.
-    `lengths`: each side's text lengths where the caller knows them on the host; else they are read
-    from the masks (on an accelerator, a wait for the device). Nothing else is read back: the
-    blocks are queued one after another, and the result stays on the device.
+    `lengths`: each side's text lengths, known on the host (else read from the masks: a wait for
+    the device); nothing else is read back, the result stays on the device.
     """
     (cand_embeddings, cand_mask, cand_weights), (ref_embeddings, ref_mask, ref_weights) = cands, refs
     n_cands, layers, cand_length, dim = cand_embeddings.shape
     n_refs, ref_length = ref_embeddings.shape[0], ref_embeddings.shape[2]
     out = cand_embeddings.new_zeros((n_cands, n_refs, layers, 3), dtype=torch.float32)
-    if lengths is None:
-        lengths = (cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist())
-    cand_lengths, ref_lengths = lengths
+    cand_lengths, ref_lengths = lengths or (cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist())
     per_pair = max(1, layers * cand_length * ref_length * 4)
     ref_block = max(1, min(n_refs, int(max_bytes) // per_pair))
     cand_block = max(1, min(n_cands, int(max_bytes) // (per_pair * ref_block)))
