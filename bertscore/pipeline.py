@@ -196,10 +196,8 @@ class Pipeline:
         head_length = token_ids.head_lengths(limit).__getitem__
 
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
-        order = sorted(
-            (i for i in range(len(cand_keys)) if i not in empty),
-            key=lambda i: (head_length(ref_keys[i]), ref_keys[i], head_length(cand_keys[i])),
-        )
+        order = plan.sort_pairs((i for i in range(len(cand_keys)) if i not in empty) if empty else range(len(cand_keys)),
+                                list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
         own_bar = progress is None
         if own_bar:
             progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")

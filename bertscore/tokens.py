@@ -106,6 +106,12 @@ class TokenStore:
             heads[i] = self.head(texts[i], limit)
         return heads
 
+    def counts_of(self, token: int) -> np.ndarray:
+        """How often `token` occurs in each stored text, in store order (vectorised)."""
+        where = np.flatnonzero(self.flat == token)
+        texts = np.searchsorted(self.offsets, where, side="right") - 1
+        return np.bincount(texts, minlength=len(self.index))
+
     def weight_totals(self, table: np.ndarray) -> np.ndarray:
         """Sum of `table[id]` over each text's ids, in store order (vectorised; exact 0 stays 0)."""
         values = np.asarray(table)[self.flat].astype(np.float64)  # only the stored tokens' entries
