@@ -175,8 +175,7 @@ class Pipeline:
         progress: Any = None,
         reuse: CallReuse | None = None,
     ) -> torch.Tensor:
-        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to move,
-        else one of its own when `verbose`; `reuse`: the call's `CallReuse`, else one of its own).
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`, `reuse`: the call's, else own).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -199,8 +198,7 @@ class Pipeline:
         order = plan.sort_pairs((i for i in range(len(cand_keys)) if i not in empty) if empty else range(len(cand_keys)),
                                 list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
         own_bar = progress is None
-        if own_bar:
-            progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair") if own_bar else progress
         progress.update(len(empty))
         reuse = reuse if reuse is not None else CallReuse(cand_keys, ref_keys)
         reuse.done(cand_keys, ref_keys, empty)
