@@ -71,8 +71,11 @@ class Settings:
 
     def empty_texts(self, token_ids: TokenStore) -> set[str]:
         """The stored texts that `is_empty` holds for, found at once (vectorised)."""
+        found = np.flatnonzero(token_ids.lengths <= self.model.num_special_tokens).tolist()
+        if not found:
+            return set()
         keys = list(token_ids.index)
-        return {keys[i] for i in np.flatnonzero(token_ids.lengths <= self.model.num_special_tokens).tolist()}
+        return {keys[i] for i in found}
 
     def is_windowed(self, token_ids: TokenStore, key: str) -> bool:
         """Whether `key` is scored through windows: window mode, and longer than the content limit."""
