@@ -79,7 +79,9 @@ def _match(cand_keys: Sequence[str], ref_keys: Sequence[str], embeddings: dict[s
            text_weights: dict[str, torch.Tensor], max_bytes: int) -> torch.Tensor:
     """Raw [H, R, K, 3] on the host: the distinct texts of each side in length order, padded in
     groups of at most PADDED_BYTES (a long text pads only its own group) and matched group against
-    group by `all_pairs_match`, then spread back to the given positions (duplicates share)."""
+    group by `all_pairs_match`, then spread back to the given positions (duplicates share).
+    The lengths come from the embeddings' shapes (host metadata) and the blocks' scores stay on
+    the device until the end: one copy back, no wait for the device between blocks."""
     sides = []
     for side in (cand_keys, ref_keys):
         distinct = sorted(dict.fromkeys(side), key=lambda k: embeddings[k].shape[1])
@@ -87,17 +89,23 @@ def _match(cand_keys: Sequence[str], ref_keys: Sequence[str], embeddings: dict[s
         sides.append((_length_groups(distinct, embeddings), torch.tensor([position[k] for k in side])))
     (cand_groups, cand_at), (ref_groups, ref_at) = sides
     first = embeddings[cand_keys[0]]
-    raw = torch.zeros((sum(map(len, cand_groups)), sum(map(len, ref_groups)), first.shape[0], 3))
+    raw = first.new_zeros((sum(map(len, cand_groups)), sum(map(len, ref_groups)), first.shape[0], 3),
+                          dtype=torch.float32)  # where the embeddings are
+
+    def lengths(group: list[str]) -> list[int]:
+        return [embeddings[k].shape[1] for k in group]
+
     c0 = 0
     for cand_group in cand_groups:
         cands = pad_sequences([embeddings[k] for k in cand_group], [text_weights[k] for k in cand_group])
         r0 = 0
         for ref_group in ref_groups:
             refs = pad_sequences([embeddings[k] for k in ref_group], [text_weights[k] for k in ref_group])
-            raw[c0:c0 + len(cand_group), r0:r0 + len(ref_group)] = all_pairs_match(cands, refs, max_bytes).cpu()
+            raw[c0:c0 + len(cand_group), r0:r0 + len(ref_group)] = all_pairs_match(
+                cands, refs, max_bytes, (lengths(cand_group), lengths(ref_group)))
             r0 += len(ref_group)
         c0 += len(cand_group)
-    return raw[cand_at][:, ref_at]
+    return raw[cand_at.to(raw.device)][:, ref_at.to(raw.device)].cpu()
 
 
 PADDED_BYTES = 256 << 20  # padded embeddings of one group of texts (`_match`)

@@ -33,6 +33,7 @@ from .digests import text_digest
 from .inputs import InputError, InputTypeError
 from .scorer import BERTScorer
 from .version import __version__
+from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def prepare_corpus(sentences: Iterable[str]) -> Corpus:
     empty = duplicates = 0
     for index, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
-            raise InputTypeError(f"sentence {index} is a {type(sentence).__name__}, not a string")
+            raise InputTypeError(f"sentence {index} is {a_type(sentence)}, not a string")
         text = sentence.strip()
         if not text:
             empty += 1

@@ -291,7 +291,8 @@ def run_cli(
             try:
                 return write_results(
                     args, scorer, on_start=on_start,
-                    score_fn=lambda c, r, notes: score_distributed(scorer, c, r, dst=0, notes=notes, weights=weights),
+                    score_fn=lambda c, r, notes, progress: score_distributed(scorer, c, r, dst=0, notes=notes,
+                                                                         weights=weights),
                 )
             except BaseException:
                 if not started:  # tell the other ranks to stop instead of waiting for chunks

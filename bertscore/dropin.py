@@ -14,16 +14,21 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+import sys
+
 import torch
 
-from .idf import TokenWeights
+from . import dropin_helpers
+from .devices import resolve_placement
+from .dropin_helpers import (  # noqa: F401 - the official names, re-exported by the drop-in
+    bert_cos_score_idf, bert_encode, collate_idf, get_bert_embedding, get_idf_dict, get_model, get_tokenizer,
+    greedy_cos_idf, padding, score_with_helpers, sent_encode,
+)
 from .model_tables import DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL, MODEL_TO_LAYERS
-from .model_tokenizer import load_tokenizer, special_layout
 from .models import load_model
 from .official import IMPLEMENTATION_VERSION, official_hash_text
 from .pipeline import Scores
 from .scorer import BERTScorer as _Scorer
-from .sources import resolve_source
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
     from matplotlib.figure import Figure
@@ -36,12 +41,9 @@ __version__ = IMPLEMENTATION_VERSION
 lang2model: defaultdict[str, str] = defaultdict(lambda: DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL)
 model2layers: dict[str, int] = MODEL_TO_LAYERS
 
-# The official package's internal helpers (its embedding and matching steps), which this one does
-# not provide: naming them gives an AttributeError saying so (see docs/existing-code.md).
-OFFICIAL_INTERNALS = frozenset({
-    "bert_cos_score_idf", "get_bert_embedding", "greedy_cos_idf", "collate_idf", "padding", "bert_encode",
-    "process", "cache_scibert", "SCIBERT_URL_DICT", "model_type_has_prefix_space",
-})
+# The official package's internals that this one does not provide (SciBERT's download by wget):
+# naming them gives an AttributeError saying so (see docs/existing-code.md).
+OFFICIAL_INTERNALS = frozenset({"cache_scibert", "SCIBERT_URL_DICT", "process", "model_type_has_prefix_space"})
 
 
 def internal_missing(module: str, name: str) -> AttributeError:
@@ -49,8 +51,8 @@ def internal_missing(module: str, name: str) -> AttributeError:
     if name in OFFICIAL_INTERNALS:
         return AttributeError(
             f"{module}.{name} is an internal helper of the official bert-score package that this drop-in "
-            "(bertscore) does not provide: score with bert_score.score or bert_score.BERTScorer, or install the "
-            "official package for its internals (docs/existing-code.md)")
+            "(bertscore) does not provide: load models by their hub name or a local folder (for SciBERT: "
+            "allenai/scibert_scivocab_uncased), or install the official package for it (docs/existing-code.md)")
     return AttributeError(f"module {module!r} has no attribute {name!r}")
 
 
@@ -66,7 +68,16 @@ class BERTScorer(_Scorer):
     """`bertscore.BERTScorer` under the official semantics of `bert_score.BERTScorer`: `hash` in the
     official format (equal to `get_hash(...)` for the same settings, so evaluate's module keeps its
     scorer), `score(..., return_hash=True)` returning that hash, and `lang` resolved through
-    `lang2model`. Every keyword of `bertscore.BERTScorer` is taken too."""
+    `lang2model`. Every keyword of `bertscore.BERTScorer` is taken too.
+
+    The official privates: `_model` (the shared encoder cut at `num_layers`: no second copy) and
+    `_tokenizer` for code that encodes its own batches, `_idf_dict`. As in the official scorer,
+    `get_model` and `bert_cos_score_idf` are looked up when used, as globals of the module named by
+    `helpers_module` (`bert_score.scorer` for the drop-in's scorer), so that a caller's
+    `unittest.mock.patch` of either takes effect: the scorer then takes its encoder from that
+    `get_model`, and scores through that `bert_cos_score_idf`."""
+
+    helpers_module: str = __name__  # where `get_model` and `bert_cos_score_idf` are looked up at call time
 
     def __init__(
         self,
@@ -86,8 +97,39 @@ class BERTScorer(_Scorer):
     ):
         if model_type is None and isinstance(lang, str) and options.get("loaded_model") is None:
             model_type = lang2model[lang.lower()]  # the official lookup: edits of lang2model count
+        make_model = self._official_helper("get_model")
+        self._encoder_from_caller = make_model is not dropin_helpers.get_model and options.get("loaded_model") is None
+        if self._encoder_from_caller and isinstance(model_type, str):
+            # A caller's get_model (evaluate's tests patch it to load nothing): its encoder, this model's
+            # tokenizer and settings; kept out of the shared encoders.
+            placement = resolve_placement(device, options.get("dtype"))
+            options["loaded_model"] = load_model(
+                model_type, num_layers, all_layers, *placement,
+                build_encoder=lambda layers: make_model(model_type, layers, all_layers))
         super().__init__(model_type, num_layers, batch_size, nthreads, all_layers, idf, idf_sents, device, lang,
                          rescale_with_baseline, baseline_path, use_fast_tokenizer, **options)
+
+    def _official_helper(self, name: str) -> Any:
+        """The official helper `name` as `helpers_module` names it now (a caller's patch counts)."""
+        module = sys.modules.get(self.helpers_module)
+        return getattr(module, name, None) or getattr(dropin_helpers, name)
+
+    @property
+    def _model(self) -> torch.nn.Module:
+        """The encoder (the official private): cut at `num_layers`, its forward's first output is that
+        layer's states. Shared by every scorer on the same settings: casting or moving it in place
+        changes theirs too (as the official scorer's own model)."""
+        return self.model.encoder
+
+    @property
+    def _tokenizer(self) -> Any:
+        """The tokenizer (the official private): the ids `sent_encode` gives are the scorer's."""
+        return self.model.tokenizer
+
+    @property
+    def _idf_dict(self) -> dict[int, float] | None:
+        """Token id -> idf weight (the official private): None without idf, or when idf is per call."""
+        return self.idf_dict if self.idf else None
 
     @property
     def hash(self) -> str:
@@ -117,7 +159,11 @@ class BERTScorer(_Scorer):
         return_hash: bool = False,
     ) -> Scores | tuple[Scores, str]:
         """P, R, F of each candidate (the best over its references); `((P, R, F), hash)` with `return_hash`."""
-        out = super().score(cands, refs, verbose=verbose, batch_size=batch_size)
+        cos_score = self._official_helper("bert_cos_score_idf")
+        if self._encoder_from_caller or cos_score is not dropin_helpers.bert_cos_score_idf:
+            out = score_with_helpers(self, cos_score, cands, refs, verbose, batch_size)
+        else:
+            out = super().score(cands, refs, verbose=verbose, batch_size=batch_size)
         return (out, self.hash) if return_hash else out
 
 
@@ -165,38 +211,3 @@ def plot_example(
                         rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                         use_fast_tokenizer=use_fast_tokenizer, cache_bytes=0)
     return scorer.plot_example(candidate, reference, fname=fname)
-
-
-# ----- bert_score.utils ----------------------------------------------------------------------------------
-def get_tokenizer(model_type: str, use_fast: bool = False) -> Any:
-    """The tokenizer the scorer uses for `model_type` (a fast one; with a prefix space where the
-    official package adds one per call). `use_fast` is kept for compatibility."""
-    return load_tokenizer(resolve_source(model_type)[0])[0]
-
-
-def get_model(model_type: str, num_layers: int, all_layers: bool | None = None) -> torch.nn.Module:
-    """The encoder of `model_type` cut after `num_layers` layers (every layer with `all_layers`), on the
-    CPU in eval mode: a fresh copy the caller owns (never the scorers' shared one)."""
-    return load_model(model_type, num_layers, bool(all_layers)).encoder
-
-
-def sent_encode(tokenizer: Any, sent: str) -> list[int]:
-    """One text's token ids with the special tokens, cut at the tokenizer's max length (official)."""
-    sent = sent.strip()
-    if not sent:
-        lead, trail = special_layout(tokenizer)
-        return [*lead, *trail]
-    limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(limit, int) and limit < 1_000_000:  # not transformers' "no limit" sentinel
-        return list(tokenizer.encode(sent, add_special_tokens=True, max_length=limit, truncation=True))
-    return list(tokenizer.encode(sent, add_special_tokens=True))
-
-
-def get_idf_dict(arr: Sequence[str], tokenizer: Any, nthreads: int = 4) -> defaultdict[int, float]:
-    """Token id -> idf over the texts `arr`: log((M + 1) / (df + 1)), unseen ids log(M + 1) (official).
-    `nthreads` is kept for compatibility: counting needs no process pool."""
-    documents = [sent_encode(tokenizer, text) for text in arr]
-    weights = TokenWeights.from_documents(documents, vocab_size=0, zero_weight_ids=())
-    unseen = float(weights.default)
-    seen = {token_id for document in documents for token_id in document}
-    return defaultdict(lambda: unseen, {token_id: float(weights.table[token_id]) for token_id in seen})

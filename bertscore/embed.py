@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -148,24 +148,45 @@ def token_budget_batches(
     sentence cap (`max_sentences`), a corpus of short texts stays well below that bound, and its
     longest texts, not its size, set the peak. `one_length`: a batch holds texts of one length only
     (no padding), for encoders whose states depend on padding (`LoadedModel.is_padding_safe`).
+    Texts come longest first, so a batch's first text is its longest and a batch's size follows
+    from that length alone: one step per batch, not per text.
     """
     max_attention = max_tokens * ATTENTION_LENGTH
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    longest = 0
-    for index in order:
-        length = lengths[index]
-        candidate_longest = max(longest, length)
-        too_many = max_sentences is not None and len(batch) >= max_sentences
-        padded = candidate_longest * (len(batch) + 1)
-        other_length = one_length and length != longest
-        if batch and (too_many or other_length or padded > max_tokens or padded * candidate_longest > max_attention):
-            yield batch
-            batch, candidate_longest = [], length
-        batch.append(index)
-        longest = candidate_longest
-    if batch:
-        yield batch
+    sizes = np.fromiter(lengths, dtype=np.int64, count=len(lengths))
+    order = np.argsort(-sizes, kind="stable")
+    ordered = sizes[order]
+    order_list = order.tolist()
+    run_ends = _run_ends(ordered) if one_length else None
+    start, total = 0, len(order_list)
+    while start < total:
+        longest = int(ordered[start])
+        fit = total if longest == 0 else max(1, min(max_tokens // longest, max_attention // (longest * longest)))
+        if max_sentences is not None:
+            fit = min(fit, max_sentences)
+        stop = min(total, start + fit)
+        if run_ends is not None:
+            stop = min(stop, int(run_ends[start]))
+        yield order_list[start:stop]
+        start = stop
+
+
+def _run_ends(values: np.ndarray) -> np.ndarray:
+    """For each position of `values`, where its run of equal values ends (exclusive)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    boundaries = np.flatnonzero(np.diff(values) != 0) + 1  # where a new run starts
+    ends = np.append(boundaries, len(values))
+    return ends[np.searchsorted(boundaries, np.arange(len(values)), side="right")]
+
+
+def _rows(hidden: torch.Tensor, lengths: list[int]) -> list[torch.Tensor]:
+    """Each row of a padded batch [B, L, D] ([B, K, L, D]) cut to its length: views, made by one
+    split of the batch seen flat where it can be (one call instead of two per text)."""
+    width = hidden.shape[-2]
+    if hidden.dim() == 3 and hidden.is_contiguous():
+        sizes = [size for length in lengths for size in (length, width - length)]
+        return list(hidden.view(-1, hidden.shape[-1]).split(sizes)[::2])
+    return [state[:, :length] for state, length in zip(hidden.unbind(0), lengths)]  # [B, K, L, D]
 
 
 class NonFiniteEmbeddingError(FloatingPointError):
@@ -203,11 +224,11 @@ class Embedder:
         host wait for the device at every batch (`OverflowCheck` reads all of a call's at once).
         The padded ids are built in one vectorised step, not row by row.
         """
-        lengths = torch.tensor([len(ids) for ids in batch_ids], dtype=torch.long)
-        mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
-        input_ids = torch.full(mask.shape, self.model.pad_token_id, dtype=torch.long)
-        input_ids[mask] = torch.from_numpy(np.concatenate([np.asarray(ids) for ids in batch_ids]).astype(np.int64))
-        attention = mask.long()
+        lengths = np.fromiter(map(len, batch_ids), dtype=np.int64, count=len(batch_ids))
+        mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
+        padded = np.full(mask.shape, self.model.pad_token_id, dtype=np.int64)
+        padded[mask] = np.concatenate(batch_ids)
+        input_ids, attention = torch.from_numpy(padded), torch.from_numpy(mask.astype(np.int64))
         input_ids, attention = pinned_to_device(input_ids, self.device), pinned_to_device(attention, self.device)
         with full_fp32_precision():  # the declared dtype at full precision, whatever the caller set
             hidden = self.model.encode(input_ids, attention)  # [B, L, D] or [B, K, L, D]
@@ -219,10 +240,7 @@ class Embedder:
             bad = (per_position & attention.bool()).any(dim=1)
         # Views into one batch tensor: one large allocation per batch instead of one small one per
         # text, which fragments the heap so that RSS keeps growing with the corpus.
-        # unbind and a plain slice: a third faster than hidden[row, ..., :n, :] for each row.
-        if hidden.dim() == 3:  # [B, L, D]
-            return [state[: len(ids)] for state, ids in zip(hidden.unbind(0), batch_ids)], bad
-        return [state[:, : len(ids)] for state, ids in zip(hidden.unbind(0), batch_ids)], bad  # [B, K, L, D]
+        return _rows(hidden, lengths.tolist()), bad
 
     def _batches(self, lengths: Sequence[int], batch_size: int | None) -> Iterator[list[int]]:
         sentences = batch_size if batch_size is not None else self.batch_size
@@ -235,16 +253,19 @@ class Embedder:
         ids: Sequence[Sequence[int]],
         on_progress: Callable[[int], None] | None = None,
         batch_size: int | None = None,
-        before_check: Callable[[dict[str, torch.Tensor]], None] | None = None,
+        before_check: Callable[[dict[str, torch.Tensor]], Fetch | None] | None = None,
     ) -> dict[str, torch.Tensor]:
         """Normalised fp32 embeddings of distinct texts `keys` with token ids `ids`, via the cache.
 
         `on_progress(n)` is called after each encoder batch with the number of texts done so far;
         `batch_size` caps sentences per encoder batch for this call only. `before_check(result)`
         runs once every batch is queued, before the overflow check waits for the device: the
-        caller's next step (the matching) is then prepared on the host while the device still
-        encodes, instead of after it. Raises NonFiniteEmbeddingError naming the texts when the
-        encoder returns inf/NaN (after `before_check`, before anything is cached or returned).
+        caller's next step (the matching) is then queued on the host while the device still
+        encodes, instead of after it. It may return a `Fetch`: device values that come back to the
+        host in the same copy as the overflow flags (one wait for the device per call), handed to
+        the fetch's `receive` once the check has passed. Raises NonFiniteEmbeddingError naming the
+        texts when the encoder returns inf/NaN (after `before_check`, before anything is cached,
+        received or returned).
         """
         result: dict[str, torch.Tensor] = {}
         todo: list[int] = []
@@ -265,16 +286,17 @@ class Embedder:
         for batch in self._batches(lengths, batch_size):
             members = [todo[i] for i in batch]
             embeddings, bad = self._forward([ids[i] for i in members])
-            overflow.add(bad, [keys[i] for i in members])
-            for index, embedding in zip(members, embeddings):
-                result[keys[index]] = embedding
-                computed.append(((self.cache_namespace, keys[index]), embedding))
+            names = [keys[i] for i in members]
+            overflow.add(bad, names)
+            result.update(zip(names, embeddings))
+            computed += zip([(self.cache_namespace, name) for name in names], embeddings)
             if on_progress is not None:
                 on_progress(len(result))
-        if before_check is not None:
-            before_check(result)
-        overflow.check()  # before anything is cached
+        fetch = before_check(result) if before_check is not None else None
+        fetched = overflow.check(fetch.values if fetch is not None else None)  # before anything is cached
         self.cache.put_many(computed)
+        if fetch is not None:
+            fetch.receive(fetched)
         return result
 
     def window_key(self, key: str, window: tuple[int, int]) -> Hashable:
@@ -348,6 +370,14 @@ class Embedder:
         return result
 
 
+class Fetch(NamedTuple):
+    """Device values a caller brings back with an embedding call's overflow flags (`Embedder.embed`):
+    `values` on the device, `receive(host_copy)` once the check has passed."""
+
+    values: torch.Tensor
+    receive: Callable[[torch.Tensor], None]
+
+
 class OverflowCheck:
     """The encoder batches' not-finite flags of one call, read once at its end (one device sync)."""
 
@@ -361,13 +391,22 @@ class OverflowCheck:
         self.flags.append(bad)
         self.names += names
 
-    def check(self) -> None:
-        """Raise NonFiniteEmbeddingError naming the texts that overflowed, if any did."""
+    def check(self, values: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Raise NonFiniteEmbeddingError naming the texts that overflowed, if any did; else the host
+        copy of `values` (float32, any shape), brought back in the one copy that reads the flags."""
         if not self.flags:
-            return
-        bad = torch.nonzero(torch.cat(self.flags)).flatten().tolist()
-        if not bad:
-            return
+            return None if values is None else values.cpu()
+        flags = torch.cat(self.flags)
+        if values is None:
+            host_flags, host_values = flags.cpu(), None
+        else:  # one copy for both: the host waits for the device once
+            packed = torch.cat((flags.to(values.dtype), values.reshape(-1))).cpu()
+            host_flags, host_values = packed[: len(flags)] != 0, packed[len(flags):].view(values.shape)
+        if host_flags.any():
+            self._raise(torch.nonzero(host_flags).flatten().tolist())
+        return host_values
+
+    def _raise(self, bad: list[int]) -> None:
         texts = list(dict.fromkeys(self.names[row] for row in bad))
         model, dtype = self.embedder.model, self.embedder.dtype
         raise NonFiniteEmbeddingError(

@@ -125,9 +125,7 @@ def mostly_unknown(settings: Settings, token_ids: TokenStore, keys: list[str], e
     unk = model.tokenizer.unk_token_id
     if unk is None or not 0 <= int(unk) < model.vocab_size:
         return set()
-    indicator = np.zeros(model.vocab_size)
-    indicator[int(unk)] = 1.0
-    counts = token_ids.weight_totals(indicator)
+    counts = token_ids.counts_of(int(unk))
     content = token_ids.lengths - model.num_special_tokens
     return {keys[i] for i in np.flatnonzero(2 * counts > content).tolist()} - empty
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
+from .wording import a_type
+
 
 class InputError(ValueError):
     """What a user passed is invalid (a value, a file, an option): the message says what, where,
@@ -37,7 +39,7 @@ def check_text(value: Any, where: str) -> str:
         raise InputTypeError(f"{where} is None; pass a string (an empty string scores 0)")
     if isinstance(value, (bytes, bytearray)):
         raise InputTypeError(f"{where} is {type(value).__name__}, not a string: decode it first (e.g. .decode('utf-8'))")
-    raise InputTypeError(f"{where} is a {type(value).__name__}, not a string: {value!r:.80}")
+    raise InputTypeError(f"{where} is {a_type(value)}, not a string: {value!r:.80}")
 
 
 def as_list(value: Any, what: str) -> list[Any] | None:
@@ -85,8 +87,29 @@ def normalize_inputs(
             f"got {len(candidate_list)} {cand_name} but {len(reference_list)} {ref_name}: pass one reference "
             "(or one list of references) per candidate"
         )
-    candidates = [check_text(c, f"{cand_name}[{i}]") for i, c in enumerate(candidate_list)]
+    candidates = check_texts(candidate_list, cand_name)
+    if _all_valid_texts(reference_list):  # one reference each, all valid: checked at once
+        return candidates, [[r] for r in reference_list]
     return candidates, [normalize_group(group, f"{ref_name}[{i}]") for i, group in enumerate(reference_list)]
+
+
+def check_texts(values: Sequence[Any], where: str) -> list[str]:
+    """`check_text` of each item, named `where[i]`: checked at once where all are valid strings
+    (the item by item check, and its errors, only where one is not)."""
+    if _all_valid_texts(values):
+        return list(values)
+    return [check_text(value, f"{where}[{i}]") for i, value in enumerate(values)]
+
+
+def _all_valid_texts(values: Sequence[Any]) -> bool:
+    """Whether every item is a plain str that encodes as UTF-8 (no lone surrogate)."""
+    if not all(type(value) is str for value in values):
+        return False
+    try:
+        "".join(values).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def normalize_group(group: Any, where: str) -> list[str]:
@@ -97,10 +120,10 @@ def normalize_group(group: Any, where: str) -> list[str]:
         raise InputTypeError(f"{where} is None; pass a string or a list of strings")
     items = as_list(group, where)
     if items is None:
-        raise InputTypeError(f"{where} is a {type(group).__name__}, not a string or a list of strings: {group!r:.80}")
+        raise InputTypeError(f"{where} is {a_type(group)}, not a string or a list of strings: {group!r:.80}")
     if len(items) == 0:
         raise InputError(f"{where} is an empty list: give each candidate at least one reference")
-    return [check_text(r, f"{where}[{j}]") for j, r in enumerate(items)]
+    return check_texts(items, where)
 
 
 def text_list(value: Any, what: str) -> list[str]:
@@ -111,4 +134,4 @@ def text_list(value: Any, what: str) -> list[str]:
         raise InputTypeError(f"{what} must be a list of strings, got {type(value).__name__}{hint}")
     if not items:
         raise InputError(f"{what} is empty: pass at least one text")
-    return [check_text(item, f"{what}[{i}]") for i, item in enumerate(items)]
+    return check_texts(items, what)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .inputs import InputError, normalize_inputs
 from .tables import TableReader, open_table, table_columns
+from .wording import a_type
 
 DIRECT, RELATIVE = "direct", "relative"
 HUMAN_COLUMNS = ("human_score", "human", "score", "z_score", "z", "da", "rating")
@@ -93,7 +94,7 @@ def _number(value: Any, where: str) -> float:
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         number = float(value)
     else:
-        shown = "null" if value is None else f"a {type(value).__name__} ({value!r})"
+        shown = "null" if value is None else f"{a_type(value)} ({value!r})"
         raise InputError(f"{where}: the human score is {shown}, not a number")
     if not math.isfinite(number):
         raise InputError(f"{where}: the human score {value!r} is not finite; fix or drop that row")

@@ -32,9 +32,9 @@ def normalize_with_norms(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def pad_sequences(
-    sequences: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]
+    sequences: Sequence[torch.Tensor], weights: Sequence[torch.Tensor] | torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights.
+    """Stack variable-length [L, D] (or [K, L, D]) embeddings and their [L] weights (or one [sum L]).
 
     Returns (embeddings [B, L, D] or [B, K, L, D], mask [B, L] bool, weights [B, L]), all on
     the embeddings' device, padding at 0. The embeddings are padded by one copy per text on a
@@ -42,13 +42,14 @@ def pad_sequences(
     Mask and weights are built on the host and moved in one copy each (the weights live on one
     device, the host in `score()`: no per-text transfers).
     """
-    lengths = torch.tensor([w.shape[0] for w in weights], dtype=torch.long)
+    lengths = torch.tensor([s.shape[-2] for s in sequences], dtype=torch.long)
     device = sequences[0].device
     mask = torch.arange(int(lengths.max()), dtype=torch.long)[None, :] < lengths[:, None]
     padded = (pad_by_copies if device.type == "cpu" else pad_by_index)(sequences, mask)
     # The weights: scattered under the mask on the host from one concatenation, then one copy.
     padded_weights = torch.zeros(mask.shape, dtype=torch.float32)
-    padded_weights[mask] = torch.cat(list(weights)).to("cpu", torch.float32)
+    flat_weights = weights if isinstance(weights, torch.Tensor) else torch.cat(list(weights))
+    padded_weights[mask] = flat_weights.to("cpu", torch.float32)
     return padded, pinned_to_device(mask, device), pinned_to_device(padded_weights, device)
 
 
@@ -408,7 +409,8 @@ def similarity_matrix(cand_embeddings: torch.Tensor, ref_embeddings: torch.Tenso
 PaddedTexts = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # embeddings, mask, weights (`pad_sequences`)
 
 
-def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATCH_TILE_BYTES) -> torch.Tensor:
+def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATCH_TILE_BYTES,
+                    lengths: tuple[Sequence[int], Sequence[int]] | None = None) -> torch.Tensor:
     """Greedy-matching P, R, F of every candidate against every reference: [H, R, K, 3].
 
     `cands` as `pad_sequences` gives them: embeddings [H, K, Lc, D] (normalised; K layers, 1 for
@@ -417,12 +419,14 @@ def all_pairs_match(cands: PaddedTexts, refs: PaddedTexts, max_bytes: int = MATC
     similarities (at least one pair's), so memory is the result plus one block, whatever H x R is.
     Each block is cut to the longest text in it (sort the texts by length to pad little).
     Every text must have at least one real position. The numbers are `greedy_match`'s per pair.
+    `lengths`: each side's text lengths, known on the host (else read from the masks: a wait for
+    the device); nothing else is read back, the result stays on the device.
     """
     (cand_embeddings, cand_mask, cand_weights), (ref_embeddings, ref_mask, ref_weights) = cands, refs
     n_cands, layers, cand_length, dim = cand_embeddings.shape
     n_refs, ref_length = ref_embeddings.shape[0], ref_embeddings.shape[2]
-    out = torch.zeros((n_cands, n_refs, layers, 3), dtype=torch.float32, device=cand_embeddings.device)
-    cand_lengths, ref_lengths = cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist()
+    out = cand_embeddings.new_zeros((n_cands, n_refs, layers, 3), dtype=torch.float32)
+    cand_lengths, ref_lengths = lengths or (cand_mask.sum(dim=1).tolist(), ref_mask.sum(dim=1).tolist())
     per_pair = max(1, layers * cand_length * ref_length * 4)
     ref_block = max(1, min(n_refs, int(max_bytes) // per_pair))
     cand_block = max(1, min(n_cands, int(max_bytes) // (per_pair * ref_block)))

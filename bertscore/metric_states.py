@@ -4,11 +4,13 @@ Pure helpers (no torchmetrics, no model): a batch's inputs checked as `score()` 
 texts as UTF-8 bytes (they gather across DDP ranks like any tensor), the examples' dataset
 indices (each counted once when a sampler repeats examples), a digest per (candidate, references)
 pair (to notice a repeat across ranks when no indices are given), and the running document
-frequencies that give `forward()` idf over the references seen so far.
+frequencies that give `forward()` idf over the references seen so far; and how notes name a pair
+scored at `compute()` (its dataset index, else its place among its rank's pairs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +21,7 @@ import torch
 from .digests import text_digest
 from .idf import TokenWeights
 from .inputs import InputError, check_text, normalize_group, normalize_inputs
+from .notes import Place, Spelling
 
 NO_INDEX = -1  # the index state of a pair given without `indexes`
 
@@ -44,17 +47,61 @@ def batch_indexes(indexes: Any, count: int) -> torch.Tensor:
         return torch.full((count,), NO_INDEX, dtype=torch.long)
     if isinstance(indexes, int) and not isinstance(indexes, bool):
         indexes = [indexes]
-    values = torch.as_tensor(indexes) if not isinstance(indexes, torch.Tensor) else indexes.detach()
+    wrong = "indexes must be whole numbers, one per candidate (a list or a 1-D integer tensor), got"
+    try:
+        values = torch.as_tensor(indexes) if not isinstance(indexes, torch.Tensor) else indexes.detach()
+    except (TypeError, ValueError, RuntimeError):  # strings, None, ragged lists: no tensor at all
+        raise InputError(f"{wrong} {_shown(indexes)}") from None
     if values.dim() == 0:
         values = values.reshape(1)
     if values.dim() != 1 or values.dtype.is_floating_point or values.dtype.is_complex or values.dtype == torch.bool:
-        raise InputError(f"indexes must be whole numbers, one per candidate (a list or a 1-D integer tensor), "
-                         f"got {values.dtype} of shape {list(values.shape)}")
+        raise InputError(f"{wrong} {values.dtype} of shape {list(values.shape)}")
     if values.numel() != count:
         raise InputError(f"got {count} preds but {values.numel()} indexes: pass one dataset index per candidate")
     if bool((values < 0).any()):
         raise InputError(f"indexes must be >= 0 (the examples' positions in the dataset), got {values.min().item()}")
     return values.to(device="cpu", dtype=torch.long)
+
+
+def _shown(value: Any) -> str:
+    """`value` as an error message quotes it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_indexing(indexed_before: bool | None, indexes: Any) -> bool:
+    """Whether this update() gives indexes, refused when earlier updates since reset() did the other."""
+    indexed = indexes is not None
+    if indexed_before is not None and indexed != indexed_before:
+        earlier, now = ("with", "without") if indexed_before else ("without", "with")
+        raise InputError(f"indexes: earlier update() calls since reset() came {earlier} indexes and this one "
+                         f"{now}: pass them at every call (or at none); this call added nothing")
+    return indexed
+
+
+def pair_labels(indexes: torch.Tensor, ranks: torch.Tensor, several_ranks: bool) -> list[str]:
+    """How a note names each pair scored at compute(): `example <index>` (its dataset index), else
+    `pair <k>` (the k-th pair given to update() since reset(), from 0), with its rank under DDP."""
+    labels, given = [], Counter[int]()
+    for index, rank in zip(indexes.tolist(), ranks.tolist()):
+        if index != NO_INDEX:
+            labels.append(f"example {index}")
+            continue
+        labels.append(f"pair {given[rank]}" + (f" on rank {rank}" if several_ranks else ""))
+        given[rank] += 1
+    return labels
+
+
+def named_by_pairs(spelling: Spelling, labels: list[str]) -> Spelling:
+    """`spelling` with each text a note names called by its pair's label (`pair_labels`):
+    `preds of example 6`, `target of pair 3`, `target[1] of example 6` (its second reference)."""
+
+    def place(where: Place) -> str:
+        side = (spelling.candidates if where.side == "candidates" else spelling.references if where.reference is None
+                else f"{spelling.references}[{where.reference}]")
+        return f"{side} of {labels[where.row]}"
+
+    return dataclasses.replace(spelling, place=place)
 
 
 def pair_digests(candidates: Sequence[str], groups: Sequence[Sequence[str]]) -> torch.Tensor:

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from .inputs import InputError
+from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def count_layers(config: Any) -> int:
         value = getattr(config, attr, None)
         if isinstance(value, int):
             return value
-    raise InputError(f"cannot tell how many layers a {type(config).__name__} model has")
+    raise InputError(f"cannot tell how many layers {a_type(config)} model has")
 
 
 def resolve_max_length(tokenizer: Any, config: Any) -> int:

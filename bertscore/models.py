@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -190,6 +190,7 @@ def load_model(
     all_layers: bool = False,
     device: str | torch.device = "cpu",
     dtype: str = "float32",
+    build_encoder: Callable[[int], torch.nn.Module] | None = None,
 ) -> LoadedModel:
     """Load tokenizer and encoder for `model_type` (hub id, local folder or embedded name).
 
@@ -197,14 +198,16 @@ def load_model(
     (with a warning). The encoder is truncated to its first `num_layers` layers unless
     `all_layers`, where every hidden state (embeddings included) is returned instead. It is
     loaded in `dtype` (a name of `DTYPES`) the way transformers loads reduced precision, then
-    placed on `device`, once: the result never moves.
+    placed on `device`, once: the result never moves. `build_encoder(num_layers)`, where given,
+    builds the encoder instead of the pretrained weights (the drop-in's `get_model` when a caller
+    patches it): the tokenizer and settings are still this model's.
     """
     from transformers.utils import logging as hf_logging
 
     progress_was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no per-tensor "Loading weights" bar on every load
     try:
-        return _load_model(model_type, num_layers, all_layers, with_index(torch.device(device)), dtype)
+        return _load_model(model_type, num_layers, all_layers, with_index(torch.device(device)), dtype, build_encoder)
     finally:
         if progress_was_enabled:
             hf_logging.enable_progress_bar()
@@ -219,7 +222,8 @@ def _dtype_kwargs(dtype: str) -> dict[str, Any]:
 
 
 def _load_model(
-    model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str
+    model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str,
+    build_encoder: Callable[[int], torch.nn.Module] | None = None,
 ) -> LoadedModel:
     from transformers import AutoModel
 
@@ -232,15 +236,18 @@ def _load_model(
         revision = str(commit) if commit else None
     model_kind = getattr(config, "model_type", "")
     kwargs = {**_dtype_kwargs(dtype), **hub_kwargs(source)}
-    if model_kind in ENCODER_ONLY_T5_TYPES:
-        from transformers import T5EncoderModel
-
-        model = T5EncoderModel.from_pretrained(source, **kwargs)
+    if build_encoder is not None:
+        model, total_layers = None, count_layers(config)
     else:
-        model = AutoModel.from_pretrained(source, **kwargs)
-    if hasattr(model, "decoder") and hasattr(model, "encoder"):
-        model = model.encoder
-    total_layers = count_layers(model.config)
+        if model_kind in ENCODER_ONLY_T5_TYPES:
+            from transformers import T5EncoderModel
+
+            model = T5EncoderModel.from_pretrained(source, **kwargs)
+        else:
+            model = AutoModel.from_pretrained(source, **kwargs)
+        if hasattr(model, "decoder") and hasattr(model, "encoder"):
+            model = model.encoder
+        total_layers = count_layers(model.config)
     layer_guessed = False
     if num_layers is None:
         num_layers = MODEL_TO_LAYERS.get(model_type)
@@ -248,7 +255,9 @@ def _load_model(
             num_layers, layer_guessed = total_layers, not all_layers
     if not 0 <= num_layers <= total_layers:
         raise InputError(f"num_layers={num_layers} is out of range: {model_type!r} has layers 0..{total_layers}")
-    if not all_layers:
+    if build_encoder is not None:
+        model = build_encoder(num_layers)
+    elif not all_layers:
         model = truncate_to_layers(model, num_layers)
     model.eval()
     model.requires_grad_(False)

@@ -6,7 +6,9 @@ nothing global is touched (a server handling concurrent requests keeps them apar
 `UserWarning`) shown at every call that has it, pointing at the caller's line: Python's
 default filter shows a warning once per code location, which would leave epoch 2's empty
 predictions silent in a training loop. The user's own filters still apply
-(`warnings.simplefilter("ignore", BERTScoreNote)` silences notes, "error" raises them).
+(`warnings.simplefilter("ignore", BERTScoreNote)` silences notes, "error" raises them). A door
+whose notes come later than the user's call (a metric scoring at `compute()` what `update()` was
+given) records that line with `caller_site()` and points its notes there with `noted_at(site)`.
 
 Notes that suggest an option name it in the spelling of the door in use (`long_texts='window'`
 in Python, `--long-texts window` at the CLI, the control's label in the Space): each door sets
@@ -56,20 +58,47 @@ def caller_frame() -> FrameType | None:
     return outermost
 
 
-def warn(message: str, category: type[Warning] = BERTScoreNote) -> None:
-    """Show `message` as a warning at the user's line, at every call (no once-per-location registry)."""
+@dataclass(frozen=True)
+class Site:
+    """A line of the user's code that a note points at."""
+
+    filename: str
+    lineno: int
+    module: str
+
+
+def caller_site() -> Site | None:
+    """The user's line (`caller_frame`) as a `Site`, to point later notes at it."""
     frame = caller_frame()
     if frame is None:  # pragma: no cover - there is always a frame
+        return None
+    return Site(frame.f_code.co_filename, frame.f_lineno, str(frame.f_globals.get("__name__") or "<unknown>"))
+
+
+_SITE: contextvars.ContextVar[Site | None] = contextvars.ContextVar("bertscore_note_site", default=None)
+
+
+@contextlib.contextmanager
+def noted_at(site: Site | None) -> Iterator[None]:
+    """Warnings raised inside the block point at `site` (None: at the caller's line, as ever)."""
+    token = _SITE.set(site)
+    try:
+        yield
+    finally:
+        _SITE.reset(token)
+
+
+def warn(message: str, category: type[Warning] = BERTScoreNote) -> None:
+    """Show `message` as a warning at the user's line, at every call (no once-per-location registry)."""
+    site = _SITE.get() or caller_site()
+    if site is None:  # pragma: no cover - there is always a frame
         warnings.warn(message, category, stacklevel=2)
         return
     # registry=None: no per-module "already shown" registry, so the default filter shows it each
     # call; the filters themselves (ignore, error, once, the user's own) apply as ever. No
     # module_globals: its only use is finding the source line through the module's loader, and
     # `python -c`'s __main__ has BuiltinImporter, whose get_source raises ImportError.
-    warnings.warn_explicit(
-        message, category, frame.f_code.co_filename, frame.f_lineno,
-        module=str(frame.f_globals.get("__name__") or "<unknown>"), registry=None,
-    )
+    warnings.warn_explicit(message, category, site.filename, site.lineno, module=site.module, registry=None)
 
 
 def report(message: str, notes: list[str] | None, stacklevel: int = 3) -> None:
@@ -110,8 +139,11 @@ def _python_setting(option: str, value: Any) -> str:
     return f"{option}={value!r}"
 
 
+_CLI_FLAGS = {"model_type": "--model"}  # options whose flag is not their name with dashes
+
+
 def _cli_setting(option: str, value: Any) -> str:
-    flag = "--" + option.replace("_", "-")
+    flag = _CLI_FLAGS.get(option, "--" + option.replace("_", "-"))
     return flag if value is True else f"{flag} {value}"
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
+from .idf import TokenWeights
 from .settings import Settings
 from .version import __version__
 
@@ -44,6 +45,13 @@ def official_hash_text(
     return code
 
 
+def weights_as_dict(weights: TokenWeights) -> defaultdict[int, float]:
+    """Token weights as the official `idf_dict` (a defaultdict): ids past the table weigh what the
+    official get_idf_dict gives them, log((M + 1) / 1) (the table's default; 0 where it has none)."""
+    default = 0.0 if weights.default is None else float(weights.default)
+    return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(weights.table.tolist())})
+
+
 class OfficialSurface:
     """The official names; a subclass provides `pipeline` and the options named below."""
 
@@ -67,11 +75,7 @@ class OfficialSurface:
     def idf_dict(self) -> dict[int, float] | None:
         """Token id -> weight, as the official attribute (a defaultdict); None when idf is per call."""
         weights = self._settings.idf_weights
-        if weights is None:
-            return None
-        # Ids past the table weigh what the official get_idf_dict gives them: log((M + 1) / 1).
-        default = 0.0 if weights.default is None else float(weights.default)
-        return defaultdict(lambda: default, {i: float(w) for i, w in enumerate(weights.table.tolist())})
+        return None if weights is None else weights_as_dict(weights)
 
     def compute_idf(self, sents: Sequence[str]) -> None:
         """Fix idf weights from `sents` for every later call (the official method); the hash follows."""

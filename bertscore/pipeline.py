@@ -11,14 +11,16 @@ later chunk is embedded once (`reuse.py`).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+from functools import partial
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Protocol, Sequence
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import baseline_tables, input_notes, plan, tokenize_ahead
 from .devices import full_fp32_precision
-from .embed import Embedder
+from .embed import Embedder, Fetch
 from .idf import TokenWeights
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
 from .models import LoadedModel
@@ -95,7 +97,7 @@ class Pipeline:
         weights: TokenWeights | None,
         verbose: bool,
         batch_size: int | None,
-        notes: list[str] | None,
+        notes: list[str] | None, progress: Any = None,
     ) -> tuple[Scores, TokenWeights]:
         """(P, R, F) of checked candidates against their reference groups, and the weights used."""
         flat_refs = [ref for group in groups for ref in group]
@@ -110,7 +112,7 @@ class Pipeline:
         input_notes.note_call(self.settings, weights, notes)
         findings = input_notes.TextFindings()
         pair_scores = score_in_blocks(self, cand_keys, ref_keys, whole, weights, verbose, batch_size,
-                                      lambda _, token_ids: findings.add(self.settings, token_ids, weights))
+                                      lambda _, token_ids: findings.add(self.settings, token_ids, weights), progress)
         input_notes.note_texts(self.settings, candidates, groups, findings, notes)
         return self.finish(pair_scores, owners, len(candidates)), weights
 
@@ -173,8 +175,7 @@ class Pipeline:
         progress: Any = None,
         reuse: CallReuse | None = None,
     ) -> torch.Tensor:
-        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`: a bar to move,
-        else one of its own when `verbose`; `reuse`: the call's `CallReuse`, else one of its own).
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`, `reuse`: the call's, else own).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -188,36 +189,36 @@ class Pipeline:
         layers = (settings.score_layers,) if settings.all_layers else ()
         scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
         empty_keys = settings.empty_texts(token_ids)
-        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys)) if c in empty_keys or r in empty_keys}
+        empty = {i for i, (c, r) in enumerate(zip(cand_keys, ref_keys))
+                 if c in empty_keys or r in empty_keys} if empty_keys else set()
         limit = self.model.content_limit
         head_length = token_ids.head_lengths(limit).__getitem__
 
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
-        order = sorted(
-            (i for i in range(len(cand_keys)) if i not in empty),
-            key=lambda i: (head_length(ref_keys[i]), ref_keys[i], head_length(cand_keys[i])),
-        )
+        order = plan.sort_pairs((i for i in range(len(cand_keys)) if i not in empty) if empty else range(len(cand_keys)),
+                                list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
         own_bar = progress is None
-        if own_bar:
-            progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair") if own_bar else progress
         progress.update(len(empty))
         reuse = reuse if reuse is not None else CallReuse(cand_keys, ref_keys)
         reuse.done(cand_keys, ref_keys, empty)
         for chunk in plan.chunks(order, cand_keys, ref_keys, head_length, settings.chunk_size, self.floats_per_token):
             needed = list(dict.fromkeys([cand_keys[i] for i in chunk] + [ref_keys[i] for i in chunk]))
-            long_pairs = [i for i in chunk if settings.is_windowed(token_ids, cand_keys[i])
-                          or settings.is_windowed(token_ids, ref_keys[i])]
-            heads = {k: token_ids.head(k, limit) for k in needed}
+            long_pairs = [] if settings.window is None else [
+                i for i in chunk
+                if settings.is_windowed(token_ids, cand_keys[i]) or settings.is_windowed(token_ids, ref_keys[i])]
+            heads = dict(zip(needed, token_ids.heads(needed, limit)))
             advance = _advancer(progress, len(chunk) - len(long_pairs), len(needed))
             held = reuse.held(needed)
-            todo = [k for k in needed if k not in held]
+            todo = [k for k in needed if k not in held] if held else needed
 
-            def match(embeddings: dict[str, torch.Tensor]) -> None:  # on the host while the device still encodes
+            def match(embeddings: dict[str, torch.Tensor]) -> Fetch | None:  # queued while the device still encodes
                 embeddings.update(held)
-                text_weights = dict(zip(needed, weights.many([heads[k] for k in needed])))  # host, moved per batch
-                match_pairs(chunk, cand_keys, ref_keys, embeddings, text_weights, head_length, scores,
-                            self.floats_per_token, settings.score_layers)
+                matched = match_pairs(chunk, cand_keys, ref_keys, embeddings, heads, weights, head_length,
+                                      self.floats_per_token, settings.score_layers)
+                return None if matched is None else Fetch(matched.values, partial(matched.write, scores))
 
+            # One wait for the device per chunk: the scores come back with the overflow flags.
             embeddings = self.embedder.embed(todo, [heads[k] for k in todo], advance, batch_size, before_check=match)
             advance(len(needed))
             del heads
@@ -262,11 +263,12 @@ class Pipeline:
                 long_keys, [token_ids[k] for k in long_keys], self.settings.window, first_windows=first_windows,
                 on_progress=advance, batch_size=batch_size,
             ))
-            text_weights = dict(zip(texts, weights.many([token_ids[k] for k in texts])))
-            match_pairs(sub, cand_keys, ref_keys, embeddings, text_weights, token_ids.length, scores,
-                        self.floats_per_token, self.settings.score_layers)
+            matched = match_pairs(sub, cand_keys, ref_keys, embeddings, {k: token_ids[k] for k in texts}, weights,
+                                  token_ids.length, self.floats_per_token, self.settings.score_layers)
+            if matched is not None:
+                matched.write(scores, matched.values.cpu())
             advance(len(long_keys))
-            del embeddings, text_weights
+            del embeddings
 
     # ----- inspection -----------------------------------------------------------------------------
     def embed_texts(self, keys: Sequence[str], token_ids: TokenStore) -> dict[str, torch.Tensor]:
@@ -291,6 +293,7 @@ def score_in_blocks(
     verbose: bool,
     batch_size: int | None,
     on_block: Callable[[list[int], TokenStore], None],
+    progress: Any = None,
 ) -> torch.Tensor:
     """Raw scores of aligned pairs of stripped texts, block by block (`plan.stream_blocks`): the
     schedule of `Pipeline.score_groups` and `score_aligned` around `Pipeline.score_pairs`.
@@ -300,11 +303,14 @@ def score_in_blocks(
     block is tokenized while the one before it is scored (`tokenize_ahead`) where a core is
     free for it (on one thread where the encoder runs on the CPU, as the user set the tokenizers
     library's parallelism on an accelerator). The blocks are the same either way, and so are the numbers.
-    `on_block(positions, tokens)` sees each block's tokens before it is scored.
+    `on_block(positions, tokens)` sees each block's tokens before it is scored. `progress`: a bar
+    to move (the caller's, left open), else one of its own when `verbose`.
     """
     layers = (pipeline.settings.score_layers,) if pipeline.settings.all_layers else ()
     scores = torch.zeros((len(cand_keys),) + layers + (3,), dtype=torch.float32)
-    progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
+    own_bar = progress is None
+    if own_bar:
+        progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
     chunk_size = pipeline.settings.chunk_size
     if token_ids is not None or len(cand_keys) <= chunk_size:
         block_ranges, order = [range(len(cand_keys))], list(range(len(cand_keys)))
@@ -328,7 +334,8 @@ def score_in_blocks(
                 cand_keys[block.start:block.stop], ref_keys[block.start:block.stop], block_ids, weights,
                 batch_size=batch_size, progress=progress, reuse=reuse,
             )
-    progress.close()
+    if own_bar:
+        progress.close()
     return scores
 
 
@@ -338,44 +345,66 @@ class HasPipeline(Protocol):
     pipeline: Pipeline
 
 
+class MatchedScores(NamedTuple):
+    """Scores of pairs still on the device (`match_pairs`): read them once, when the host needs them."""
+
+    positions: list[int]  # the pair of each row of `values`
+    values: torch.Tensor  # [n, 3] or [n, K, 3], float32, on the device
+
+    def write(self, scores: torch.Tensor, host_values: torch.Tensor) -> None:
+        """`host_values` (the host copy of `values`) into `scores` at the pairs' positions."""
+        scores[torch.tensor(self.positions)] = host_values
+
+
 @torch.inference_mode()
 def match_pairs(
     pairs: list[int],
     cand_keys: list[str],
     ref_keys: list[str],
     embeddings: Mapping[str, torch.Tensor],
-    text_weights: Mapping[str, torch.Tensor],
+    text_ids: Mapping[str, np.ndarray],
+    weights: TokenWeights,
     length: Callable[[str], int],
-    scores: torch.Tensor,
     floats_per_token: int,
     layers: int,
-) -> None:
-    """Greedy matching of `pairs` into `scores`: padded batches through `greedy_match`, and a
-    pair whose similarity alone exceeds the batch budget through `greedy_match_tiled`
-    (`plan.match_batches` groups them; `length(key)` is a text's embedding rows).
-    The batches' scores stay on the device until the last one: one copy to the host per call, so
-    the host queues the next batch while the device computes this one."""
-    done: list[tuple[list[int], torch.Tensor]] = []
+) -> MatchedScores | None:
+    """Greedy matching of `pairs`: padded batches through `greedy_match`, and a pair whose
+    similarity alone exceeds the batch budget through `greedy_match_tiled` (`plan.match_batches`
+    groups them; `length(key)` is a text's embedding rows, `text_ids[key]` its ids as embedded,
+    whose `weights` each batch looks up at once). Nothing is read back here: the scores stay on
+    the device (None for no pairs), so the host queues batch after batch while the device computes,
+    and the caller reads them in one copy when it needs them."""
+    positions: list[int] = []
+    results: list[torch.Tensor] = []
     with full_fp32_precision():
         for batch, tiled in plan.match_batches(pairs, cand_keys, ref_keys, length, floats_per_token, layers):
-            cand = [(embeddings[cand_keys[i]], text_weights[cand_keys[i]]) for i in batch]
-            ref = [(embeddings[ref_keys[i]], text_weights[ref_keys[i]]) for i in batch]
+            cands, refs = _gather(cand_keys, batch), _gather(ref_keys, batch)
             if tiled:
-                (cand_emb, cand_w), (ref_emb, ref_w) = cand[0], ref[0]
+                cand_emb, ref_emb = embeddings[cands[0]], embeddings[refs[0]]
                 device = cand_emb.device
                 precision, recall, f1 = greedy_match_tiled(
-                    cand_emb, None, cand_w.to(device), ref_emb, None, ref_w.to(device), MATCH_TILE_BYTES
+                    cand_emb, None, _weights_of(weights, text_ids, cands).to(device),
+                    ref_emb, None, _weights_of(weights, text_ids, refs).to(device), MATCH_TILE_BYTES
                 )
                 precision, recall, f1 = precision[None], recall[None], f1[None]
             else:
                 precision, recall, f1 = greedy_match(
-                    *pad_sequences([e for e, _ in cand], [w for _, w in cand]),
-                    *pad_sequences([e for e, _ in ref], [w for _, w in ref]),
+                    *pad_sequences(_gather(embeddings, cands), _weights_of(weights, text_ids, cands)),
+                    *pad_sequences(_gather(embeddings, refs), _weights_of(weights, text_ids, refs)),
                 )
-            done.append((batch, torch.stack((precision, recall, f1), dim=-1)))
-    if done:
-        results = torch.cat([result for _, result in done]).cpu()
-        scores[torch.tensor([index for batch, _ in done for index in batch])] = results
+            positions += batch
+            results.append(torch.stack((precision, recall, f1), dim=-1))
+    return MatchedScores(positions, torch.cat(results)) if results else None
+
+
+def _gather(values: Sequence | Mapping, keys: Sequence) -> list:
+    """values[k] for each k of keys (one C-level pass)."""
+    return list(map(values.__getitem__, keys))
+
+
+def _weights_of(weights: TokenWeights, text_ids: Mapping[str, np.ndarray], keys: Sequence[str]) -> torch.Tensor:
+    """The token weights of `keys`' texts end to end, [sum L], in one lookup on the host."""
+    return weights.table[torch.from_numpy(np.concatenate(_gather(text_ids, keys)).astype(np.int64))]
 
 
 def _advancer(progress: Any, pairs: int, texts: int) -> Callable[[int], None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 DEFAULT_CHUNK_PAIRS = 2048
 FIRST_STREAM_BLOCK = 256  # pairs tokenized before the first match of a streamed call (`stream_blocks`)
@@ -63,7 +63,16 @@ def stream_order(cand_keys: Sequence[str], ref_keys: Sequence[str]) -> list[int]
     """Pairs in the order a streamed call takes them: by reference length in characters (the
     tokens are not known yet), then reference, then candidate length. Pairs sharing a reference
     then fall in one block (it is tokenized and embedded once), beside pairs of similar lengths."""
-    return sorted(range(len(cand_keys)), key=lambda i: (len(ref_keys[i]), ref_keys[i], len(cand_keys[i])))
+    return sort_pairs(range(len(cand_keys)), list(map(len, ref_keys)), ref_keys, list(map(len, cand_keys)))
+
+
+def sort_pairs(pairs: Iterable[int], *keys: Sequence) -> list[int]:
+    """`pairs` sorted by (keys[0][i], keys[1][i], ...), ties in their given order: one stable sort
+    per key, last key first, each keyed by a C-level lookup (no tuple built per pair)."""
+    order = list(pairs)
+    for key in reversed(keys):
+        order.sort(key=key.__getitem__)
+    return order
 
 
 def needs_tiling(cand_length: int, ref_length: int, layers: int) -> bool:

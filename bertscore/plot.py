@@ -21,6 +21,7 @@ from .explain import Explanation, explain_pair
 from .fonts import families_for
 from .output_files import write_bytes
 from .pipeline import HasPipeline
+from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ def plot_example(scorer: HasPipeline, candidate: str, reference: str | Sequence[
     figure; `reference` may also be a list (the winning reference is drawn).
     """
     if not isinstance(candidate, str):
-        raise TypeError(f"candidate is a {type(candidate).__name__}, not a string")
+        raise TypeError(f"candidate is {a_type(candidate)}, not a string")
     fig = heatmap_figure(explain_pair(scorer, candidate, reference))
     if fname:
         save_figure(fig, fname)

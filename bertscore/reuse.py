@@ -30,6 +30,8 @@ class CallReuse:
 
     def held(self, keys: Iterable[str]) -> dict[str, torch.Tensor]:
         """The kept embeddings among `keys`."""
+        if not self.kept:
+            return {}
         return {k: self.kept[k] for k in keys if k in self.kept}
 
     def done(self, cand_keys: Sequence[str], ref_keys: Sequence[str], pairs: Iterable[int],

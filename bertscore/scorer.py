@@ -25,7 +25,7 @@ from .official import OfficialSurface
 from .pipeline import Pipeline, Scores
 from .plan import DEFAULT_CHUNK_PAIRS
 from .settings import (
-    check_loaded_model, check_long_texts, check_size, resolve_model_type, resolve_settings,
+    check_loaded_model, check_long_texts, check_size, lang_default_failure, resolve_model_type, resolve_settings,
 )
 from .shared_models import SHARED_MODELS
 
@@ -80,6 +80,7 @@ class BERTScorer(OfficialSurface):
     ):
         lang = lang.lower() if isinstance(lang, str) else lang
         check_long_texts(long_texts, window_stride)
+        chosen_by_lang = model_type is None and loaded_model is None and lang is not None
         model_type = resolve_model_type(model_type, lang, loaded_model)
         # Sizes are whole numbers >= 1: 2.5 or True were used as sizes, and max_tokens_per_batch=0 was
         # read as the default, silently; a string was a bare TypeError from a comparison.
@@ -97,7 +98,12 @@ class BERTScorer(OfficialSurface):
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
             # The encoder already loaded in this process for these settings, if any (shared_models.py).
-            self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
+            try:
+                self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
+            except OSError as error:
+                if not chosen_by_lang:
+                    raise
+                raise lang_default_failure(lang, model_type, error) from error
         self.num_layers, self.all_layers = self.model.num_layers, self.model.all_layers
         settings = resolve_settings(
             self.model, model_type, lang, self.device, self.dtype, long_texts, window_stride, idf, idf_sents,
@@ -176,6 +182,7 @@ class BERTScorer(OfficialSurface):
         return_hash: bool = False,
         notes: list[str] | None = None,
         weights: TokenWeights | None = None,
+        progress: Any = None,
     ) -> Scores | tuple[Scores, str]:
         """P, R, F of each candidate against its reference(s): tensors [N] ([K, N] for all layers).
 
@@ -185,10 +192,12 @@ class BERTScorer(OfficialSurface):
         go to `notes` when a list is given, else they are warnings (`BERTScoreNote`). `weights`
         overrides the token weights for this call: idf over a whole corpus that this call scores
         a chunk of (the CLI streams files this way). The returned hash names them (`hash_for`).
+        `progress`: a tqdm bar of the caller's to advance by one per candidate-reference pair (the
+        CLI's one bar over a run of many calls), instead of the call's own bar that `verbose` shows.
         """
         weights = self.pipeline.check_weights(weights)
         candidates, groups = normalize_inputs(cands, refs)
-        out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes)
+        out, used = self.pipeline.score_groups(candidates, groups, weights, verbose, batch_size, notes, progress)
         return (out, self.hash_for(used)) if return_hash else out
 
     @fork_safe

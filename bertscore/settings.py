@@ -28,6 +28,7 @@ from .notes import setting
 from .tokens import TokenStore
 from .version import __version__
 from .windows import WindowSettingError, resolve_stride
+from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,11 @@ class Settings:
 
     def empty_texts(self, token_ids: TokenStore) -> set[str]:
         """The stored texts that `is_empty` holds for, found at once (vectorised)."""
+        found = np.flatnonzero(token_ids.lengths <= self.model.num_special_tokens).tolist()
+        if not found:
+            return set()
         keys = list(token_ids.index)
-        return {keys[i] for i in np.flatnonzero(token_ids.lengths <= self.model.num_special_tokens).tolist()}
+        return {keys[i] for i in found}
 
     def is_windowed(self, token_ids: TokenStore, key: str) -> bool:
         """Whether `key` is scored through windows: window mode, and longer than the content limit."""
@@ -150,6 +154,11 @@ def resolve_model_type(model_type: str | None, lang: str | None, loaded_model: L
             )
         return default_model_for_lang(lang)
     return model_type
+
+
+def lang_default_failure(lang: str, model_type: str, error: OSError) -> OSError:
+    """A load error of the model `lang` chose, saying that `lang` chose it (the user never named it)."""
+    return OSError(f"{setting('lang', lang)} scores with its official default model, {model_type}: {error}")
 
 
 def check_loaded_model(loaded: LoadedModel, model_type: str, num_layers: int | None, all_layers: bool) -> None:
@@ -240,7 +249,7 @@ def resolve_idf(
     if getattr(idf, "ndim", 1) == 1 and (texts := as_list(idf, "idf")) is not None:
         idf_sents, idf, texts_name = texts, True, "idf"  # a list, tuple, array or Series of texts
     if idf is not None and not isinstance(idf, (bool, int)) and getattr(idf, "ndim", None) != 0:  # bool_ is fine
-        raise InputTypeError(f"{forms}, got a {type(idf).__name__}")
+        raise InputTypeError(f"{forms}, got {a_type(idf)}")
     if not idf:
         return "no-idf", TokenWeights.uniform(vocab, special)
     if idf_sents is None:

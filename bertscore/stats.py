@@ -32,6 +32,7 @@ import numpy as np
 
 from .notes import report, segments
 from .resampling import TIE_TOLERANCE, permutation_exceedances, resampled_means, scale
+from .wording import counted
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +333,7 @@ def few_resamples_note(n_resamples: int, statistic: str = "interval") -> str | N
     floor = "" if statistic == "interval" else (
         f"; a p-value cannot go below 1/({n_resamples} + 1) = {1 / (n_resamples + 1):.3g}")
     width = " (1 resample: an interval of zero width)" if n_resamples == 1 and statistic != "p-value" else ""
-    return (f"only {n_resamples} resample{'s' if n_resamples != 1 else ''}: fewer than {MIN_RESAMPLES:,} make "
+    return (f"only {counted(n_resamples, 'resample')}: fewer than {MIN_RESAMPLES:,} make "
             f"{subjects[statistic]} rough, moving with the seed{width}{floor}; use {MIN_RESAMPLES:,} or more")
 
 

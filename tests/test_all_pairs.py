@@ -121,7 +121,7 @@ def test_kernel_equals_greedy_match_pair_by_pair(cand_lengths, ref_lengths, laye
     ([], ["a"], "candidates is empty"),
     (["a"], [], "references is empty"),
     ("a", ["a"], "wrap a single text"),
-    (["a", 3], ["a"], r"candidates\[1\] is a int"),
+    (["a", 3], ["a"], r"candidates\[1\] is an int"),
     (["a"], ["a", ["b", "c"]], r"references\[1\] is a list"),
     (["a"], ["a", None], r"references\[1\] is None"),
 ])

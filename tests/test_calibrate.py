@@ -148,7 +148,7 @@ def test_identical_pairs_rescale_to_one(tiny_models, tmp_path):
 def test_prepare_corpus_drops_empty_lines_and_duplicates():
     corpus = prepare_corpus(["a b", "", " a b ", "c", "  ", "c", "A b"])
     assert (corpus.sentences, corpus.empty, corpus.duplicates) == (["a b", "c", "A b"], 2, 2)
-    with pytest.raises(TypeError, match="sentence 1 is a int"):
+    with pytest.raises(TypeError, match="sentence 1 is an int"):
         prepare_corpus(["a", 3])
 
 

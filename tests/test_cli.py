@@ -53,6 +53,16 @@ def test_jsonl_tsv_and_text_formats(tmp_path, capsys):
     assert "F1=" in text and "hash: " in text
 
 
+def test_counts_are_singular_for_one(tmp_path, capsys):
+    (tmp_path / "c.txt").write_text("the cat sat\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("a cat sat\nthe rain\n", encoding="utf-8")
+    one = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "c.txt")]
+    assert main([*one, *MODEL]) == 0
+    assert "mean over 1 pair: P=1.000000" in capsys.readouterr().out
+    assert main(["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), *MODEL]) == 2
+    assert f"{tmp_path / 'c.txt'}: 1 line, {tmp_path / 'r.txt'}: 2 lines" in capsys.readouterr().err
+
+
 def test_stdin_candidates():
     result = subprocess.run(
         [sys.executable, "-m", "bertscore", "-c", "-", "-r", REFS, *MODEL, "--format", "tsv"],

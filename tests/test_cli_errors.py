@@ -126,11 +126,11 @@ def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -
 
 
 def test_help_lists_every_subcommand_with_one_line(capsys) -> None:
-    """`bertscore --help` names `layers` and `baseline`, one line each, and each runs its own --help."""
+    """`bertscore --help` names `layers`, `baseline` and `explain`, one line each, and each runs its own --help."""
     from bertscore.cli.main import SUBCOMMAND_MAINS
     from bertscore.cli.options import SUBCOMMANDS
 
-    assert set(SUBCOMMAND_MAINS) == set(SUBCOMMANDS) == {"layers", "baseline"}
+    assert set(SUBCOMMAND_MAINS) == set(SUBCOMMANDS) == {"layers", "baseline", "explain"}
     with pytest.raises(SystemExit) as done:
         main(["--help"])
     assert done.value.code == 0

@@ -39,7 +39,7 @@ def handlers():
 # ----- one contract: what each door accepts or refuses ----------------------------------------
 BAD_PREDICTIONS = [
     (["b", float("nan")], TypeError, r"predictions\[1\] is a float"),
-    (["a", 3], TypeError, r"predictions\[1\] is a int"),
+    (["a", 3], TypeError, r"predictions\[1\] is an int"),
     ([True], TypeError, r"predictions\[0\] is a bool"),
     ([{"text": "a"}], TypeError, r"predictions\[0\] is a dict"),
     (["abc\ud800def"], ValueError, r"predictions\[0\] contains a lone surrogate"),
@@ -82,7 +82,7 @@ def test_add_takes_one_example_as_bare_strings(metric):
     out = metric.compute(**MODEL)
     expected = score(["a cat sat", "a dog"], [["a cat sat"], ["a dog barked", "the dog"]], **MODEL)
     assert torch.allclose(torch.tensor(out["f1"]), expected[2], atol=1e-6)
-    with pytest.raises(TypeError, match=r"prediction is a int"):
+    with pytest.raises(TypeError, match=r"prediction is an int"):
         metric.add(prediction=3, reference="a")
 
 

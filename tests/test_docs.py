@@ -309,6 +309,28 @@ def test_no_block_hides_what_a_command_says() -> None:
     assert hidden == []
 
 
+def test_a_scoring_command_shows_its_mean_and_hash() -> None:
+    """A shown output of a block that scores with `bertscore` holds the mean and hash lines the user sees
+    on a terminal (on stderr beside rows written to a file: the block joins them with `2>&1`)."""
+    scoring = re.compile(r"(^|[;(&|]\s*)bertscore\s+(?!baseline|layers)")
+
+    def scores(block: Block) -> bool:
+        return any(scoring.search(line) and "|| echo" not in line for line in block.text.splitlines())
+
+    missing = [block.id for block in RUN_BLOCKS if block.language != "python" and block.id in SHOWN_OUTPUT
+               and scores(block) and "hash: " not in SHOWN_OUTPUT[block.id]]
+    assert missing == []
+
+
+def test_the_readme_says_what_may_differ_here() -> None:
+    """The README says what a new user's run may print otherwise (the last digit, by CPU) and what
+    `make test` installs as root (Debian's chromium, with apt-get)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`0.591549` on an AVX2 CPU" in readme
+    started = readme[readme.index("## Get started"):readme.index("## Install")]
+    assert "as root" in started and "apt-get" in started and "chromium" in started and "BERTSCORE_SKIP_BROWSER=1" in started
+
+
 def test_needs_marks_are_spelled_as_the_test_reads_them() -> None:
     """A misspelled `# needs` line would run a block that cannot run here, or skip none."""
     wrong = [f"{b.id}: {line}" for b in RUN_BLOCKS for line in b.text.splitlines()[:1]

@@ -27,6 +27,7 @@ import torch
 import bertscore
 from bertscore import dropin
 from bertscore.official import IMPLEMENTATION_VERSION
+import oracle
 from conftest import REPO_ROOT
 from test_parity import TOLERANCE, official
 
@@ -133,6 +134,42 @@ def test_the_bert_score_command_prints_the_official_line(harness, texts, minilm_
     assert_official(*per_pair.T, theirs, "bert-score -s")
 
 
+@pytest.mark.slow
+def test_mbrs_metric_on_the_scorers_privates_gives_the_official_numbers(harness, texts, minilm_dir):
+    """mbrs: the scorer's `_model`, `_tokenizer`, `_idf_dict`, its own padded batches, `greedy_cos_idf`."""
+    cands, refs = texts[0][:4], texts[1][:3]
+    mbrs = harness["mbrs"]
+    assert mbrs["shared_encoder"] and mbrs["model_class"] == "BertModel" and mbrs["plain_idf_dict"] is None
+    flat_cands, flat_refs = [c for c in cands for _ in refs], [r for _ in cands for r in refs]
+    theirs = official(flat_cands, flat_refs, minilm_dir, 5)[2].view(len(cands), len(refs))
+    assert (torch.tensor(mbrs["f1"]) - theirs).abs().max() <= TOLERANCE
+    weighted = oracle.cached("BERTScorer(idf_sents).score(batch_size=1)", minilm_dir, [flat_cands, flat_refs, refs],
+                             lambda: bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=5, idf=True,
+                                                           idf_sents=refs, batch_size=1).score(
+                                 flat_cands, flat_refs, batch_size=1)[2])
+    assert (torch.tensor(mbrs["f1_idf"]) - weighted.view(len(cands), len(refs))).abs().max() <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_a_script_on_the_star_imported_helpers_gives_the_official_numbers(harness, texts, minilm_dir):
+    cands, refs, _ = texts
+    script = harness["script"]
+    theirs = torch.stack(official(cands, refs, minilm_dir, 5), dim=-1)
+    assert (torch.tensor(script["plain"]) - theirs).abs().max() <= TOLERANCE
+    theirs_idf = torch.stack(official(cands, refs, minilm_dir, 5, idf=True), dim=-1)
+    assert (torch.tensor(script["idf"]) - theirs_idf).abs().max() <= TOLERANCE
+    length = script["embedding_shapes"][1][1]
+    assert script["embedding_shapes"] == [[3, length, 384], [3, length], [3, length]] and script["sent_encode"]
+
+
+@pytest.mark.slow
+def test_evaluate_patch_bertscore_runs_the_module_without_a_model(harness):
+    """evaluate's tests/test_metric_common.py `patch_bertscore`: both patches take effect, nothing loads."""
+    patched = harness["evaluate_patched"]
+    assert patched["result"]["f1"] == patched["result"]["precision"] == [1.0, 1.0]
+    assert patched["get_model_calls"] == [[MODEL, 5, False]] and patched["cos_calls"] == 1 and patched["loads"] == 0
+
+
 def test_utils_match_the_official_helpers(minilm_dir, wmt17_de_en):
     texts = list(wmt17_de_en[1][:20]) + ["  padded  "]
     tokenizer = dropin.get_tokenizer(str(minilm_dir))
@@ -169,9 +206,10 @@ def test_dropin_utils_reexports_and_names_what_it_lacks():
     utils = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(utils)
     assert utils.get_hash is dropin.get_hash and utils.lang2model is dropin.lang2model
-    assert set(utils.__all__) <= {name for name in dir(bert_score.utils)} | {"get_hash"}
-    with pytest.raises(AttributeError, match="get_bert_embedding is an internal helper of the official"):
-        utils.get_bert_embedding
+    assert utils.__all__ == bert_score.utils.__all__ == []
+    assert utils.get_bert_embedding is dropin.get_bert_embedding  # the docs promised it: now it is there
+    with pytest.raises(AttributeError, match="cache_scibert is an internal helper of the official"):
+        utils.cache_scibert
     with pytest.raises(AttributeError, match="has no attribute 'nothing_like_it'"):
         utils.nothing_like_it
 
@@ -179,11 +217,32 @@ def test_dropin_utils_reexports_and_names_what_it_lacks():
 def test_the_dropin_distribution_names_this_version():
     project = tomllib.loads((DROPIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["name"] == "bert-score" and project["version"] == IMPLEMENTATION_VERSION
-    assert project["dependencies"] == [f"bertscore=={bertscore.__version__}"]
+    assert project["dependencies"][0] == f"bertscore=={bertscore.__version__}"
     from packaging.specifiers import SpecifierSet
 
     assert IMPLEMENTATION_VERSION in SpecifierSet(">=0.3.10") and IMPLEMENTATION_VERSION in SpecifierSet("==0.3.13")
     assert project["scripts"] == {"bert-score": "bertscore.cli.official:main", "bert-score-show": "bertscore.cli.official:show"}
+
+
+def test_the_dropin_installs_what_the_official_package_installs():
+    """Each of the official 0.3.13's requirements (matplotlib for plot_example and bert-score-show
+    included) is the drop-in's too, with at least the official bounds: the documented one-line install
+    leaves nothing that code written for the official package imports missing."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    official_dist = distribution("bert-score")
+    assert official_dist.version == "0.3.13", "this venv's bert-score must be the official package (the oracle)"
+    project = tomllib.loads((DROPIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    ours = {canonicalize_name(r.name): r for r in map(Requirement, project["dependencies"])}
+    official_requirements = [Requirement(line) for line in official_dist.requires or []]
+    assert {canonicalize_name(r.name) for r in official_requirements} >= {"matplotlib", "torch", "transformers"}
+    for requirement in official_requirements:
+        name = canonicalize_name(requirement.name)
+        assert name in ours, f"the drop-in does not install {requirement}"
+        assert {str(s) for s in requirement.specifier} <= {str(s) for s in ours[name].specifier}, (requirement, ours[name])
 
 
 def test_plot_example_and_bert_score_show_save_the_heatmap(minilm_dir, tmp_path, capsys):

@@ -17,7 +17,7 @@ from bertscore import BERTScorer
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
 SECTIONS = ("environment", "setup", "parity", "probe", "official", "options", "torchrun", "evaluate", "precision",
-            "long_texts", "all_pairs", "memory", "throughput")
+            "long_texts", "all_pairs", "per_call", "memory", "throughput")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,10 @@ def test_dry_run_checks_are_real_and_cuda_parts_say_skipped(dry_run) -> None:
     assert {"ours_fp32", "ours_bf16", "ours_bf16_budget"} == set(sections["throughput"]["data"]["phases"])
     for phases in sections["throughput"]["data"]["phases"].values():
         assert set(phases) == {"tokenize", "tokenize_ahead", "tokenize_wait", "encode", "match", "other", "total"} and phases["encode"] > 0
-    assert {"official_fp32", "ours_fp32", "ours_bf16", "floor_bf16"} <= set(sections["throughput"]["data"]["methods"])
+    assert {"official_fp32", "ours_fp32", "ours_bf16", "floor_fp32", "floor_bf16"} <= set(
+        sections["throughput"]["data"]["methods"])
+    assert {"official_fp32", "ours_fp32", "ours_bf16_budget"} == set(sections["per_call"]["data"]["seconds"])
+    assert sections["all_pairs"]["data"]["all_pairs_phases"]["matmul_flops_per_s"] > 0
     # The torchrun runs really ran the CLI (their scores were compared with the in-process ones),
     # two ranks among them.
     assert [c["passed"] for c in sections["torchrun"]["checks"]] == [True, True, True]

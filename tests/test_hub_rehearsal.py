@@ -12,7 +12,9 @@ its environments take minutes to build. Two fresh venvs, shared by the tests:
 - the Space's: requirements.txt alone plus gradio at the front matter's `sdk_version`, as the Hub
   builds a Gradio Space; `python app.py` from the Space's files answers `/compute`.
 - and a third, for code that calls the official package: the official bert-score installed, then the
-  README's `pip install . ./bert_score_dropin` replaces it, and docs/existing-code.md's command goes back.
+  README's `pip install . ./bert_score_dropin` replaces it (bringing matplotlib itself: `bert-score-show`
+  and `plot_example` draw; careless input to `bert-score` is one line, exit 2), and
+  docs/existing-code.md's command goes back.
 
 torch is held to the build on this machine's disk by a constraints file (the Hub installs the newest);
 requirements.txt's CPU index (download.pytorch.org) may be unreachable here, so pip is told not to
@@ -256,6 +258,29 @@ def test_the_space_build_serves_compute(space, tmp_path):
     assert f"torch={TORCH_ON_DISK.split('==')[1]})" in answer["hashcode"] and "_cpu_" in answer["hashcode"], answer
 
 
+def check_dropin_draws_and_says_errors_in_one_line(root: Path, python: str, env: dict[str, str]) -> None:
+    """After the one documented install: `bert-score-show` and `plot_example` draw (matplotlib came with
+    the drop-in), and `bert-score` on careless input says one line with exit code 2, no traceback."""
+    model = ["-m", "sentence-transformers/all-MiniLM-L6-v2"]
+    run([str(root / "venv" / "bin" / "bert-score-show"), "-c", "the cat sat", "-r", "a cat sat", *model,
+         "-f", "show.png"], "bert-score-show", env=env, cwd=root)
+    run([python, "-c", "import bert_score; bert_score.plot_example('the cat sat', 'a cat sat', "
+         "model_type='sentence-transformers/all-MiniLM-L6-v2', fname='plot.png')"], "plot_example", env=env, cwd=root)
+    assert (root / "show.png").stat().st_size > 0 and (root / "plot.png").stat().st_size > 0
+    (root / "latin1.txt").write_bytes(b"ok\ncaf\xe9\n")
+    (root / "two.txt").write_text("ok\ncafe\n", encoding="utf-8")
+    (root / "empty.txt").write_text("", encoding="utf-8")
+    for argv, expected in [
+        (["-c", "latin1.txt", "-r", "two.txt", *model], "bert-score: error: latin1.txt, line 2: not valid UTF-8"),
+        (["-c", "empty.txt", "-r", "empty.txt", *model], "bert-score: error: empty.txt has no lines"),
+        (["-c", "two.txt", "-r", "two.txt", "-m", "no-such/model"], "bert-score: error: model 'no-such/model' is not"),
+    ]:
+        done = subprocess.run([str(root / "venv" / "bin" / "bert-score"), *argv], capture_output=True, text=True,
+                              env=env, cwd=root, timeout=600)
+        assert done.returncode == 2 and done.stderr.startswith(expected), (argv, done.returncode, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_the_dropin_replaces_the_official_package_and_the_docs_go_back(tmp_path_factory, constraints):
     """docs/existing-code.md in a fresh venv that has the official bert-score: the README's one command
     (`pip install . ./bert_score_dropin`, from a copy of this checkout) replaces it, `import bert_score`
@@ -264,6 +289,8 @@ def test_the_dropin_replaces_the_official_package_and_the_docs_go_back(tmp_path_
     python = make_venv(root / "venv")
     run([python, "-m", "pip", "install", "-c", constraints, TORCH_ON_DISK, "bert-score==0.3.13"],
         "pip install torch bert-score==0.3.13 (the official package first)", env=pip_env())
+    # The official package brought matplotlib; without it here, the drop-in's install must bring it itself.
+    run([python, "-m", "pip", "uninstall", "-y", "matplotlib"], "pip uninstall matplotlib", env=pip_env())
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
                             text=True, check=True).stdout.splitlines()
     clone = root / "clone"
@@ -283,6 +310,7 @@ def test_the_dropin_replaces_the_official_package_and_the_docs_go_back(tmp_path_
     line = run([str(root / "venv" / "bin" / "bert-score"), "-c", "the cat sat", "-r", "a cat sat",
                 "-m", "sentence-transformers/all-MiniLM-L6-v2"], "the bert-score command", env=env, cwd=root).stdout
     assert f"_version={IMPLEMENTATION_VERSION}(" in line and " P: " in line and " F1: " in line, line
+    check_dropin_draws_and_says_errors_in_one_line(root, python, env)
     run(["bash", "-c", f"{root / 'venv' / 'bin' / 'pip'} uninstall -y bert-score && "
          f"{root / 'venv' / 'bin' / 'pip'} install -c {constraints} bert-score==0.3.13"],
         "the documented way back", env=pip_env(), cwd=root)

@@ -146,6 +146,19 @@ def test_report_keeps_its_signature():
     assert record[0].filename == __file__  # the first frame outside the package
 
 
+def test_a_door_points_later_notes_at_a_recorded_line():
+    """caller_site() records the user's line; notes inside noted_at(site) point there, and only there."""
+    site = notes_module.caller_site(); line = sys._getframe().f_lineno  # noqa: E702
+    with pytest.warns(notes_module.BERTScoreNote) as record:
+        with notes_module.noted_at(site):
+            exec(compile("report('later', None)", "someone_elses_loop.py", "exec"), {"report": notes_module.report})
+        notes_module.report("after", None)
+        with notes_module.noted_at(None):  # None: the caller's line, as ever
+            notes_module.report("unpinned", None)
+    assert [(r.filename, r.lineno) for r in record][:1] == [(__file__, line)]
+    assert [r.filename for r in record][1:] == [__file__, __file__] and record[1].lineno != line
+
+
 # ----- each door's spelling -------------------------------------------------------------------------
 def test_truncation_note_in_python_and_evaluate_spelling(minilm_scorer):
     collected: list[str] = []

@@ -451,7 +451,7 @@ def test_benchmarks_write_results_through_the_one_writer() -> None:
     atomically; only the benchmarks' own input files (texts, corpora, scripts) may be written so."""
     inputs = ("corpus_file.write_text(", "cands.write_text(", "refs.write_text(", "pair_file.write_text(",
               "script.write_text(", "baseline.write_text(", '(folder / "c.txt").write_text(',
-              '(folder / "r.txt").write_text(')
+              '(folder / "r.txt").write_text(', "text_file.write_text(")
     found = []
     for path in sorted((REPO_ROOT / "benchmarks").glob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

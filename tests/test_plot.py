@@ -172,7 +172,7 @@ def test_plot_example_draws_explains_and_saves(minilm_scorer, tmp_path: Path) ->
     same = minilm_scorer.plot_example(candidate, reference)
     np.testing.assert_array_equal(artist(same, SIMILARITY_IMAGE).get_array(), artist(fig, SIMILARITY_IMAGE).get_array())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["example.png"]
-    with pytest.raises(TypeError, match="candidate is a int"):
+    with pytest.raises(TypeError, match="candidate is an int"):
         plot_example(minilm_scorer, 3, reference)  # type: ignore[arg-type]
 
 

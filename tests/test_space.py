@@ -136,7 +136,7 @@ def test_api_texts_reads_json_lists_or_one_plain_text() -> None:
         (json.dumps(["a"] * 4), json.dumps(["r"] * 4), "4 predictions; this app accepts at most 3 per call"),
         # /compute names places as its parameters, from 0 (as the library's own errors and notes do)
         (json.dumps(["a"]), json.dumps([["r", "s", "t"]]), r"predictions\[0\] has 3 references; this app accepts at most 2"),
-        (json.dumps(["a", 3]), json.dumps(["r", "s"]), r"predictions\[1\] is a int"),
+        (json.dumps(["a", 3]), json.dumps(["r", "s"]), r"predictions\[1\] is an int"),
         (json.dumps(["b", "a" * 13]), json.dumps(["r", "s"]), r"predictions\[1\] has 13 characters"),
         (json.dumps(["b", "a"]), json.dumps(["r", ["s", "t" * 13]]), r"references\[1\]\[1\] has 13 characters"),
     ]:

@@ -211,7 +211,7 @@ def test_bad_overrides_name_the_column(kwargs: dict, message: str) -> None:
         ('{"candidate": "a", "reference": null}\n', "t, row 1 (line 1), column 'reference': is null; write \"\" for an empty text"),
         ('{"candidate": 3, "reference": "b"}\n', "t, row 1 (line 1), column 'candidate': is a number (3), not a text"),
         ('{"candidate": "a", "reference": true}\n', "column 'reference': is a boolean (true), not a text"),
-        ('{"candidate": "a", "reference": {"text": "b"}}\n', "column 'reference': is a object ({\"text\": \"b\"})"),
+        ('{"candidate": "a", "reference": {"text": "b"}}\n', "column 'reference': is an object ({\"text\": \"b\"})"),
         ('{"candidate": ["a"], "reference": "b"}\n', "column 'candidate': is a list; a candidate is one text"),
         ('{"candidate": "a", "references": ["b", 2.5]}\n', "column 'references': [1] is a number (2.5), not a text"),
         ('{"candidate": "a", "references": ["b", null]}\n', "column 'references': [1] is null"),

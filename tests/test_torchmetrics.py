@@ -27,6 +27,7 @@ bert_score = pytest.importorskip("bert_score", reason="the official bert-score p
 from conftest import free_port  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
+from bertscore.inputs import InputError  # noqa: E402
 from bertscore.metric_states import decode_texts, encode_texts, kept_pairs  # noqa: E402
 from bertscore.torchmetrics import BERTScore, BERTScoreF1, BERTScorePrecision, BERTScoreRecall  # noqa: E402
 
@@ -44,6 +45,9 @@ def metric(**settings) -> BERTScore:
 def feed(m: BERTScore, cands: list, refs: list, size: int) -> None:
     for start in range(0, len(cands), size):
         m.update(cands[start:start + size], refs[start:start + size])
+
+
+FEED_LINE = feed.__code__.co_firstlineno + 2  # feed's update() line
 
 
 def assert_same(result: dict, expected, tolerance: float = TOLERANCE) -> None:
@@ -120,6 +124,10 @@ def test_notes_come_at_every_call_at_the_line_that_called_update_or_forward() ->
         m.update([""], ["x"])  # the same line again: noted again
     assert [note.filename for note in notes] == [__file__] * 3
     assert all("preds[0]" in str(note.message) for note in notes)
+    synced = metric(dist_sync_on_step=True)  # one process: nothing to sync, and still one update() a step
+    with pytest.warns(UserWarning) as notes:
+        assert synced(["", "a cat"], ["x", "a cat sat"])["f1"].shape == (2,)
+    assert len(notes) == 1 and synced.compute()["f1"].shape == (2,)  # once per cause per call
 
 
 def test_several_references_per_candidate_take_the_max(data, official) -> None:
@@ -149,13 +157,33 @@ def test_700_token_texts_are_truncated_as_the_official_package_or_read_whole(dat
 
 def test_idf_comes_from_every_reference_of_every_update(data, official) -> None:
     m = metric(idf=True)
-    with pytest.warns(UserWarning, match=r"preds\[5\]"):  # the note comes at compute(), naming the data's row
+    with pytest.warns(UserWarning, match=r"in preds of pair 5:") as notes:  # at compute(): the 6th pair given
         feed(m, data["cands"], data["refs"], 9)
         result = m.compute()
+    assert [(n.filename, n.lineno) for n in notes] == [(__file__, FEED_LINE)]  # the line that gave it to update()
     assert_same(result, official["idf"])
     fixed = metric(idf=data["refs"])  # fixed idf texts: scored at each update, same numbers
     feed(fixed, data["cands"], data["refs"], 9)
     assert_same(fixed.compute(), official["idf"])
+
+
+def test_idf_notes_point_at_the_update_line_and_name_each_example_once_per_cause(data) -> None:
+    """With idf=True the texts are scored at compute(), which Lightning calls from its own code (here a
+    frame of another file): the notes point at the line that called update(), name each text by its
+    example's dataset index (the pairs come back in index order), and come once per cause."""
+    long_a, short, long_b = data["long"][0]
+    batches = [([long_a, short], [short, long_b], [7, 3]), ([long_b, ""], [long_a, "x"], [12, 5])]
+    m = metric(idf=True)
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always")
+        for preds, target, indexes in batches:
+            m.update(preds, target, indexes=indexes); line = sys._getframe().f_lineno  # noqa: E702
+        assert not notes  # nothing is scored (nor noted) before compute()
+        eval(compile("m.compute()", "lightning_logger_connector.py", "eval"), {"m": m})
+    assert [(n.filename, n.lineno) for n in notes] == [(__file__, line)] * 2
+    cut, empty = sorted(str(n.message) for n in notes)
+    assert empty.startswith("no content tokens") and "in preds of example 5:" in empty
+    assert "preds of example 7, preds of example 12, target of example 3, target of example 12;" in cut
 
 
 def test_forward_returns_the_batch_values_and_accumulates(data, minilm_scorer) -> None:
@@ -202,6 +230,16 @@ def test_reset_empties_and_a_metric_with_no_data_computes_empty_tensors(data, mi
         m.update(data["cands"][20:24], data["refs"][20:24])
         m.update([], [])  # an empty batch adds nothing
         assert m.compute()["f1"].shape[-1] == 4
+    for means in (BERTScoreF1(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu"), metric(reduction="mean", idf=True)):
+        with pytest.warns(UserWarning, match="before the ``update``"):  # no pairs: nan, as torchmetrics' MeanMetric
+            value = means.compute()
+        assert all(math.isnan(v.item()) for v in (value.values() if isinstance(value, dict) else [value]))
+        means.update([], [])  # updated, with no pair
+        again = means.compute()
+        assert all(math.isnan(v.item()) for v in (again.values() if isinstance(again, dict) else [again]))
+    with pytest.warns(UserWarning, match="before the ``update``"):
+        layers = metric(reduction="mean", all_layers=True).compute()["bertscore_f1"]
+    assert layers.shape == (7,) and bool(layers.isnan().all())
 
 
 def test_all_layers_give_k_by_n_tensors_as_score(data, minilm_scorer) -> None:
@@ -337,11 +375,19 @@ def test_dataset_indexes_count_each_example_once_in_index_order(data, minilm_sco
         f1 = BERTScoreF1(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", **settings)
         f1.update(cands + cands[:1], refs + refs[:1], indexes=list(range(5)) + [0])
         assert f1.compute().item() == pytest.approx(result["f1"].mean().item(), abs=1e-6)
-    mixed = metric()
-    mixed.update(cands[:2], refs[:2], indexes=[0, 1])
-    mixed.update(cands[2:], refs[2:])
-    with pytest.raises(ValueError, match="indexes were given at some update"):
-        mixed.compute()
+    for first, then in (([0, 1], None), (None, [2, 3])):  # a mix is refused where it happens, the state untouched
+        for settings in ({}, {"idf": True}):
+            mixed = metric(**settings)
+            mixed.update(cands[:2], refs[:2], indexes=first)
+            before = mixed.compute()
+            for call in (mixed.update, mixed):  # update() and forward()
+                with pytest.raises(ValueError, match="earlier update.. calls since reset.. came with"):
+                    call(cands[2:4], refs[2:4], indexes=then)
+                after = mixed.compute()
+                assert after.keys() == before.keys() and all(torch.equal(after[k], before[k]) for k in after)
+            assert mixed._update_count == 1
+            mixed.reset()
+            mixed.update(cands[2:4], refs[2:4], indexes=then)  # after reset() either way is fine
 
 
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), min_size=1, max_size=30))
@@ -366,9 +412,11 @@ def test_each_index_counts_once_and_a_repeat_across_ranks_is_counted(rows) -> No
 
 @pytest.mark.parametrize("indexes, message", [
     ([0.5, 1.0], "indexes must be whole numbers"), ([0], "got 2 preds but 1 indexes"), ([0, -1], "must be >= 0"),
+    (["x", "y"], r"whole numbers, one per candidate .*, got \['x', 'y'\]"), ([None, 1], "got \\[None, 1\\]"),
+    ([[0], [1, 2]], "indexes must be whole numbers"),
 ])
 def test_bad_indexes_are_named(indexes, message) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         metric().update(["a", "b"], ["a", "b"], indexes=indexes)
 
 
@@ -395,26 +443,33 @@ def test_plot_draws_the_means_as_torchmetrics_plots(data, pyplot_figures_closed)
     assert ax.get_ylabel() or ax.lines or ax.collections
 
 
-def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_the_scores(data) -> None:
-    m = metric()
-    for move in (m.half, m.bfloat16, m.double, lambda: m.set_dtype(torch.float16), lambda: m.type(torch.float64)):
+@pytest.mark.parametrize("settings", [{}, {"idf": True}])
+def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_the_scores(data, settings) -> None:
+    m = metric(**settings)
+    for move in (m.half, m.bfloat16, m.double, lambda: m.set_dtype(torch.float16), lambda: m.type(torch.float64),
+                 lambda: m.to(torch.float64), lambda: m.to("cpu", torch.float16), lambda: m.to(dtype=torch.bfloat16),
+                 lambda: m.to(torch.zeros(1, dtype=torch.float64))):
         with pytest.raises(ValueError, match=r"pass dtype= at construction: BERTScore\(\.\.\., dtype="):
             move()
-    assert m.float() is m and m.set_dtype(torch.float32) is m
+    assert m.float() is m and m.set_dtype(torch.float32) is m and m.to(torch.float32) is m and m.to("cpu") is m
     parent = torch.nn.Module()
-    parent.metric = metric()
+    parent.metric = metric(**settings)
     parent.metric.update(data["cands"][:2], data["refs"][:2])
     before = parent.metric.compute()["f1"]
-    parent.half()  # a LightningModule's .half(): torchmetrics keeps metric states as they are
+    for move in (parent.half, lambda: parent.to(torch.float64), lambda: parent.to("cpu", torch.bfloat16)):
+        move()  # a LightningModule's .half() or .to(dtype): the scores stay float32, as torchmetrics keeps states
+        assert all(t.dtype in (torch.float32, torch.uint8, torch.long) for v in parent.metric.metric_state.values()
+                   for t in (v if isinstance(v, list) else [v]))
     parent.metric.update(data["cands"][2:4], data["refs"][2:4])
     after = parent.metric.compute()["f1"]
-    assert after.dtype == torch.float32 and torch.equal(after[:2], before)
+    assert after.dtype == torch.float32 and parent.metric.dtype == torch.float32
+    assert settings or torch.equal(after[:2], before)  # with idf, the first two are scored again with idf over 4
 
 
 @pytest.mark.parametrize("preds, target, message", [
     (["a", None], ["a", "b"], r"preds\[1\] is None"),
     (["a", "b"], ["a"], "got 2 preds but 1 target"),
-    (["a"], [["x", 3]], r"target\[0\]\[1\] is a int"),
+    (["a"], [["x", 3]], r"target\[0\]\[1\] is an int"),
     ("a", [], r"target is an empty list"),
     (["a"], "b", "target must be a list"),
 ])
@@ -533,4 +588,20 @@ def test_a_lightning_module_under_ddp_spawn_logs_the_official_means(tmp_path, da
             assert_same({k: torch.tensor(rank[case][k]) for k in OUTPUTS}, one_process[case.split(",")[0]], 1e-6)
         assert ranks[0][case]["hash"] == ranks[1][case]["hash"]
     for rank in ranks:  # idf=True: every rank's compute() scored the synced texts in shards, not all of them alone
-        assert rank["sharded"] == [len(pairs), len(pairs)]
+        assert rank["sharded"] == [len(pairs), len(pairs), 8]  # the last: the synced steps' compute(), 8 pairs once
+    # idf with dist_sync_on_step: each step's values are every rank's batch scored with idf over all references
+    # the ranks' steps gave so far (the same on each rank); compute() counts each pair once.
+    first, second = [0, 1, 4, 5], [2, 3, 6, 7]  # the pairs of each step: rank 0's two, then rank 1's
+    idf_over = [[r for i in seen for r in ([pairs[i][1]] if isinstance(pairs[i][1], str) else pairs[i][1])]
+                for seen in (first, first + second)]
+    for step, (chosen, documents) in enumerate(zip((first, second), idf_over)):
+        expected = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=documents,
+                              loaded_model=minilm_scorer.model).score([pairs[i][0] for i in chosen],
+                                                                      [pairs[i][1] for i in chosen])
+        for rank in ranks:
+            assert (torch.tensor(rank["synced steps"]["steps"][step]) - expected[2]).abs().max() <= 1e-6, step
+    all_eight = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu", idf=True,
+                           loaded_model=minilm_scorer.model).score(*map(list, zip(*pairs[:8])))
+    for rank in ranks:
+        assert (torch.tensor(rank["synced steps"]["epoch"]) - all_eight[2]).abs().max() <= 1e-6
+        assert any("preds of pair 1 on rank 1" in note for note in rank["synced steps"]["notes"])  # pairs[5] is ""

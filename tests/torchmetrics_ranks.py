@@ -11,7 +11,9 @@ OUT_DIR/rank<r>.json:
 {"per_sample": compute() of a per-sample idf metric given indexes, "warnings": the cross-rank repeat
 warnings of a metric given no indexes, "indexes": the dataset indices this rank saw, case: {...}}
 where each DDP case updates BERTScore with its own slice of "pairs" (uneven; then rank 1 idle) in
-batches of 3 and computes; "sharded": candidates of each compute() scored in shards across ranks.
+batches of 3 and computes; "sharded": candidates of each compute() scored in shards across ranks;
+"synced steps": idf with dist_sync_on_step=True, forward() on pairs 0-3 (rank 0) and 4-7 (rank 1) in
+two steps of 2 a rank, {"steps": each step's f1, "epoch": compute()'s f1, "notes": the steps' notes}.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.text import CHRFScore
 
 import bertscore.torchmetrics as door
+from bertscore.notes import BERTScoreNote
 from bertscore.torchmetrics import BERTScore, BERTScoreF1, BERTScorePrecision, BERTScoreRecall
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -92,6 +95,16 @@ def run(pairs: list[list], rank: int, split: int, **settings) -> dict:
     return {k: v if isinstance(v, str) else v.tolist() for k, v in result.items()}
 
 
+def synced_steps(pairs: list[list], rank: int) -> dict:
+    metric = BERTScore(MODEL, idf=True, dist_sync_on_step=True, **SETTINGS)
+    mine = pairs[rank * 4:rank * 4 + 4]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        steps = [metric([c for c, _ in mine[s:s + 2]], [r for _, r in mine[s:s + 2]])["f1"].tolist() for s in (0, 2)]
+    return {"steps": steps, "epoch": metric.compute()["f1"].tolist(),
+            "notes": [str(w.message) for w in caught if issubclass(w.category, BERTScoreNote)]}
+
+
 def ddp_cases(pairs: list[list], rank: int) -> dict:
     sharded: list[int] = []  # candidates of each compute() scored in shards across the ranks
     original = door.score_distributed
@@ -104,6 +117,7 @@ def ddp_cases(pairs: list[list], rank: int) -> dict:
             "no-idf, rank 1 idle": run(pairs, rank, len(pairs)),
             "idf, rank 1 idle": run(pairs, rank, len(pairs), idf=True),
             "sharded": sharded,
+            "synced steps": synced_steps(pairs, rank),
         }
     finally:
         door.score_distributed = original

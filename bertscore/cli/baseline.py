@@ -19,8 +19,9 @@ import sys
 from typing import Sequence
 
 from ..inputs import InputError
+from ..notes import CLI, spelled
 from .corpus import check_baseline_output, open_corpus, read_corpus
-from .io import as_program, cli_logging, run_command
+from .io import as_program, cli_logging, run_command, shows_progress
 
 logger = logging.getLogger("bertscore")
 
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-tokens-per-batch", type=int, help="token budget per encoder batch")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no progress log")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown by default when stderr is a terminal), no progress log")
     return parser
 
 
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     lines = read_corpus(args.corpus, args.pairs)
     table = compute_baseline(
         lines, model_type=args.model_type, num_pairs=args.pairs, seed=args.seed, lang=args.lang,
-        verbose=not args.quiet, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
+        verbose=shows_progress(args.quiet), batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
         device=args.device, dtype=args.dtype,
     )
     sidecar = write_baseline(table, output, sidecar=args.sidecar, inputs=args.corpus)
@@ -89,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
             return run(args)
 
     return run_command("bertscore baseline", logged, lambda: f": {args.output} is left as it was")

@@ -19,6 +19,7 @@ from typing import IO, Any
 from ..inputs import InputError
 from ..output_files import check_output, write_text
 from ..stats import DEFAULT_RESAMPLES, bootstrap_ci, compare_systems, confidence_label
+from ..wording import counted
 from .io import decoded_lines, name_lines, open_text, read_files
 from .options import build_scorer
 
@@ -50,7 +51,7 @@ def run_systems(args: argparse.Namespace) -> int:
     texts = {path: _read_all(path) for path in dict.fromkeys(inputs)}  # every file checked before scoring
     lengths = {path: len(texts[path]) for path in inputs}
     if len(set(lengths.values())) > 1:
-        detail = ", ".join(f"{p}: {n} lines" for p, n in lengths.items())
+        detail = ", ".join(f"{p}: {counted(n, 'line')}" for p, n in lengths.items())
         raise InputError(f"the systems and references differ in length ({detail}): every file needs one line per segment")
     if lengths[args.systems[0]] < 2:
         raise InputError(f"{args.systems[0]} has {lengths[args.systems[0]]} line(s): statistics need at least 2 segments")
@@ -65,7 +66,7 @@ def run_systems(args: argparse.Namespace) -> int:
     names = _names(args.systems)
     for name, path in zip(names, args.systems):
         notes: list[str] = []
-        precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.verbose, notes=notes, weights=weights)
+        precision, recall, f1 = scorer.score(texts[path], groups, verbose=args.progress, notes=notes, weights=weights)
         places = argparse.Namespace(input=None, candidates=path, references=args.references)
         for note in notes:
             print(f"bertscore: note ({name}): {name_lines(note, 0, places)}", file=sys.stderr)

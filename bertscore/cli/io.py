@@ -1,5 +1,5 @@
 """What every command of the CLI shares: reading input files line by line, naming the user's
-files and lines, how a command speaks on stderr (its log lines, an internal error), and that
+files and lines, how a command speaks on stderr (its log lines, progress bars, an internal error), and that
 Ctrl-C always stops it, and how a command's process ends (`as_program`).
 
 The subcommands (`score`, `compare`, `baseline`) import from here, never from each other.
@@ -96,6 +96,20 @@ def name_lines(note: str, first_index: int, args: argparse.Namespace) -> str:
         return f"line {row} of {args.references[int(match.group(3) or 0)]}"
 
     return _PLACE.sub(line, note)
+
+
+def shows_progress(quiet: bool = False, verbose: bool = False) -> bool:
+    """Whether a command draws progress bars (tqdm, on stderr): by default where stderr is a terminal,
+    so a pipe or a log file gets no bar lines; `verbose` (`bertscore -v`) draws them anyway; `quiet`
+    (-q) never. The one rule of every command, `bert-score` included."""
+    if quiet:
+        return False
+    if verbose:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr (pythonw), or a closed one
+        return False
 
 
 @contextlib.contextmanager

@@ -22,8 +22,9 @@ from typing import Any, Sequence
 
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
+from ..notes import CLI, spelled
 from .corpus import check_baseline_output, read_corpus
-from .io import as_program, check_extension, cli_logging, run_command
+from .io import as_program, check_extension, cli_logging, run_command, shows_progress
 
 PROGRAM = "bertscore layers"
 
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--chunk-size", type=int, default=1024, help="rows read and scored at a time (default 1024)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), help="encoder precision")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no progress log")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown by default when stderr is a terminal), no progress log")
     return parser
 
 
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     measured = score_layers(
         judgements, model_type, idf=args.idf, lang=args.lang, device=args.device, dtype=args.dtype,
         batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch, chunk_size=args.chunk_size,
-        verbose=not args.quiet, notes=notes, keep_scorer=lines is not None,
+        verbose=shows_progress(args.quiet), notes=notes, keep_scorer=lines is not None,
         one_pass_only="--baseline-corpus" if lines is not None else None,
     )
     for note in notes:
@@ -137,7 +139,7 @@ def _write_baseline(measured: Any, layer: int, lines: list[str], args: argparse.
     from ..calibrate import compute_baseline
 
     table = compute_baseline(lines, scorer=measured.all_layers_scorer, num_pairs=args.baseline_pairs,
-                             seed=args.baseline_seed, lang=args.lang, verbose=not args.quiet)
+                             seed=args.baseline_seed, lang=args.lang, verbose=shows_progress(args.quiet))
     sidecar = write_baseline(table, args.baseline_output, inputs=args.baseline_corpus)
     p, r, f = table.mean[layer].tolist()
     return (f"rescale baseline: {table.num_pairs} random pairs of {', '.join(args.baseline_corpus)}, layer {layer}: "
@@ -215,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
             return run(args)
 
     return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")

@@ -1,7 +1,7 @@
 """Command line: `bertscore -c cands.txt -r refs.txt [refs2.txt ...]` (also `python -m bertscore`).
 
 `main` dispatches (`program` is the same, for a process that ends with it): `bertscore baseline ...`
-to `baseline.py`, `bertscore layers ...` to `layers.py`; otherwise the options are parsed and
+to `baseline.py`, `bertscore layers ...` to `layers.py`, `bertscore explain ...` to `explain.py`; otherwise the options are parsed and
 checked here, then `--systems` goes to `compare.py` and everything else to `score.py`. Bad input
 (an `InputError`, or a file that cannot be read or written) exits with code 2 and says what and
 where; anything else is a bug: its traceback is shown and the exit code is 1. The official
@@ -17,15 +17,32 @@ from typing import Sequence
 
 from ..inputs import InputError
 from ..notes import CLI, spelled
-from .baseline import main as baseline_main
-from .compare import run_systems
-from .io import as_program, cli_logging, run_command
-from .layers import main as layers_main
+from .io import as_program, cli_logging, run_command, shows_progress
 from .options import build_parser, check_baseline_file, check_statistics_options, output_format
-from .score import run as score_pairs
+
+
+# Each command is imported when it runs: a scoring run does not import the other commands' modules
+# (statistics, judgement tables, corpora), part of every call's start-up (benchmarks/cli_startup.py).
+def _layers(argv: Sequence[str]) -> int:
+    from .layers import main as layers_main
+
+    return layers_main(argv)
+
+
+def _baseline(argv: Sequence[str]) -> int:
+    from .baseline import main as baseline_main
+
+    return baseline_main(argv)
+
+
+def _explain(argv: Sequence[str]) -> int:
+    from .explain import main as explain_main
+
+    return explain_main(argv)
+
 
 # `bertscore NAME ...` runs NAME's own command (its line in `bertscore --help`: options.SUBCOMMANDS)
-SUBCOMMAND_MAINS = {"layers": layers_main, "baseline": baseline_main}
+SUBCOMMAND_MAINS = {"layers": _layers, "baseline": _baseline, "explain": _explain}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,10 +53,15 @@ def run(args: argparse.Namespace) -> int:
     if args.chunk_size < 1:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     check_statistics_options(args)
+    args.progress = shows_progress(args.quiet, args.verbose)
     if args.rescale_with_baseline and args.baseline_path is not None:
         check_baseline_file(args)
     if args.systems:
+        from .compare import run_systems
+
         return run_systems(args)
+    from .score import run as score_pairs
+
     return score_pairs(args)
 
 

@@ -3,7 +3,9 @@
 Their flags and output are the official package's (`<hash> P: x R: y F1: z`, `-s` adds one line
 per pair; `--use_fast_tokenizer` is a switch that turns the fast tokenizer off, as in the
 official parser); the scores are `bertscore.dropin.score`'s. This package's own command is
-`bertscore` (cli/main.py), with more options and formats.
+`bertscore` (cli/main.py), with more options and formats. What the user got wrong (a file that is not
+UTF-8, empty files, an unknown model, a bad option value) ends as the `bertscore` command's errors do
+(`io.run_command`): one line naming the file, line or model, exit code 2, no traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import sys
 from typing import Sequence
 
 from .. import dropin
+from ..inputs import InputError
+from ..notes import CLI, spelled
+from .io import decoded_lines, open_text, run_command, shows_progress
 
 
 def _score_parser() -> argparse.ArgumentParser:
@@ -32,42 +37,56 @@ def _score_parser() -> argparse.ArgumentParser:
                         help="as the official switch: given, the hash says no fast tokenizer")
     parser.add_argument("-s", "--seg_level", action="store_true", help="show individual score of each pair")
     parser.add_argument("-v", "--verbose", action="store_true", help="increase output verbosity")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown by default when stderr is a terminal)")
     parser.add_argument("-r", "--ref", type=str, nargs="+", required=True, help="reference file path(s) or a string")
     parser.add_argument("-c", "--cand", type=str, required=True, help="candidate (system outputs) file path or a string")
     return parser
 
 
 def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as handle:
-        return [line.strip() for line in handle]
+    """A file's lines, each stripped (as the official command reads them); a line that is not UTF-8,
+    or a file without lines, is an `InputError` naming the file (and the line)."""
+    with open_text(path) as handle:
+        lines = [line.strip() for line in decoded_lines(handle, path)]
+    if not lines:
+        raise InputError(f"{path} has no lines: nothing to score (give one text per line)")
+    return lines
 
 
 def score_main(argv: Sequence[str] | None = None) -> int:
     """`bert-score -c CANDS -r REFS [REFS ...]`: files of one text per line, or one pair as strings."""
     args = _score_parser().parse_args(argv)
+    return run_command("bert-score", lambda: _score(args))
+
+
+def _score(args: argparse.Namespace) -> int:
     if os.path.isfile(args.cand):
         cands = _lines(args.cand)
         columns = []
         for ref_file in args.ref:
             if not os.path.exists(ref_file):
-                sys.exit(f"bert-score: reference file {ref_file} doesn't exist")
+                raise InputError(f"reference file {ref_file} doesn't exist")
             column = _lines(ref_file)
             if len(column) != len(cands):
-                sys.exit(f"bert-score: # of sentences in {ref_file} ({len(column)}) doesn't match "
-                         f"the # of candidates ({len(cands)})")
+                raise InputError(f"# of sentences in {ref_file} ({len(column)}) doesn't match "
+                                 f"the # of candidates in {args.cand} ({len(cands)})")
             columns.append(column)
         refs: list = [list(group) for group in zip(*columns)]
     elif os.path.isfile(args.ref[0]):
-        sys.exit(f"bert-score: candidate file {args.cand} doesn't exist")
+        raise InputError(f"candidate file {args.cand} doesn't exist")
     else:
         if args.idf:
-            sys.exit("bert-score: do not support idf mode for a single pair of sentences")
+            raise InputError("do not support idf mode for a single pair of sentences")
         cands, refs = [args.cand], [args.ref]
-    (precision, recall, f1), hash_code = dropin.score(
-        cands, refs, model_type=args.model, num_layers=args.num_layers, verbose=args.verbose, idf=args.idf,
-        batch_size=args.batch_size, lang=args.lang, return_hash=True, rescale_with_baseline=args.rescale_with_baseline,
-        baseline_path=args.baseline_path, use_fast_tokenizer=args.use_fast_tokenizer,
-    )
+    with spelled(CLI):  # a model error names --model, as this command spells it
+        (precision, recall, f1), hash_code = dropin.score(
+            cands, refs, model_type=args.model, num_layers=args.num_layers, idf=args.idf,
+            verbose=shows_progress(args.quiet, args.verbose),  # a bar on a terminal, as every command
+            batch_size=args.batch_size, lang=args.lang, return_hash=True,
+            rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+            use_fast_tokenizer=args.use_fast_tokenizer,
+        )
     print(f"{hash_code} P: {precision.mean().item():.6f} R: {recall.mean().item():.6f} F1: {f1.mean().item():.6f}")
     if args.seg_level:
         for p, r, f in zip(precision.tolist(), recall.tolist(), f1.tolist()):
@@ -89,11 +108,16 @@ def show_main(argv: Sequence[str] | None = None) -> int:
                         help="Rescaling the numerical score with precomputed baselines")
     parser.add_argument("--baseline_path", default=None, type=str, help="path of custom baseline csv file")
     args = parser.parse_args(argv)
-    dropin.plot_example(args.cand, args.ref, model_type=args.model, lang=args.lang, num_layers=args.num_layers,
-                        fname=args.file, rescale_with_baseline=args.rescale_with_baseline,
-                        baseline_path=args.baseline_path)
-    print(f"Saved figure to file:  {args.file}")
-    return 0
+
+    def draw() -> int:
+        with spelled(CLI):
+            dropin.plot_example(args.cand, args.ref, model_type=args.model, lang=args.lang, num_layers=args.num_layers,
+                                fname=args.file, rescale_with_baseline=args.rescale_with_baseline,
+                                baseline_path=args.baseline_path)
+        print(f"Saved figure to file:  {args.file}")
+        return 0
+
+    return run_command("bert-score-show", draw)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ SYSTEMS_FORMATS = ("text", "json", "tsv")  # --systems writes one table
 SUBCOMMANDS = {
     "layers": "measure which layer of a model agrees best with human judgements of your texts",
     "baseline": "compute a rescale baseline (LAYER,P,R,F) for any model from a monolingual corpus",
+    "explain": "show why one pair scored as it did: each token's best match (table, or a heatmap with -o x.png)",
 }
 
 
@@ -80,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true",
                         help="make an --output run resumable (jsonl/tsv/parquet): start it, or continue it after its last "
                              "complete row when settings and inputs are unchanged")
-    parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timing")
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument("-v", "--verbose", action="store_true",
+                          help="progress bar even when stderr is not a terminal (a log file), and timing")
+    progress.add_argument("-q", "--quiet", action="store_true",
+                          help="no progress bar (shown by default when stderr is a terminal)")
     statistics = parser.add_argument_group("corpus statistics (bootstrap intervals, paired significance tests)")
     statistics.add_argument("--systems", nargs="+", metavar="FILE",
                             help="instead of -c: several systems' outputs (one line per reference line), scored "

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from tqdm.auto import tqdm
 
 from ..inputs import InputError
+from ..wording import counted
 from .io import decoded_lines, input_paths, name_lines, open_text
 from .options import build_scorer
 from .rows import TSV_HEADER, Row, format_row, open_rows, plan_output, resumed_rows
@@ -109,7 +110,7 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, list[str]]]:
             refs = [next(lines, None) for lines in ref_lines]
             for path, ref in zip(args.references, refs):
                 if ref is None:
-                    raise InputError(f"{path} has {count} lines but {args.candidates} has more: "
+                    raise InputError(f"{path} has {counted(count, 'line')} but {args.candidates} has more: "
                                      "give one reference per candidate line")
             yield cand, refs  # type: ignore[misc]
             count += 1
@@ -143,11 +144,12 @@ def _idf_from_references(scorer, args: argparse.Namespace):
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Every input exists, is readable and UTF-8, and all files have as many lines (stdin: later)."""
-    args.total_pairs = None
+    args.total_pairs = args.total_comparisons = None
     if args.input:
         if args.candidates or args.references:
             raise InputError("pass either --input TABLE or -c/-r files, not both")
-        args.total_pairs = sum(1 for _ in _table_pairs(args))  # reads it all once: every row checked
+        counts = [len(refs) for _, refs in _table_pairs(args)]  # reads it all once: every row checked
+        args.total_pairs, args.total_comparisons = len(counts), sum(counts)
         if args.total_pairs == 0:
             raise InputError(f"{args.input} has no rows: nothing to score")
         return
@@ -161,8 +163,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
         return
     counts = {path: _count_lines(path) for path in [args.candidates, *args.references]}
     args.total_pairs = counts[args.candidates]
+    args.total_comparisons = args.total_pairs * len(args.references)
     if len(set(counts.values())) > 1:
-        detail = ", ".join(f"{p}: {n} lines" for p, n in counts.items())
+        detail = ", ".join(f"{p}: {counted(n, 'line')}" for p, n in counts.items())
         raise InputError(f"the input files differ in length ({detail}): give one reference per candidate line")
     if args.total_pairs == 0:
         raise InputError(f"{args.candidates} has no lines: nothing to score")
@@ -197,11 +200,15 @@ def run(args: argparse.Namespace) -> int:
     weights = _idf_from_references(scorer, args) if args.idf else None
     if sharded:  # each chunk is sharded across ranks; rank 0 alone writes
         return distributed.run_cli(args, scorer, _write_results, _pairs, weights=weights)
-    return _write_results(args, scorer, lambda c, r, notes: scorer.score(c, r, notes=notes, weights=weights))
+    return _write_results(args, scorer, lambda c, r, notes, progress: scorer.score(
+        c, r, notes=notes, weights=weights, progress=progress))
 
 
 def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) -> int:
-    """Score the input chunk by chunk with `score_fn(cands, refs, notes)` and write the rows."""
+    """Score the input chunk by chunk with `score_fn(cands, refs, notes, progress)` and write the rows.
+
+    One progress bar for the run (`args.progress`), in candidate-reference pairs: `score_fn` may
+    move it as it goes (per encoder batch); whatever it left, the bar is at the chunk's end after it."""
     summary = Summary(keep_values=args.ci)
     done = resumed_rows(args, scorer)
     for row in done:
@@ -212,25 +219,28 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         if args.format == "tsv" and not done:
             out.write(TSV_HEADER)
         pairs = _pairs(args)
-        skipped = sum(1 for _ in islice(pairs, len(done)))
+        skipped_refs = [len(refs) for _, refs in islice(pairs, len(done))]
+        skipped = len(skipped_refs)
         if skipped < len(done):
             raise InputError(f"{args.output} holds {len(done)} rows but the inputs only {skipped} pairs")
         if on_start is not None:
             on_start(len(done))
         index = len(done)
         shown_notes: set[str] = set()
-        progress = tqdm(total=args.total_pairs, initial=index, disable=not args.verbose, desc="BERTScore", unit="pair")
+        progress = tqdm(total=args.total_comparisons, initial=sum(skipped_refs), disable=not args.progress,
+                        desc="BERTScore", unit="pair")
         while chunk := list(islice(pairs, args.chunk_size)):
             cands = [c for c, _ in chunk]
             refs = [r for _, r in chunk]
             notes: list[str] = []
-            precision, recall, f1 = score_fn(cands, refs, notes)
+            chunk_end = progress.n + sum(len(r) for r in refs)
+            precision, recall, f1 = score_fn(cands, refs, notes, progress)
+            progress.update(chunk_end - progress.n)
             for note in notes:  # beside the rows, never inside them; a run is one call: each note once
                 line = f"bertscore: note: {name_lines(note, index, args)}"
                 if line not in shown_notes:
                     shown_notes.add(line)
-                    print(line, file=sys.stderr)
-            progress.update(len(chunk))
+                    tqdm.write(line, file=sys.stderr)  # above the bar, never through it
             rows = [Row(index + i, p, r, f) for i, (p, r, f) in
                     enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]
             index += len(rows)
@@ -267,7 +277,7 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
         # The summary goes beside machine-readable rows (stderr), never inside them.
         report = sys.stderr if args.format in ("jsonl", "tsv", "json", "parquet") else out
         if args.format != "json" or args.output is not None:
-            print(f"mean over {summary.count} pairs: P={means['precision']:.6f} R={means['recall']:.6f} "
+            print(f"mean over {counted(summary.count, 'pair')}: P={means['precision']:.6f} R={means['recall']:.6f} "
                   f"F1={means['f1']:.6f}", file=report)
             if intervals is not None:
                 from ..stats import confidence_label

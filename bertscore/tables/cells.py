@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..wording import with_article
 from .errors import TableError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -52,7 +53,7 @@ def _text(value: Any, where: Where, column: str, item: str = "") -> str:
     if value is None:
         raise where.error(column, f"{item}is null; write \"\" for an empty text")
     kind = JSON_TYPES.get(type(value), type(value).__name__)
-    raise where.error(column, f"{item}is a {kind} ({json.dumps(value)[:40]}), not a text; quote it if it is one")
+    raise where.error(column, f"{item}is {with_article(kind)} ({json.dumps(value)[:40]}), not a text; quote it if it is one")
 
 
 def _reference_cell(value: Any, where: Where, column: str, lists_in_text: bool) -> list[str]:

@@ -21,6 +21,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from ..wording import with_article
 from .cells import TableRow, Where, make_row
 from .errors import TableError
 from .reader import RowSource
@@ -55,7 +56,7 @@ def columnar_format(path: str | os.PathLike[str], format: str | None = None, nam
     source = name or os.fspath(path)
     if os.path.isdir(path):
         if format is not None:
-            raise TableError(source, f"is a folder, not a {format} file")
+            raise TableError(source, f"is a folder, not {with_article(format)} file")
         return _dataset_folder(os.fspath(path), source) and "dataset"
     if format is not None and format not in COLUMNAR_FORMATS:
         return None
@@ -70,7 +71,7 @@ def columnar_format(path: str | os.PathLike[str], format: str | None = None, nam
     if named is not None and sniffed != named:
         what = {"parquet": "Parquet file (it does not start with PAR1)",
                 "arrow": "Arrow IPC file (it starts with neither ARROW1 nor a stream's 0xFFFFFFFF)"}[named]
-        raise TableError(source, f"is not a {what}"
+        raise TableError(source, f"is not {with_article(what)}"
                                  + (f"; it looks like {sniffed}" if sniffed else ": a damaged file, or another format"))
     return sniffed
 

@@ -1,0 +1,157 @@
+"""Start-up: the first score of a short call, from a fresh process, against an older checkout and the official CLI.
+
+Each way is a fresh process that scores 3 pairs (the first 3 lines of examples/) with the embedded
+MiniLM and exits; the rounds alternate the ways, so the machine's load falls on all of them alike:
+
+- `bertscore -c -r` (as `python -m bertscore`), from this checkout and from the baseline revision
+  (`git archive REV`, extracted to a temporary folder and put first on PYTHONPATH);
+- `python -c "from bertscore import score; ..."`, from both;
+- the official `bert-score` command (bert-score 0.3.13, installed by the test extras), on the same
+  model folder and layer.
+
+Then, in one process of this checkout, where the time goes (`--phases`): the interpreter and torch,
+transformers' model classes, the package, the model's load, the first score. Our two CLIs must
+print the same numbers.
+
+    .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+
+BASELINE_REV = "6e6959a"  # main's HEAD before issue 56: the CLI as it was
+PAIRS = 3
+SCORE_SNIPPET = (
+    "import sys; from bertscore import score; "
+    "c = open(sys.argv[1], encoding='utf-8').read().splitlines(); "
+    "r = open(sys.argv[2], encoding='utf-8').read().splitlines(); "
+    f"P, R, F = score(c, r, model_type={EMBEDDED_MODEL_NAME!r}); print(f'{{F.mean().item():.6f}}')"
+)
+PHASES = """
+import sys, time, json
+marks = [("start", time.perf_counter())]
+def mark(name): marks.append((name, time.perf_counter()))
+import torch; mark("import torch")
+from transformers.models.bert import modeling_bert; mark("import transformers' BERT classes")
+import bertscore, bertscore.cli; mark("import bertscore and its CLI")
+from bertscore import BERTScorer
+scorer = BERTScorer(model_type=sys.argv[3]); mark("load the model and tokenizer")
+c = open(sys.argv[1], encoding="utf-8").read().splitlines(); r = open(sys.argv[2], encoding="utf-8").read().splitlines()
+scorer.score(c, r); mark("first score (padding probe, 2 forward passes, matching)")
+print(json.dumps([(name, t - marks[i][1]) for i, (name, t) in enumerate(marks[1:])]))
+"""
+
+
+def baseline_tree(rev: str, into: Path) -> Path:
+    """The package as it was at `rev` (git archive), extracted into `into`."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "bertscore"], capture_output=True, check=True)
+    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Wall seconds of one run of the command (start to exit), and its stdout."""
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return wall, done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline-rev", default=BASELINE_REV, help="the older revision to compare with")
+    add_output_options(parser)
+    args = parser.parse_args()
+    folder = output_folder(args)
+    from bertscore.sources import embedded_model_dir
+
+    model_dir = str(embedded_model_dir())
+    official = shutil.which("bert-score", path=str(Path(sys.executable).parent)) or shutil.which("bert-score")
+    if official is None:
+        raise SystemExit("the official bert-score command is not installed (pip install bert-score==0.3.13)")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch_path = Path(scratch)
+        old = baseline_tree(args.baseline_rev, scratch_path / "baseline")
+        cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
+        for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
+            lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]
+            text_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        base_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        ours, theirs = dict(base_env, PYTHONPATH=str(ROOT)), dict(base_env, PYTHONPATH=str(old))
+        cli = [sys.executable, "-m", "bertscore", "-c", str(cands), "-r", str(refs), "--model", EMBEDDED_MODEL_NAME]
+        snippet = [sys.executable, "-c", SCORE_SNIPPET, str(cands), str(refs)]
+        ways = {
+            "bertscore CLI, this checkout": (cli, ours),
+            f"bertscore CLI, {args.baseline_rev}": (cli, theirs),
+            "python -c score(), this checkout": (snippet, ours),
+            f"python -c score(), {args.baseline_rev}": (snippet, theirs),
+            "official bert-score CLI (0.3.13)": ([official, "-c", str(cands), "-r", str(refs), "-m", model_dir,
+                                                  "--num_layers", "6"], base_env),
+        }
+        walls: dict[str, list[float]] = {way: [] for way in ways}
+        outputs: dict[str, set[str]] = {way: set() for way in ways}
+        for _ in range(args.rounds):
+            for way, (command, env) in ways.items():
+                wall, stdout = timed(command, env)
+                walls[way].append(wall)
+                outputs[way].add(stdout)
+        phases_start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", PHASES, str(cands), str(refs), EMBEDDED_MODEL_NAME], cwd=ROOT,
+                              env=ours, capture_output=True, text=True, timeout=600, check=True)
+        phases_wall = time.perf_counter() - phases_start
+    phases = json.loads(done.stdout.splitlines()[-1])
+    phases.append(("the rest: interpreter start and exit", phases_wall - sum(s for _, s in phases)))
+    ours_cli, old_cli, ours_py, old_py, official_cli = ways
+    assert outputs[ours_cli] == outputs[old_cli] and len(outputs[ours_cli]) == 1, "the CLIs printed different output"
+    assert outputs[ours_py] == outputs[old_py] and len(outputs[ours_py]) == 1
+    median = {way: statistics.median(values) for way, values in walls.items()}
+    ratio_old = median[ours_cli] / median[old_cli]
+    ratio_official = median[ours_cli] / median[official_cli]
+    info = machine_info(torch_threads=None)
+    command = f".venv/bin/python benchmarks/cli_startup.py --rounds {args.rounds} --baseline-rev {args.baseline_rev}"
+    result = {"command": command, "rounds": args.rounds, "pairs": PAIRS, "wall_s": walls, "median_wall_s": median,
+              "cli_vs_baseline_rev": round(ratio_old, 3), "cli_vs_official_cli": round(ratio_official, 3),
+              "phases_s": phases, "load_average": os.getloadavg(), "machine": info}
+    rows = "\n".join(f"| {way} | {median[way]:.2f} | {min(walls[way]):.2f} | {max(walls[way]):.2f} |" for way in ways)
+    phase_rows = "\n".join(f"| {name} | {seconds:.2f} | {100 * seconds / phases_wall:.0f}% |"
+                           for name, seconds in phases)
+    markdown = (
+        "# Start-up: the first score of a 3-pair call, from a fresh process\n\n"
+        f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"
+        f"Each way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
+        f"exits; {args.rounds} rounds, alternating; load average at the end "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.\n\n"
+        "| way | median wall s | best | worst |\n|---|---|---|---|\n"
+        f"{rows}\n\n"
+        f"This checkout's CLI takes {ratio_old:.2f}x the time of {args.baseline_rev}'s and {ratio_official:.2f}x "
+        "the official command's (median wall).\n\n"
+        f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)\n\n"
+        "| phase | s | share |\n|---|---|---|\n"
+        f"{phase_rows}\n")
+    write_results(folder, "cli_startup", result, markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""`bertscore explain`: one pair's scores as score() gives them, its matches as a table, its heatmap."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from bertscore import EMBEDDED_MODEL_NAME
+from bertscore.cli import main
+from oracle import cached
+
+MODEL = ["--model", EMBEDDED_MODEL_NAME, "--num-layers", "4"]  # the session's minilm_scorer: loaded once
+CANDIDATE = "The cat sat on the mat."
+REFERENCES = ["A cat was sitting on the mat.", "Dogs bark at night."]
+SCORES = re.compile(r"P=(-?\d\.\d{6}) R=(-?\d\.\d{6}) F1=(-?\d\.\d{6})")
+
+
+def _blocks(out: str) -> dict[str, list[str]]:
+    """The printed table's lines by section: the head, then each reference's."""
+    blocks: dict[str, list[str]] = {"head": []}
+    current = "head"
+    for line in out.splitlines():
+        if line.startswith("reference "):
+            current = line.split(":")[0]
+            blocks[current] = []
+        blocks[current].append(line)
+    return blocks
+
+
+def _rows(lines: list[str], title: str) -> list[tuple[str, float, str, float]]:
+    """(token, weight, its best match, cosine) of one direction's table."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(title)) + 2  # the title, the header
+    rows = []
+    for line in lines[start:]:
+        cells = line.split()
+        if not line.startswith("  ") or len(cells) != 5:
+            break
+        rows.append((cells[1], float(cells[2]), cells[3], float(cells[4])))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def explained(minilm_scorer) -> str:
+    """The table of CANDIDATE against both REFERENCES, computed once for the module's tests."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["explain", CANDIDATE, *REFERENCES, *MODEL]) == 0
+    return out.getvalue()
+
+
+def test_the_pair_scores_as_score_gives_them(explained, minilm_scorer) -> None:
+    head = _blocks(explained)["head"]
+    printed = [float(x) for x in SCORES.search(next(line for line in head if line.startswith("scores:"))).groups()]
+    precision, recall, f1 = minilm_scorer.score([CANDIDATE], [REFERENCES])
+    assert printed == pytest.approx([precision.item(), recall.item(), f1.item()], abs=6e-7)
+    assert f"hash: {minilm_scorer.hash}" in head
+
+
+def test_each_reference_scores_as_the_official_package(explained, minilm_dir) -> None:
+    """Each reference's raw P, R, F1 against the official package alone on that pair (batch_size=1)."""
+
+    def official() -> list[list[float]]:
+        import bert_score
+
+        rows = []
+        for reference in REFERENCES:
+            p, r, f = bert_score.score([CANDIDATE], [reference], model_type=str(minilm_dir), num_layers=4,
+                                       batch_size=1)
+            rows.append([p.item(), r.item(), f.item()])
+        return rows
+
+    expected = cached("bert_score.score per reference, batch_size=1", minilm_dir, [CANDIDATE, REFERENCES], official)
+    blocks = _blocks(explained)
+    for k, want in enumerate(expected, start=1):
+        raw = next(line for line in blocks[f"reference {k}"] if line.startswith("raw:"))
+        assert [float(x) for x in SCORES.search(raw).groups()] == pytest.approx(want, abs=2e-6)
+    assert "(highest F1)" in blocks["reference 1"][1] and "(highest F1)" not in blocks["reference 2"][1]
+
+
+def test_the_tables_are_the_matches_the_scores_average(explained) -> None:
+    """A plain loop over each table: the weighted mean of its cosines is the printed P (or R)."""
+    for name, lines in _blocks(explained).items():
+        if name == "head":
+            continue
+        p, r, _ = (float(x) for x in SCORES.search(lines[1]).groups())
+        for title, value in (("precision:", p), ("recall:", r)):
+            rows = _rows(lines, title)
+            assert rows and rows[0][1] == 0.0 and rows[-1][1] == 0.0  # [CLS], [SEP]: weight 0, not counted
+            mean = sum(w * c for _, w, _, c in rows) / sum(w for _, w, _, _ in rows)
+            assert mean == pytest.approx(value, abs=1e-4), (name, title)
+    precision_rows = _rows(_blocks(explained)["reference 1"], "precision:")
+    assert ("cat", 1.0, "cat") == precision_rows[2][:3] and precision_rows[3][2] == "sitting"
+
+
+def test_a_line_of_files_and_the_heatmap(minilm_scorer, tmp_path: Path, capsys) -> None:
+    pytest.importorskip("matplotlib")
+    cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
+    cands.write_text(f"first\n{CANDIDATE}\n", encoding="utf-8")
+    refs.write_text(f"other\n{REFERENCES[0]}\n", encoding="utf-8")
+    figure = tmp_path / "pair.png"
+    assert main(["explain", "-c", str(cands), "-r", str(refs), "--line", "2", *MODEL, "-o", str(figure)]) == 0
+    captured = capsys.readouterr()
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"heatmap written to {figure}" in captured.err
+    printed = [float(x) for x in SCORES.search(captured.out).groups()]
+    precision, recall, f1 = minilm_scorer.score([CANDIDATE], [REFERENCES[0]])
+    assert printed == pytest.approx([precision.item(), recall.item(), f1.item()], abs=6e-7)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([CANDIDATE], "pass the candidate and at least one reference"),
+    ([CANDIDATE, "a reference", "--line", "2"], "--line picks a line of -c/-r files"),
+    ([CANDIDATE, "a reference", "-o", "pair.parquet"], "the heatmap is an image; name the file .png"),
+    (["-c", "{cands}", "-r", "{cands}", "--line", "3"], "--line 3: {cands} has only 2 lines"),
+    (["-c", "{cands}", "-r", "{cands}"], "with files, pass -c CANDIDATES -r REFERENCES"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_any_model(argv, message, tmp_path: Path, capsys, monkeypatch) -> None:
+    from bertscore import shared_models
+
+    monkeypatch.setattr(shared_models.SharedModels, "get",
+                        lambda *a, **k: pytest.fail("the model loaded before the input was checked"))
+    cands = tmp_path / "c.txt"
+    cands.write_text("one\ntwo\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    argv = [a.format(cands=cands) for a in argv]
+    assert main(["explain", *argv, *MODEL]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertscore explain: error: ") and message.format(cands=cands) in err
+    assert err.count("\n") == 1
