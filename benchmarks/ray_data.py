@@ -5,11 +5,12 @@ as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) by 
 (`score()`, torch on every core), then by `bertscore.ray_data.score_table` with 1 and 2 actors on
 `ray.init(num_cpus=CPUS)`. Recorded: pairs/s of each (side by side, one run), the largest difference
 from one process's numbers row by row (joined by id), every id present once, and each actor's peak
-resident memory (ru_maxrss, read inside the actor); the embedding cache is off, and the input is read
-in at least 2 blocks per actor (`blocks`). With --scale K also at K times the pairs (the
-pairs repeated with new ids), to see whether an actor's peak grows with the corpus.
+resident memory (ru_maxrss, read inside the actor) and how many actors scored rows; the embedding
+cache is off. With --scale K, 2 actors also score the pairs K times over (repeated with new ids)
+beside the same pairs once, at --scale-layers (a shorter encoder to fit the time: an actor's peak
+is its longest batch's, whatever the layer), to see whether an actor's peak grows with the corpus.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers 1] [--scale 10]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--scale 10 --scale-layers 1]
 
 Writes ray_data.md and ray_data.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
 with --update-results, or to --out FOLDER.
@@ -83,26 +84,42 @@ def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: 
 
 def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cpus: int, expected: Any,
             pairs: int) -> dict[str, Any]:
+    """score_table with `actors` actors (2 on 2 CPUs: half a CPU each, a quarter for each read and write
+    task), checked row by row against one process's `expected` (joined by id modulo its length)."""
     import pyarrow.parquet as pq
     import torch
 
     started = time.perf_counter()
-    ray_data.score_table(source, output, options, id_column="id", actors=actors,
-                         blocks=max(2 * actors, pairs // 1000), io_cpus=0.25, num_cpus=min(1, (cpus - 1) / actors),
-                         batch_size=512, scorer_class=MeasuredScoreBatches)
+    ray_data.score_table(source, output, options, id_column="id", actors=actors, io_cpus=0.25,
+                         num_cpus=min(1, (cpus - 1) / actors), batch_size=512, scorer_class=MeasuredScoreBatches)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
                                            "actor_pid", "actor_peak_mib"]).to_pydict()
     ids = torch.tensor(table["id"])
     values = torch.tensor([table[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
+    rows: dict[int, int] = {}
     for pid, peak in zip(table["actor_pid"], table["actor_peak_mib"]):
         peaks[pid] = max(peak, peaks.get(pid, 0.0))
+        rows[pid] = rows.get(pid, 0) + 1
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
     n = len(expected)
-    return {"actors": actors, "pairs": pairs, "seconds": round(seconds, 2), "pairs_per_s": round(pairs / seconds, 1),
+    return {"actors": actors, "layers": options.get("num_layers"), "pairs": pairs, "seconds": round(seconds, 2),
+            "pairs_per_s": round(pairs / seconds, 1),
             "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
-            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values())}
+            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values())}
+
+
+def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
+    """One `score()` call over every pair in this process: (the scores [N, 3], seconds, the layer)."""
+    import torch
+
+    from bertscore import BERTScorer
+
+    scorer = BERTScorer(**options)
+    started = time.perf_counter()
+    expected = torch.stack(scorer.score(candidates, refs), 1)
+    return expected, time.perf_counter() - started, scorer.num_layers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=None, help="the encoder cut at this layer (default: MiniLM's)")
     parser.add_argument("--cpus", type=int, default=2, help="ray.init(num_cpus=...) and one process's torch threads")
     parser.add_argument("--scale", type=int, default=0, help="also score the pairs repeated K times (memory)")
+    parser.add_argument("--scale-layers", type=int, default=None, help="the layer of the --scale runs (default: --layers)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     args = parser.parse_args(argv)
@@ -118,19 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     import ray
     import torch
 
-    from bertscore import BERTScorer
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
     # no embedding cache: the repeated pairs of --scale are embedded again, as new pairs would be
-    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu", "cache_bytes": 0}
+    options: dict[str, Any] = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu", "cache_bytes": 0}
     if args.layers:
         options["num_layers"] = args.layers
+    scale_options = dict(options, num_layers=args.scale_layers) if args.scale_layers else options
     candidates, refs = read_pairs(args.data, args.pairs)
     torch.set_num_threads(args.cpus)
-    scorer = BERTScorer(**options)
-    started = time.perf_counter()
-    expected = torch.stack(scorer.score(candidates, refs), 1)
-    one_process_s = time.perf_counter() - started
+    expected, one_process_s, layer = one_process(options, candidates, refs)
     print(f"one process: {args.pairs / one_process_s:.1f} pairs/s", flush=True)
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -140,31 +155,54 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run_ray(base, Path(scratch) / f"out-{actors}", options, actors, args.cpus, expected, args.pairs))
             print(runs[-1], flush=True)
         if args.scale > 1:
+            if scale_options is not options:
+                scale_expected = one_process(scale_options, candidates, refs)[0]
+                runs.append(run_ray(base, Path(scratch) / "out-scale-1", scale_options, 2, args.cpus, scale_expected,
+                                    args.pairs))
+                print(runs[-1], flush=True)
+            else:
+                scale_expected = expected
             big = write_parquet(Path(scratch) / "big", candidates, refs, args.scale)
-            runs.append(run_ray(big, Path(scratch) / "out-big", options, 2, args.cpus, expected, args.pairs * args.scale))
+            runs.append(run_ray(big, Path(scratch) / "out-big", scale_options, 2, args.cpus, scale_expected,
+                                args.pairs * args.scale))
             print(runs[-1], flush=True)
         ray.shutdown()
     info = machine_info(torch_threads=args.cpus)
-    one = {"pairs": args.pairs, "seconds": round(one_process_s, 2), "pairs_per_s": round(args.pairs / one_process_s, 1)}
-    result = {"machine": info, "options": {k: str(v) for k, v in options.items()}, "one_process": one, "ray": runs}
+    load = os.getloadavg()
+    one = {"pairs": args.pairs, "layers": layer, "seconds": round(one_process_s, 2),
+           "pairs_per_s": round(args.pairs / one_process_s, 1)}
+    result = {"machine": info, "load_average_at_end": load, "options": {k: str(v) for k, v in options.items()},
+              "one_process": one, "ray": runs}
     lines = [
         "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
         machine_line(info), "",
-        f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references), the embedded MiniLM "
-        f"(layer {scorer.num_layers}{', a shortened encoder to fit the time' if args.layers else ''}), CPU, "
-        f"ray.init(num_cpus={args.cpus}); one process: torch on {args.cpus} threads. A shared machine: other work "
-        "ran beside it, so figures are ratios of one run.", "",
-        "| run | pairs | seconds | pairs/s | vs one process | every id once | max abs diff | actor peak MiB |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| one process `score()` | {args.pairs:,} | {one['seconds']} | {one['pairs_per_s']} | 1.00x | - | - | - |",
+        f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references), the embedded MiniLM, CPU, "
+        f"ray.init(num_cpus={args.cpus}); one process: torch on {args.cpus} threads; actors: half a CPU each with 2. "
+        f"A shared machine (load average at the end {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}): figures are "
+        "ratios of one run.", "",
+        "| run | layer | pairs | seconds | pairs/s | vs one process | every id once | max abs diff | rows per actor "
+        "| actor peak MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| one process `score()` | {layer} | {args.pairs:,} | {one['seconds']} | {one['pairs_per_s']} | 1.00x | - | - "
+        "| - | - |",
     ]
     for run in runs:
-        lines.append(f"| score_table, {run['actors']} actor(s) | {run['pairs']:,} | {run['seconds']} | {run['pairs_per_s']} | "
-                     f"{run['pairs_per_s'] / one['pairs_per_s']:.2f}x | {run['every_id_once']} | "
-                     f"{run['max_abs_diff']:.1e} | {', '.join(map(str, run['actor_peak_mib']))} |")
-    lines += ["", f"Command: `benchmarks/ray_data.py --pairs {args.pairs} --layers {args.layers} --scale {args.scale}`. "
-              "The issue's scale (20,000 and 200,000 pairs) is `--pairs 20000 --scale 10`; actor peaks are each "
-              "actor's ru_maxrss (the whole process: Python, torch, the model)."]
+        same_layer = run["layers"] == options.get("num_layers")
+        ratio = f"{run['pairs_per_s'] / one['pairs_per_s']:.2f}x" if same_layer else "(other layer)"
+        lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | {run['pairs']:,} | "
+                     f"{run['seconds']} | {run['pairs_per_s']} | {ratio} | {run['every_id_once']} | "
+                     f"{run['max_abs_diff']:.1e} | {', '.join(map(str, run['rows_per_actor']))} | "
+                     f"{', '.join(map(str, run['actor_peak_mib']))} |")
+    if args.scale > 1:
+        small, big_run = runs[-2], runs[-1]
+        growth = max(big_run["actor_peak_mib"]) / max(small["actor_peak_mib"])
+        lines += ["", f"Largest actor peak at {big_run['pairs']:,} pairs / at {small['pairs']:,}: **{growth:.3f}x**."]
+        result["peak_growth"] = growth
+    command = f"--pairs {args.pairs}" + (f" --layers {args.layers}" if args.layers else "")
+    if args.scale > 1:
+        command += f" --scale {args.scale}" + (f" --scale-layers {args.scale_layers}" if args.scale_layers else "")
+    lines += ["", f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py {command} --update-results`. "
+              "Actor peaks are each actor's ru_maxrss (the whole process: Python, torch, the model)."]
     write_results(folder, "ray_data", result, "\n".join(lines) + "\n")
     return 0
 

@@ -18,7 +18,9 @@
 
 Faults: the actors are started with Ray's `max_restarts` and `max_task_retries` (both -1 by
 default: restart an actor that died, retry the batch it held), so a lost worker costs its batch
-again, never a row. Memory: Ray Data streams blocks through the pool; an actor holds one batch.
+again, never a row. Memory: Ray Data streams blocks through the pool, cut into blocks of one
+batch each on the way (a streaming repartition: any actor takes the next batch, however the input
+files are laid out); an actor holds one batch and its queue of `TASKS_IN_FLIGHT`.
 `ray` is imported here and nowhere else (`pip install 'bertscore[ray]'`).
 """
 
@@ -57,6 +59,13 @@ def _ray() -> Any:
     except ImportError:
         raise InputError(f"the Ray Data door needs ray: {INSTALL_HINT}") from None
     return ray
+
+
+def in_batches(dataset: Any, batch_size: int) -> Any:
+    """`dataset` cut, as it streams, into blocks of `batch_size` rows: each block is one actor's batch, so
+    every actor of the pool gets work however the input is laid out (Ray reads a folder of small files as
+    one block, which one actor would score alone)."""
+    return dataset.repartition(target_num_rows_per_block=batch_size)
 
 
 class _BatchRows:
@@ -184,12 +193,12 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
     from .idf import TokenWeights
 
     options = dict(scorer_options or {})
-    counted = dataset.map_batches(
+    counted = in_batches(dataset, batch_size).map_batches(
         CountDocuments, fn_constructor_kwargs=dict(scorer_options=options, candidate_column=candidate_column,
                                                    reference_columns=reference_columns, id_column=id_column),
         batch_format="pyarrow", batch_size=batch_size,
         compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
-        num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)
+        num_cpus=num_cpus)  # Ray's defaults for an actor pool: max_restarts=-1, max_task_retries=-1
     summed = counted.groupby("token_id", num_partitions=partitions).sum("documents")
     counts: dict[int, int] = {}
     for part in summed.iter_batches(batch_format="pyarrow", batch_size=None):
@@ -200,19 +209,18 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
 
 
 def read_table(path: str | os.PathLike[str] | Sequence[str], format: str | None = None,
-               blocks: int | None = None, io_cpus: float = 1) -> Any:
+               io_cpus: float = 1) -> Any:
     """A Ray dataset of a Parquet file or folder (`format="parquet"`) or JSON Lines (`"jsonl"`);
-    without `format`, by the extension (.jsonl, .ndjson, .json: JSON Lines; else Parquet). `blocks`:
-    Ray's `override_num_blocks` (at least the number of actors, or some of them get nothing to do);
+    without `format`, by the extension (.jsonl, .ndjson, .json: JSON Lines; else Parquet).
     `io_cpus`: the CPUs a read task asks for (less than 1 leaves a small cluster's CPUs to the actors)."""
     ray = _ray()
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     if format is None:
         format = "jsonl" if all(p.lower().endswith((".jsonl", ".ndjson", ".json")) for p in paths) else "parquet"
     if format == "parquet":
-        return ray.data.read_parquet(paths, override_num_blocks=blocks, ray_remote_args={"num_cpus": io_cpus})
+        return ray.data.read_parquet(paths, num_cpus=io_cpus)
     if format == "jsonl":
-        return ray.data.read_json(paths, lines=True, override_num_blocks=blocks, ray_remote_args={"num_cpus": io_cpus})
+        return ray.data.read_json(paths, lines=True, num_cpus=io_cpus)
     raise InputError(f"format must be 'parquet' or 'jsonl', got {format!r}")
 
 
@@ -237,19 +245,26 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
             raise InputError("idf=True counts idf over the dataset; scorer_options also gives idf weights: pass one")
         weights = document_frequencies(dataset, options, actors=actors, num_cpus=num_cpus, **columns)
     resources = {"num_gpus": num_gpus} if num_gpus else {"num_cpus": num_cpus}
-    return dataset.map_batches(
+    return in_batches(dataset, batch_size).map_batches(
         scorer_class, fn_constructor_kwargs=dict(scorer_options=options, prefix=prefix, weights=weights, **columns),
         batch_format="pyarrow", batch_size=batch_size,
         compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
-        max_restarts=max_restarts, max_task_retries=max_task_retries, **resources)
+        **_fault_arguments(max_restarts, max_task_retries), **resources)
+
+
+def _fault_arguments(max_restarts: int, max_task_retries: int) -> dict[str, int]:
+    """map_batches' keywords for other than Ray's actor-pool defaults (restart a dead actor and retry its
+    batch without limit: -1, -1); Ray takes them only as `ray_remote_args`, deprecated, so only then."""
+    given = {"max_restarts": max_restarts, "max_task_retries": max_task_retries}
+    return {key: value for key, value in given.items() if value != -1}
 
 
 def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.PathLike[str],
                 scorer_options: Mapping[str, Any] | None = None, *, format: str | None = None,
-                blocks: int | None = None, io_cpus: float = 1, **keywords: Any) -> str:
+                io_cpus: float = 1, **keywords: Any) -> str:
     """Read `input` (Parquet or JSON Lines, `read_table`), score it (`score_dataset`'s keywords) and
     write the rows with their scores as Parquet files in the folder `output` (Ray's `write_parquet`);
-    `blocks`, `io_cpus`: as `read_table` (the write tasks ask for `io_cpus` too). Returns the output folder."""
+    `io_cpus`: as `read_table` (the write tasks ask for `io_cpus` too). Returns the output folder."""
     inputs = [input] if isinstance(input, (str, os.PathLike)) else list(input)
     output = os.fspath(output)
     if any(os.path.abspath(os.fspath(path)) == os.path.abspath(output) for path in inputs):
@@ -257,7 +272,7 @@ def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.
     if os.path.isdir(output) and os.listdir(output):
         raise InputError(f"the output folder {output} is not empty: Ray writes a file per block there, and files "
                          "left from another run would mix with this one's; choose a new or empty folder")
-    scored = score_dataset(read_table(inputs, format, blocks, io_cpus), scorer_options, **keywords)
+    scored = score_dataset(read_table(inputs, format, io_cpus), scorer_options, **keywords)
     scored.write_parquet(output, ray_remote_args={"num_cpus": io_cpus})
     return output
 
@@ -281,14 +296,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-cpus", type=float, default=1, help="CPUs per actor without GPUs (default 1)")
     parser.add_argument("--batch-size", type=int, default=512, help="rows per batch an actor scores")
     parser.add_argument("-f", "--format", choices=("parquet", "jsonl"))
-    parser.add_argument("--blocks", type=int, help="blocks to read the input in (Ray's override_num_blocks)")
     args = parser.parse_args(argv)
     options = {key: getattr(args, key) for key in ("model_type", "num_layers", "lang", "rescale_with_baseline")
                if getattr(args, key) not in (None, False)}
     ray = _ray()
     if not ray.is_initialized():
         ray.init()
-    score_table(args.input, args.output, options, format=args.format, blocks=args.blocks, idf=args.idf,
+    score_table(args.input, args.output, options, format=args.format, idf=args.idf,
                 candidate_column=args.candidate_column, reference_columns=args.reference_columns,
                 id_column=args.id_column, actors=args.actors, num_gpus=args.num_gpus,
                 num_cpus=args.num_cpus, batch_size=args.batch_size)

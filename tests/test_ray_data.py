@@ -42,10 +42,18 @@ class DiesOnce(ray_data.ScoreBatches):
         return super().__call__(batch)
 
 
+class WithPid(ray_data.ScoreBatches):
+    """The door's stage, plus the scoring actor's pid on every row."""
+
+    def __call__(self, batch):
+        out = super().__call__(batch)
+        return out.append_column("actor_pid", pa.array([os.getpid()] * out.num_rows, pa.int64()))
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     marker = tmp_path_factory.mktemp("kill") / "killed"
-    ray.cloudpickle.register_pickle_by_value(__import__(__name__))  # DiesOnce travels to the actors by value
+    ray.cloudpickle.register_pickle_by_value(__import__(__name__))  # DiesOnce, WithPid travel to the actors by value
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {KILL_MARKER: str(marker), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}})
     yield marker
@@ -54,7 +62,8 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def corpus(wmt17_de_en, tmp_path_factory):
-    """120 real pairs, every third row with two references, written as 6 Parquet files of 20 rows (6 blocks)."""
+    """120 real pairs, every third row with two references, written as 6 Parquet files of 20 rows (Ray reads
+    them as one block)."""
     candidates, references = wmt17_de_en
     candidates, references = candidates[:ROWS], references[:ROWS]
     groups = [[r, references[(i + 7) % ROWS]] if i % 3 == 0 else [r] for i, r in enumerate(references)]
@@ -82,7 +91,7 @@ def scored(folder) -> tuple[list[int], torch.Tensor, list[str]]:
 
 
 def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process) -> None:
-    weights = ray_data.document_frequencies(ray_data.read_table(corpus[0], blocks=6), OPTIONS, id_column="id", actors=2,
+    weights = ray_data.document_frequencies(ray_data.read_table(corpus[0]), OPTIONS, id_column="id", actors=2,
                                             num_cpus=0.5, batch_size=20)
     _, _, expected = one_process
     assert weights.label == "idf" and weights.default == expected.default
@@ -91,11 +100,13 @@ def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process
 
 def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster, corpus, one_process,
                                                                          tmp_path) -> None:
-    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, idf=True, id_column="id", actors=2,
-                         num_cpus=0.5, batch_size=20)
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, idf=True, id_column="id", actors=2,
+                         num_cpus=0.5, batch_size=20, scorer_class=WithPid)
     ids, values, hashes = scored(tmp_path / "out")
     expected, expected_hash, _ = one_process
     assert sorted(ids) == list(range(ROWS))
+    assert len(set(pq.read_table(tmp_path / "out", columns=["actor_pid"])["actor_pid"].to_pylist())) == 2, \
+        "one actor scored every row: the pool's second actor got no batch"
     assert (values - expected[ids]).abs().max() <= 1e-6
     assert set(hashes) == {expected_hash} and "_idf_" in expected_hash
 
@@ -103,7 +114,7 @@ def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster
 def test_a_killed_actor_is_restarted_and_every_row_comes_back_once(cluster, corpus, tmp_path) -> None:
     _, candidates, groups = corpus
     expected = torch.stack(BERTScorer(**OPTIONS).score(candidates, groups), 1)
-    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, blocks=6, id_column="id", actors=2, num_cpus=0.5,
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, id_column="id", actors=2, num_cpus=0.5,
                          batch_size=20, scorer_class=DiesOnce)
     assert cluster.exists(), "no actor was killed: the test did not test a restart"
     ids, values, _ = scored(tmp_path / "out")
