@@ -70,14 +70,29 @@ def load_bert(folder: str | Path, config: Any) -> "BertEncoder | None":
     return model.eval()
 
 
+class Linear(nn.Linear):
+    """nn.Linear left uninitialised: its weights come from the checkpoint (random ones would cost a tenth
+    of a second at every load, and building on the meta device imports torch's compiler stack)."""
+
+    def reset_parameters(self) -> None:
+        pass
+
+
+class Embedding(nn.Embedding):
+    """nn.Embedding left uninitialised, as `Linear`."""
+
+    def reset_parameters(self) -> None:
+        pass
+
+
 class Embeddings(nn.Module):
     """Word + token type + absolute position embeddings, then LayerNorm (`BertEmbeddings`)."""
 
     def __init__(self, config: Any):
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.word_embeddings = Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.register_buffer("position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)),
@@ -105,9 +120,9 @@ class SelfAttention(nn.Module):
         self.num_attention_heads = config.num_attention_heads
         self.attention_head_size = config.hidden_size // config.num_attention_heads
         self.scaling = self.attention_head_size ** -0.5
-        self.query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.query = Linear(config.hidden_size, config.hidden_size)
+        self.key = Linear(config.hidden_size, config.hidden_size)
+        self.value = Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -125,7 +140,7 @@ class DenseResidualNorm(nn.Module):
 
     def __init__(self, config: Any, in_features: int):
         super().__init__()
-        self.dense = nn.Linear(in_features, config.hidden_size)
+        self.dense = Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -150,7 +165,7 @@ class Intermediate(nn.Module):
 
     def __init__(self, config: Any):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.dense = Linear(config.hidden_size, config.intermediate_size)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return nn.functional.gelu(self.dense(hidden_states))
@@ -183,7 +198,7 @@ class Pooler(nn.Module):
 
     def __init__(self, config: Any):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = Linear(config.hidden_size, config.hidden_size)
         self.activation = nn.Tanh()
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -201,7 +216,8 @@ def attention_mask_4d(attention_mask: torch.Tensor | None, length: int) -> torch
 
 
 class BertEncoder(nn.Module):
-    """transformers' `BertModel` (encoder and pooler) for the configs `supports` accepts.
+    """transformers' `BertModel` (encoder and pooler) for the configs `supports` accepts, built to
+    be loaded (`load_bert`: its weights are uninitialised until then).
 
     Called as transformers' model is, `model(input_ids, attention_mask=..., output_hidden_states=...)`,
     it returns the same output: `[0]` the last layer's states, `.hidden_states` the embeddings
