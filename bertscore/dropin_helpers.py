@@ -40,9 +40,9 @@ def get_tokenizer(model_type: str, use_fast: bool = False) -> Any:
 
 def get_model(model_type: str, num_layers: int, all_layers: bool | None = None) -> torch.nn.Module:
     """The encoder of `model_type` cut after `num_layers` layers (every layer with `all_layers`), on the
-    CPU in eval mode: its forward's first output is that layer's states. A fresh copy the caller owns
-    (never the scorers' shared one: a scorer's own is its `_model`)."""
-    return load_model(model_type, num_layers, bool(all_layers)).encoder
+    CPU in eval mode: its forward's first output is that layer's states. transformers' own class, as the
+    official one; a fresh copy the caller owns (never the scorers' shared one: a scorer's own is its `_model`)."""
+    return load_model(model_type, num_layers, bool(all_layers), transformers_class=True).encoder
 
 
 def sent_encode(tokenizer: Any, sent: str) -> list[int]:

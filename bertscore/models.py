@@ -13,12 +13,14 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
 
+from .bert_encoder import BertEncoder, load_bert
 from .devices import DTYPES, with_index
 from .inputs import InputError
 from .model_families import (
@@ -170,12 +172,13 @@ class LoadedModel:
         """This model on `device` in `dtype`: itself when it already is, else a separate copy.
 
         A device change copies the encoder; a dtype change reloads it the way transformers
-        loads reduced precision (modules kept in fp32 stay fp32).
+        loads reduced precision (modules kept in fp32 stay fp32), and so does a plain-torch BERT's
+        move off the CPU (elsewhere the encoder is transformers' own class: `load_model`).
         """
         device = with_index(torch.device(device))  # "cuda" is cuda:0 (current): the same place, no copy
         if device == self.device and dtype == self.dtype:
             return self
-        if dtype != self.dtype:
+        if dtype != self.dtype or (isinstance(self.encoder, BertEncoder) and device.type != "cpu"):
             logger.info("loading a separate %s copy of %s on %s", dtype, self.name, device)
             return load_model(self.name, self.num_layers, self.all_layers, device=device, dtype=dtype)
         logger.info("copying %s to %s (the shared copy stays on %s)", self.name, device, self.device)
@@ -191,6 +194,7 @@ def load_model(
     device: str | torch.device = "cpu",
     dtype: str = "float32",
     build_encoder: Callable[[int], torch.nn.Module] | None = None,
+    transformers_class: bool = False,
 ) -> LoadedModel:
     """Load tokenizer and encoder for `model_type` (hub id, local folder or embedded name).
 
@@ -201,13 +205,19 @@ def load_model(
     placed on `device`, once: the result never moves. `build_encoder(num_layers)`, where given,
     builds the encoder instead of the pretrained weights (the drop-in's `get_model` when a caller
     patches it): the tokenizer and settings are still this model's.
+
+    A plain BERT folder loaded on the CPU in float32 (the embedded MiniLM) gets the plain-torch
+    encoder of bert_encoder.py, the same numbers bit for bit without importing transformers' model
+    classes (seconds of start-up); `transformers_class=True` asks for transformers' class anyway
+    (the drop-in's `get_model`: the official package's callers get what it gave them).
     """
     from transformers.utils import logging as hf_logging
 
     progress_was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no per-tensor "Loading weights" bar on every load
     try:
-        return _load_model(model_type, num_layers, all_layers, with_index(torch.device(device)), dtype, build_encoder)
+        return _load_model(model_type, num_layers, all_layers, with_index(torch.device(device)), dtype, build_encoder,
+                           transformers_class)
     finally:
         if progress_was_enabled:
             hf_logging.enable_progress_bar()
@@ -221,12 +231,34 @@ def _dtype_kwargs(dtype: str) -> dict[str, Any]:
     return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": DTYPES[dtype]}
 
 
-def _load_model(
-    model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str,
-    build_encoder: Callable[[int], torch.nn.Module] | None = None,
-) -> LoadedModel:
+def _pretrained_encoder(source: str, config: Any, device: torch.device, dtype: str,
+                        transformers_class: bool) -> torch.nn.Module:
+    """The pretrained encoder of `source`, whole: the plain-torch BERT where it applies (a local
+    folder on the CPU in float32, a config and weights it implements: `load_bert`), else
+    transformers' class for the config (an encoder-decoder's encoder)."""
+    if not transformers_class and device.type == "cpu" and dtype == "float32" and os.path.isdir(source):
+        model = load_bert(source, config)
+        if model is not None:
+            logger.debug("%s: plain-torch BERT encoder (bert_encoder.py)", source)
+            return model
     from transformers import AutoModel
 
+    kwargs = {**_dtype_kwargs(dtype), **hub_kwargs(source)}
+    if getattr(config, "model_type", "") in ENCODER_ONLY_T5_TYPES:
+        from transformers import T5EncoderModel
+
+        model = T5EncoderModel.from_pretrained(source, **kwargs)
+    else:
+        model = AutoModel.from_pretrained(source, **kwargs)
+    if hasattr(model, "decoder") and hasattr(model, "encoder"):
+        model = model.encoder
+    return model
+
+
+def _load_model(
+    model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str,
+    build_encoder: Callable[[int], torch.nn.Module] | None = None, transformers_class: bool = False,
+) -> LoadedModel:
     if dtype not in DTYPES:
         raise InputError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
     source, revision = resolve_source(model_type)
@@ -234,19 +266,10 @@ def _load_model(
     if revision is None:
         commit = getattr(config, "_commit_hash", None)
         revision = str(commit) if commit else None
-    model_kind = getattr(config, "model_type", "")
-    kwargs = {**_dtype_kwargs(dtype), **hub_kwargs(source)}
     if build_encoder is not None:
         model, total_layers = None, count_layers(config)
     else:
-        if model_kind in ENCODER_ONLY_T5_TYPES:
-            from transformers import T5EncoderModel
-
-            model = T5EncoderModel.from_pretrained(source, **kwargs)
-        else:
-            model = AutoModel.from_pretrained(source, **kwargs)
-        if hasattr(model, "decoder") and hasattr(model, "encoder"):
-            model = model.encoder
+        model = _pretrained_encoder(source, config, device, dtype, transformers_class)
         total_layers = count_layers(model.config)
     layer_guessed = False
     if num_layers is None:

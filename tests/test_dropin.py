@@ -139,7 +139,9 @@ def test_mbrs_metric_on_the_scorers_privates_gives_the_official_numbers(harness,
     """mbrs: the scorer's `_model`, `_tokenizer`, `_idf_dict`, its own padded batches, `greedy_cos_idf`."""
     cands, refs = texts[0][:4], texts[1][:3]
     mbrs = harness["mbrs"]
-    assert mbrs["shared_encoder"] and mbrs["model_class"] == "BertModel" and mbrs["plain_idf_dict"] is None
+    # The embedded MiniLM on the CPU in fp32: the plain-torch BERT (bert_encoder.py), transformers' BertModel's
+    # modules and numbers (tests/test_bert_encoder.py); mbrs's calls run on it unedited.
+    assert mbrs["shared_encoder"] and mbrs["model_class"] == "BertEncoder" and mbrs["plain_idf_dict"] is None
     flat_cands, flat_refs = [c for c in cands for _ in refs], [r for _ in cands for r in refs]
     theirs = official(flat_cands, flat_refs, minilm_dir, 5)[2].view(len(cands), len(refs))
     assert (torch.tensor(mbrs["f1"]) - theirs).abs().max() <= TOLERANCE
