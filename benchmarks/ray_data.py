@@ -86,7 +86,7 @@ def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: 
 
 
 def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cpus: int, expected: Any,
-            pairs: int) -> dict[str, Any]:
+            pairs: int, batch_size: int) -> dict[str, Any]:
     """score_table with `actors` actors (2 on 2 CPUs: half a CPU each, a quarter for each read and write
     task), checked row by row against one process's `expected` (joined by id modulo its length)."""
     import pyarrow.parquet as pq
@@ -94,7 +94,7 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
 
     started = time.perf_counter()
     ray_data.score_table(source, output, options, id_column="id", actors=actors, io_cpus=0.25,
-                         num_cpus=min(1, (cpus - 1) / actors), batch_size=512, scorer_class=MeasuredScoreBatches)
+                         num_cpus=min(1, (cpus - 1) / actors), batch_size=batch_size, scorer_class=MeasuredScoreBatches)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
                                            "actor_pid", "actor_peak_mib"]).to_pydict()
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=2, help="ray.init(num_cpus=...) and one process's torch threads")
     parser.add_argument("--scale", type=int, default=0, help="also score the pairs repeated K times (memory)")
     parser.add_argument("--scale-layers", type=int, default=None, help="the layer of the --scale runs (default: --layers)")
+    parser.add_argument("--batch-size", type=int, default=ray_data.DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     args = parser.parse_args(argv)
@@ -157,16 +158,17 @@ def main(argv: list[str] | None = None) -> int:
         base = write_parquet(Path(scratch) / "pairs", candidates, refs, 1)
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         for actors in (1, 2):
-            runs.append(run_ray(base, Path(scratch) / f"out-{actors}", options, actors, args.cpus, expected, args.pairs))
+            runs.append(run_ray(base, Path(scratch) / f"out-{actors}", options, actors, args.cpus, expected, args.pairs,
+                                args.batch_size))
             print(runs[-1], flush=True)
         if args.scale > 1:
             scale_expected = one_process(scale_options, candidates, refs)[0]
             runs.append(run_ray(base, Path(scratch) / "out-scale-1", scale_options, 2, args.cpus, scale_expected,
-                                args.pairs))
+                                args.pairs, args.batch_size))
             print(runs[-1], flush=True)
             big = write_parquet(Path(scratch) / "big", candidates, refs, args.scale)
             runs.append(run_ray(big, Path(scratch) / "out-big", scale_options, 2, args.cpus, scale_expected,
-                                args.pairs * args.scale))
+                                args.pairs * args.scale, args.batch_size))
             print(runs[-1], flush=True)
         ray.shutdown()
     info = machine_info(torch_threads=args.cpus)
@@ -179,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
         machine_line(info), "",
         f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references), the embedded MiniLM, CPU, "
-        f"ray.init(num_cpus={args.cpus}); one process: torch on {args.cpus} threads; actors: half a CPU each with 2. "
+        f"ray.init(num_cpus={args.cpus}); one process: torch on {args.cpus} threads; actors: half a CPU each with 2, batches of "
+        f"{args.batch_size} rows. "
         f"A shared machine (load average at the end {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}): figures are "
         "ratios of one run.", "",
         "| run | layer | embedding cache | pairs | seconds | pairs/s | vs one process | every id once | max abs diff "
@@ -202,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"Largest actor peak at {big_run['pairs']:,} pairs / at {small['pairs']:,}: **{growth:.3f}x**."]
         result["peak_growth"] = growth
     command = f"--pairs {args.pairs}" + (f" --layers {args.layers}" if args.layers else "")
+    command += f" --batch-size {args.batch_size}" if args.batch_size != ray_data.DEFAULT_BATCH_SIZE else ""
     if args.scale > 1:
         command += f" --scale {args.scale}" + (f" --scale-layers {args.scale_layers}" if args.scale_layers else "")
     lines += ["", f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py {command} --update-results`. "

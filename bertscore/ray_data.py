@@ -49,6 +49,10 @@ SOURCE = "the Ray dataset"
 # batches queued on one actor: one scored, one waiting (Ray's default of 4 left a second actor of a
 # small job idle while the first held every block)
 TASKS_IN_FLIGHT = 2
+# rows an actor scores per call: one call sorts its texts by length and embeds each distinct text once, so
+# larger batches pad less and repeat less (on 2 CPUs, 20,000 WMT17 pairs: 2,048 rows 0.95x one process's
+# pairs/s, 512 rows 0.77x); each batch is one block the pool streams, and a lost actor's retry redoes one
+DEFAULT_BATCH_SIZE = 2048
 DOCUMENTS = -1  # the token id under which a batch of the idf pass reports how many documents it counted
 
 
@@ -227,7 +231,8 @@ def read_table(path: str | os.PathLike[str] | Sequence[str], format: str | None 
 def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None, *, idf: bool = False,
                   candidate_column: str | None = None, reference_columns: Sequence[str] | None = None,
                   id_column: str | None = None, prefix: str = "bertscore_", actors: int = 1,
-                  num_gpus: float | None = None, num_cpus: float = 1, batch_size: int = 512, max_restarts: int = -1,
+                  num_gpus: float | None = None, num_cpus: float = 1, batch_size: int = DEFAULT_BATCH_SIZE,
+                  max_restarts: int = -1,
                   max_task_retries: int = -1, scorer_class: type[ScoreBatches] = ScoreBatches) -> Any:
     """`dataset` with the score columns, lazily (Ray Data runs it when it is written or read).
 
@@ -294,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--actors", type=int, default=1, help="scorers in the pool (one model each)")
     parser.add_argument("--num-gpus", type=float, help="GPUs per actor (e.g. 1); default: CPUs")
     parser.add_argument("--num-cpus", type=float, default=1, help="CPUs per actor without GPUs (default 1)")
-    parser.add_argument("--batch-size", type=int, default=512, help="rows per batch an actor scores")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
     parser.add_argument("-f", "--format", choices=("parquet", "jsonl"))
     args = parser.parse_args(argv)
     options = {key: getattr(args, key) for key in ("model_type", "num_layers", "lang", "rescale_with_baseline")
