@@ -16,7 +16,7 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-compat test-hub browser bench clean
+.PHONY: setup demo app test test-ray test-compat test-hub browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,14 @@ browser:
 
 test: setup browser
 	$(BIN)/python -m pytest -q -n auto
+
+# The Ray Data door (bertscore/ray_data.py) on a local 2-CPU Ray cluster: the [ray] extra installed into
+# the venv, then its tests and its doc block (a few minutes). make test needs no ray: without
+# BERTSCORE_RAY_TESTS=1 they skip, saying so.
+test-ray: setup
+	$(BIN)/pip install -e ".[ray]" -c constraints.txt
+	BERTSCORE_RAY_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray_data.py
+	BERTSCORE_RAY_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_docs.py -k scaling-out
 
 # The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset, with the
 # oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the Space is built there.

@@ -13,7 +13,9 @@ The rules a block follows (write new blocks by them):
   (HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1). The model is the embedded MiniLM; files are those the
   repository ships (examples/, tests/data/).
 - A block whose first line is `# needs the Hub`, `# needs a GPU` or `# needs data outside the
-  clone` (more words may follow) is not run: the test is skipped with that line as the reason.
+  clone` (more words may follow) is not run: the test is skipped with that line as the reason. A
+  block whose first line is `# needs the ray extra` runs in `make test-ray` (which installs ray and
+  sets BERTSCORE_RAY_TESTS=1) and is skipped, saying so, elsewhere.
 - A block right after the line `<!-- docs test: set-up -->` (make demo, make test, `. .venv/bin/activate`,
   installs) or `<!-- docs test: serves -->` (make app: runs until Ctrl-C) is not run: those commands
   build virtual environments, install into them or run this very test. The reader sees the commands
@@ -31,6 +33,7 @@ The rules a block follows (write new blocks by them):
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -48,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 NEEDS = ("# needs the Hub", "# needs a GPU", "# needs data outside the clone")
+NEEDS_EXTRA = {"# needs the ray extra": "ray"}  # a block run where this module is importable, else skipped
 LINE_MARKS = ("# set-up", "# serves")
 BLOCK_MARKS = ("<!-- docs test: set-up -->", "<!-- docs test: serves -->")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
@@ -205,6 +209,9 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_py
     reason = needs_line(block)
     if reason:
         pytest.skip(f"{block.id}: {reason.lstrip('# ')}")
+    extra = next((module for mark, module in NEEDS_EXTRA.items() if block.text.lstrip().startswith(mark)), None)
+    if extra is not None and (importlib.util.find_spec(extra) is None or os.environ.get("BERTSCORE_RAY_TESTS") != "1"):
+        pytest.skip(f"{block.id}: needs the {extra} extra: make test-ray runs it (BERTSCORE_RAY_TESTS=1)")
     text, done, left = run_block(block, clone, tmp_path, warm_python)  # the server starts on the first python block
     if done is None:
         return
@@ -327,7 +334,8 @@ def test_the_readme_says_what_may_differ_here() -> None:
 def test_needs_marks_are_spelled_as_the_test_reads_them() -> None:
     """A misspelled `# needs` line would run a block that cannot run here, or skip none."""
     wrong = [f"{b.id}: {line}" for b in RUN_BLOCKS for line in b.text.splitlines()[:1]
-             if line.lstrip().lower().startswith("# needs") and not line.lstrip().startswith(NEEDS)]
+             if line.lstrip().lower().startswith("# needs")
+             and not line.lstrip().startswith((*NEEDS, *NEEDS_EXTRA))]
     assert wrong == [] and len(RUN_BLOCKS) >= 10
 
 

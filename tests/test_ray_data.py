@@ -1,0 +1,153 @@
+"""The Ray Data door (`bertscore.ray_data`) on a local 2-CPU Ray cluster, offline, the embedded MiniLM:
+Parquet to Parquet gives one process's `score()` row by row (multi-reference rows, idf counted by a
+Ray group-by, 2 actors, the hash), an actor killed mid-run is restarted and every row comes back
+exactly once, bad cells are errors naming the row's id, an empty text scores 0.
+
+Runs in `make test-ray` (which installs the `[ray]` extra and sets BERTSCORE_RAY_TESTS=1: a few minutes on
+2 cores, Ray's own processes included); a plain pytest run (`make test`) skips it, saying so."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+if os.environ.get("BERTSCORE_RAY_TESTS") != "1":
+    pytest.skip("the Ray Data door's tests run in make test-ray (BERTSCORE_RAY_TESTS=1)", allow_module_level=True)
+ray = pytest.importorskip("ray", reason="the Ray Data door needs the [ray] extra (make test-ray installs it)")
+pa = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+
+from bertscore import BERTScorer  # noqa: E402
+from bertscore import ray_data  # noqa: E402
+from bertscore.inputs import InputError  # noqa: E402
+from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
+from bertscore.tables import TableError  # noqa: E402
+
+OPTIONS = dict(model_type=EMBEDDED_MODEL_NAME, num_layers=4, device="cpu")
+KILL_MARKER = "BERTSCORE_TEST_KILL_MARKER"
+ROWS = 120
+
+
+class DiesOnce(ray_data.ScoreBatches):
+    """Exits its process (as a lost node would) on its second batch, once in the whole run (a marker file)."""
+
+    def __call__(self, batch):
+        self.calls = getattr(self, "calls", 0) + 1
+        marker = os.environ[KILL_MARKER]
+        if self.calls == 2 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return super().__call__(batch)
+
+
+class WithPid(ray_data.ScoreBatches):
+    """The door's stage, plus the scoring actor's pid on every row."""
+
+    def __call__(self, batch):
+        out = super().__call__(batch)
+        return out.append_column("actor_pid", pa.array([os.getpid()] * out.num_rows, pa.int64()))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    marker = tmp_path_factory.mktemp("kill") / "killed"
+    ray.cloudpickle.register_pickle_by_value(__import__(__name__))  # DiesOnce, WithPid travel to the actors by value
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {KILL_MARKER: str(marker), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}})
+    yield marker
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(wmt17_de_en, tmp_path_factory):
+    """120 real pairs, every third row with two references, written as 6 Parquet files of 20 rows (Ray reads
+    them as one block)."""
+    candidates, references = wmt17_de_en
+    candidates, references = candidates[:ROWS], references[:ROWS]
+    groups = [[r, references[(i + 7) % ROWS]] if i % 3 == 0 else [r] for i, r in enumerate(references)]
+    path = tmp_path_factory.mktemp("corpus")
+    table = pa.table({"id": list(range(ROWS)), "candidate": candidates, "references": groups})
+    for start in range(0, ROWS, 20):
+        pq.write_table(table.slice(start, 20), path / f"part-{start:03d}.parquet")
+    return path, candidates, groups
+
+
+@pytest.fixture(scope="module")
+def one_process(corpus):
+    """The oracle: one score() call over every pair, idf over every reference, in this process."""
+    _, candidates, groups = corpus
+    scorer = BERTScorer(**OPTIONS, idf=True)
+    (precision, recall, f1), hash_ = scorer.score(candidates, groups, return_hash=True)
+    weights = scorer.idf_weights_for([r for group in groups for r in group])
+    return torch.stack([precision, recall, f1], 1), hash_, weights
+
+
+def scored(folder) -> tuple[list[int], torch.Tensor, list[str]]:
+    table = pq.read_table(folder).to_pydict()
+    values = torch.tensor([table[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
+    return table["id"], values, table["bertscore_hash"]
+
+
+def test_idf_from_a_ray_group_by_equals_one_process(cluster, corpus, one_process) -> None:
+    weights = ray_data.document_frequencies(ray_data.read_table(corpus[0]), OPTIONS, id_column="id", actors=2,
+                                            num_cpus=0.5, batch_size=20)
+    _, _, expected = one_process
+    assert weights.label == "idf" and weights.default == expected.default
+    assert torch.equal(weights.table, expected.table)
+
+
+def test_parquet_to_parquet_equals_one_score_call_with_idf_on_two_actors(cluster, corpus, one_process,
+                                                                         tmp_path) -> None:
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, idf=True, id_column="id", actors=2,
+                         num_cpus=0.5, batch_size=20, scorer_class=WithPid)
+    ids, values, hashes = scored(tmp_path / "out")
+    expected, expected_hash, _ = one_process
+    assert sorted(ids) == list(range(ROWS))
+    assert len(set(pq.read_table(tmp_path / "out", columns=["actor_pid"])["actor_pid"].to_pylist())) == 2, \
+        "one actor scored every row: the pool's second actor got no batch"
+    assert (values - expected[ids]).abs().max() <= 1e-6
+    assert set(hashes) == {expected_hash} and "_idf_" in expected_hash
+
+
+def test_a_killed_actor_is_restarted_and_every_row_comes_back_once(cluster, corpus, tmp_path) -> None:
+    _, candidates, groups = corpus
+    expected = torch.stack(BERTScorer(**OPTIONS).score(candidates, groups), 1)
+    ray_data.score_table(corpus[0], tmp_path / "out", OPTIONS, id_column="id", actors=2, num_cpus=0.5,
+                         batch_size=20, scorer_class=DiesOnce)
+    assert cluster.exists(), "no actor was killed: the test did not test a restart"
+    ids, values, _ = scored(tmp_path / "out")
+    assert sorted(ids) == list(range(ROWS))
+    assert (values - expected[ids]).abs().max() <= 1e-6
+
+
+@pytest.fixture(scope="module")
+def score_batches(cluster) -> ray_data.ScoreBatches:
+    return ray_data.ScoreBatches(OPTIONS, id_column="id")
+
+
+def test_a_null_or_non_text_cell_is_an_error_naming_the_row_id_and_column(score_batches) -> None:
+    batch = pa.table({"id": ["a", "b"], "prediction": ["fine", None], "reference": ["fine", "x"]})
+    with pytest.raises(TableError, match=r"id='b'.*column 'prediction': is null"):
+        score_batches(batch)
+    batch = pa.table({"id": ["a"], "prediction": ["fine"], "reference": [[]]},
+                     schema=pa.schema([("id", pa.string()), ("prediction", pa.string()),
+                                       ("reference", pa.list_(pa.string()))]))
+    with pytest.raises(TableError, match=r"id='a'.*column 'reference': is an empty list"):
+        score_batches(batch)
+    with pytest.raises(InputError, match="no id column 'id'"):
+        score_batches(pa.table({"prediction": ["a"], "reference": ["b"]}))
+
+
+def test_an_empty_text_scores_zero_with_the_note_and_columns_keep_their_row(score_batches) -> None:
+    batch = pa.table({"id": [7, 3], "prediction": ["", "the same words"], "reference": ["anything", "the same words"]})
+    with pytest.warns(Warning, match="empty"):
+        out = score_batches(batch).to_pydict()
+    assert out["id"] == [7, 3] and out["bertscore_f1"][0] == 0.0 and abs(out["bertscore_f1"][1] - 1) < 1e-6
+    assert out["bertscore_hash"] == [score_batches.hash] * 2
+
+
+def test_per_batch_idf_is_refused() -> None:
+    with pytest.raises(InputError, match="document_frequencies"):
+        ray_data.ScoreBatches(dict(OPTIONS, idf=True))
