@@ -1,19 +1,22 @@
 """The Ray Data door on a local Ray cluster: Parquet to Parquet against one process's `score()`.
 
 --pairs real WMT17 to-English pairs (system outputs with their references, ../shared/data), written
-as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) by one process
-(`score()`, torch on every core), then by `bertscore.ray_data.score_table` with 1 and 2 actors on
-`ray.init(num_cpus=CPUS)`. Recorded: pairs/s of each (side by side, one run), the largest difference
-from one process's numbers row by row (joined by id), every id present once, and each actor's peak
-resident memory (ru_maxrss, read inside the actor) and how many actors scored rows. The scorers keep
-their default embedding cache (WMT17's references repeat: one `score()` call embeds each distinct
-text once, an actor's cache spares it across batches). With --scale K, 2 actors also score the pairs
-K times over (repeated with new ids) beside the same pairs once, with the cache off (the repeats
-are embedded again, as new pairs would be) and at --scale-layers (a shorter encoder to fit the time:
-an actor's peak is its longest batch's, whatever the layer), to see whether an actor's peak grows
-with the corpus.
+as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) in one process (the
+job score_table does: load the model, read the files, one `score()` call on every core, write
+Parquet), then by `bertscore.ray_data.score_table` with 2 actors on `ray.init(num_cpus=CPUS)`, one
+after the other, --repeats times (a shared machine's load drifts: each pair is compared within
+itself); then once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
+difference from one process's numbers row by row (joined by id), every id present once, and each
+actor's peak resident memory (ru_maxrss, read inside the actor), how many rows it scored, and how many
+texts each side embedded (its embedding cache's misses). The
+scorers keep their default embedding cache (WMT17's references repeat: one `score()` call embeds
+each distinct text once, an actor's cache spares it across its batches). With --scale K, 2 actors
+also score the pairs K times over (repeated with new ids) beside the same pairs once, with the
+cache off (the repeats are embedded again, as new pairs would be) and at --scale-layers (a shorter
+encoder to fit the time: an actor's peak is its longest batch's, whatever the layer), to see
+whether an actor's peak grows with the corpus.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--scale 10 --scale-layers 1]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2] [--scale 10 --scale-layers 1]
 
 Writes ray_data.md and ray_data.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
 with --update-results, or to --out FOLDER.
@@ -42,7 +45,8 @@ FILE_ROWS = 2000
 
 
 class MeasuredScoreBatches(ray_data.ScoreBatches):
-    """The door's stage, plus the actor's pid and peak resident memory so far on every row."""
+    """The door's stage, plus on every row the actor's pid, its peak resident memory so far and the texts it
+    has embedded so far (its cache's misses: a text its cache held is not embedded again)."""
 
     def __call__(self, batch):
         import pyarrow
@@ -50,6 +54,8 @@ class MeasuredScoreBatches(ray_data.ScoreBatches):
         out = super().__call__(batch)
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * out.num_rows, pyarrow.int64()))
+        out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * out.num_rows,
+                                                                pyarrow.int64()))
         return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * out.num_rows, pyarrow.float64()))
 
 
@@ -97,20 +103,25 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
                          num_cpus=min(1, (cpus - 1) / actors), batch_size=batch_size, scorer_class=MeasuredScoreBatches)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
-                                           "actor_pid", "actor_peak_mib"]).to_pydict()
+                                           "actor_pid", "actor_peak_mib",
+                                           "actor_embedded"]).to_pydict()
     ids = torch.tensor(table["id"])
     values = torch.tensor([table[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
     rows: dict[int, int] = {}
-    for pid, peak in zip(table["actor_pid"], table["actor_peak_mib"]):
+    embedded: dict[int, int] = {}
+    for pid, peak, texts in zip(table["actor_pid"], table["actor_peak_mib"], table["actor_embedded"]):
         peaks[pid] = max(peak, peaks.get(pid, 0.0))
+        embedded[pid] = max(texts, embedded.get(pid, 0))
         rows[pid] = rows.get(pid, 0) + 1
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
     n = len(expected)
     return {"actors": actors, "layers": options.get("num_layers"), "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
             "pairs_per_s": round(pairs / seconds, 1),
             "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
-            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values())}
+            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
+            # with the cache off nothing is looked up, so nothing is counted
+            "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
 
 
 def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
@@ -125,6 +136,29 @@ def one_process(options: dict[str, Any], candidates: list[str], refs: list[str])
     return expected, time.perf_counter() - started, scorer.num_layers
 
 
+def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict[str, float]:
+    """The job score_table does, in this process: load the model, read the Parquet folder, one `score()`
+    call, write the rows with their scores as Parquet. Seconds of the whole job and of the `score()` call."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bertscore import BERTScorer, release_models
+
+    release_models()  # the model loads from its files, as in a new process (and in each actor)
+    started = time.perf_counter()
+    scorer = BERTScorer(**options)
+    table = pq.read_table(source)
+    scoring = time.perf_counter()
+    scores = scorer.score(table.column("candidate").to_pylist(), table.column("reference").to_pylist())
+    score_s = time.perf_counter() - scoring
+    for name, values in zip(("precision", "recall", "f1"), scores):
+        table = table.append_column(f"bertscore_{name}", pa.array(values.numpy(), pa.float32()))
+    output.mkdir()
+    pq.write_table(table, output / "scored.parquet")
+    return {"job_s": round(time.perf_counter() - started, 2), "score_s": round(score_s, 2),
+            "texts_embedded": scorer.cache.misses}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=20000)
@@ -133,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=0, help="also score the pairs repeated K times (memory)")
     parser.add_argument("--scale-layers", type=int, default=None, help="the layer of the --scale runs (default: --layers)")
     parser.add_argument("--batch-size", type=int, default=ray_data.DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
+    parser.add_argument("--repeats", type=int, default=2, help="pairs of runs: one process, then 2 actors")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     args = parser.parse_args(argv)
@@ -151,16 +186,24 @@ def main(argv: list[str] | None = None) -> int:
         scale_options["num_layers"] = args.scale_layers
     candidates, refs = read_pairs(args.data, args.pairs)
     torch.set_num_threads(args.cpus)
-    expected, one_process_s, layer = one_process(options, candidates, refs)
-    print(f"one process: {args.pairs / one_process_s:.1f} pairs/s", flush=True)
-    runs = []
+    runs, jobs = [], []
     with tempfile.TemporaryDirectory() as scratch:
         base = write_parquet(Path(scratch) / "pairs", candidates, refs, 1)
-        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-        for actors in (1, 2):
-            runs.append(run_ray(base, Path(scratch) / f"out-{actors}", options, actors, args.cpus, expected, args.pairs,
+        expected, _, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
+        for repeat in range(args.repeats):
+            # side by side, as pairs: the job in one process (Ray not running), then 2 actors (Ray started
+            # before the clock, as on a cluster that runs already)
+            jobs.append(one_process_job(base, Path(scratch) / f"one-{repeat}", options))
+            print("one process:", jobs[-1], flush=True)
+            ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+            runs.append(run_ray(base, Path(scratch) / f"out-2-{repeat}", options, 2, args.cpus, expected, args.pairs,
                                 args.batch_size))
+            runs[-1]["repeat"] = repeat
             print(runs[-1], flush=True)
+            ray.shutdown()
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+        runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs, args.batch_size))
+        print(runs[-1], flush=True)
         if args.scale > 1:
             scale_expected = one_process(scale_options, candidates, refs)[0]
             runs.append(run_ray(base, Path(scratch) / "out-scale-1", scale_options, 2, args.cpus, scale_expected,
@@ -173,32 +216,41 @@ def main(argv: list[str] | None = None) -> int:
         ray.shutdown()
     info = machine_info(torch_threads=args.cpus)
     load = os.getloadavg()
-    one = {"pairs": args.pairs, "layers": layer, "seconds": round(one_process_s, 2),
-           "pairs_per_s": round(args.pairs / one_process_s, 1)}
     result = {"machine": info, "load_average_at_end": load, "options": {k: str(v) for k, v in options.items()},
-              "one_process": one, "ray": runs}
+              "one_process_jobs": jobs, "ray": runs}
     lines = [
         "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
         machine_line(info), "",
-        f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references), the embedded MiniLM, CPU, "
-        f"ray.init(num_cpus={args.cpus}); one process: torch on {args.cpus} threads; actors: half a CPU each with 2, batches of "
-        f"{args.batch_size} rows. "
-        f"A shared machine (load average at the end {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}): figures are "
-        "ratios of one run.", "",
-        "| run | layer | embedding cache | pairs | seconds | pairs/s | vs one process | every id once | max abs diff "
+        f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references, {len(set(refs)):,} distinct "
+        f"references), the embedded MiniLM (layer {layer}), CPU, ray.init(num_cpus={args.cpus}). One process: the "
+        f"same job as score_table (load the model, read the Parquet files, one `score()` call, write Parquet), torch "
+        f"on {args.cpus} threads, Ray not running. Actors: half a CPU each with 2 (torch on one thread each), "
+        f"batches of {args.batch_size:,} rows; Ray started before the clock. Each repeat runs one process, then 2 "
+        f"actors, one after the other. A shared machine (load average at the end {load[0]:.1f}, {load[1]:.1f}, "
+        f"{load[2]:.1f}): compare figures within a repeat.", "",
+        "| repeat | one process: job s | of which `score()` s | 2 actors: s | 2 actors / one-process job (pairs/s) "
+        "| 2 actors / `score()` alone | texts embedded: one process, 2 actors | every id once | max abs diff "
         "| rows per actor | actor peak MiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| one process `score()` | {layer} | on | {args.pairs:,} | {one['seconds']} | {one['pairs_per_s']} | 1.00x | - | - "
-        "| - | - |",
     ]
-    for run in runs:
-        same_settings = run["layers"] == options.get("num_layers") and run["cache"]
-        ratio = f"{run['pairs_per_s'] / one['pairs_per_s']:.2f}x" if same_settings else "(other settings)"
-        lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
-                     f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | "
-                     f"{run['seconds']} | {run['pairs_per_s']} | {ratio} | {run['every_id_once']} | "
+    ratios = []
+    for job, run in zip(jobs, runs):
+        ratios.append(job["job_s"] / run["seconds"])
+        lines.append(f"| {run['repeat'] + 1} | {job['job_s']} | {job['score_s']} | {run['seconds']} | "
+                     f"**{ratios[-1]:.2f}x** | {job['score_s'] / run['seconds']:.2f}x | "
+                     f"{job['texts_embedded']:,}, {run['texts_embedded']:,} | {run['every_id_once']} | "
                      f"{run['max_abs_diff']:.1e} | {', '.join(map(str, run['rows_per_actor']))} | "
                      f"{', '.join(map(str, run['actor_peak_mib']))} |")
+    result["two_actor_ratios"] = ratios
+    lines += ["", "Other runs (after the repeats, Ray running):", "",
+              "| run | layer | embedding cache | pairs | seconds | pairs/s | every id once | max abs diff "
+              "| rows per actor | actor peak MiB |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for run in runs[len(jobs):]:
+        lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
+                     f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | {run['pairs_per_s']} | "
+                     f"{run['every_id_once']} | {run['max_abs_diff']:.1e} | "
+                     f"{', '.join(map(str, run['rows_per_actor']))} | {', '.join(map(str, run['actor_peak_mib']))} |")
     if args.scale > 1:
         small, big_run = runs[-2], runs[-1]
         growth = max(big_run["actor_peak_mib"]) / max(small["actor_peak_mib"])
@@ -206,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         result["peak_growth"] = growth
     command = f"--pairs {args.pairs}" + (f" --layers {args.layers}" if args.layers else "")
     command += f" --batch-size {args.batch_size}" if args.batch_size != ray_data.DEFAULT_BATCH_SIZE else ""
+    command += f" --repeats {args.repeats}" if args.repeats != 2 else ""
     if args.scale > 1:
         command += f" --scale {args.scale}" + (f" --scale-layers {args.scale_layers}" if args.scale_layers else "")
     lines += ["", f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py {command} --update-results`. "

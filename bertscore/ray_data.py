@@ -20,7 +20,7 @@ Faults: the actors are started with Ray's `max_restarts` and `max_task_retries` 
 default: restart an actor that died, retry the batch it held), so a lost worker costs its batch
 again, never a row. Memory: Ray Data streams blocks through the pool, cut into blocks of one
 batch each on the way (a streaming repartition: any actor takes the next batch, however the input
-files are laid out); an actor holds one batch and its queue of `TASKS_IN_FLIGHT`.
+files are laid out); an actor holds the one batch it scores (`TASKS_IN_FLIGHT`).
 `ray` is imported here and nowhere else (`pip install 'bertscore[ray]'`).
 """
 
@@ -46,9 +46,11 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'bertscore[ray]' (Ray Data: ray[data])"
 SOURCE = "the Ray dataset"
-# batches queued on one actor: one scored, one waiting (Ray's default of 4 left a second actor of a
-# small job idle while the first held every block)
-TASKS_IN_FLIGHT = 2
+# batches given to one actor at a time: the one it scores. A batch of DEFAULT_BATCH_SIZE rows is seconds of
+# work on a CPU, and one queued behind it is work that another actor, once idle, cannot take: at the end of
+# a run one actor could score two batches while the other waits. The next block waits in Ray's object store
+# meanwhile, and goes to whichever actor is free first.
+TASKS_IN_FLIGHT = 1
 # rows an actor scores per call: one call sorts its texts by length and embeds each distinct text once, so
 # larger batches pad less and repeat less (2 actors on 20,000 WMT17 pairs: 84.6 s at 2,048 rows, 103.9 s
 # at 512); each batch is one block the pool streams, and a lost actor's retry redoes one

@@ -345,3 +345,15 @@ def test_the_testing_page_quotes_the_suite_time() -> None:
     assert f"({result['runs'][0]['counts']['passed']:,} passed" in text
     for row in result["by_file"][:10]:
         assert f"| `{row['file']}` | {row['tests']} | {row['cpu_s']:.0f} |" in text, row
+
+
+def test_scaling_out_quotes_the_ray_data_cost() -> None:
+    """docs/scaling-out.md's cost of 2 actors within one machine is benchmarks/ray_data.py's last result:
+    every repeat exact and complete, the range of its ratios, and the texts the first repeat embedded."""
+    result, text = load("ray_data.json"), page("docs/scaling-out.md")
+    repeats = [run for run in result["ray"] if "repeat" in run]
+    assert repeats and all(run["every_id_once"] and run["max_abs_diff"] <= 1e-6 for run in repeats)
+    ratios = result["two_actor_ratios"]
+    assert f"2 actors score {repeats[0]['pairs']:,} WMT17 pairs at {min(ratios):.2f}x to {max(ratios):.2f}x" in text
+    first, job = repeats[0], result["one_process_jobs"][0]
+    assert f"{first['texts_embedded']:,} texts embedded against {job['texts_embedded']:,}" in text
