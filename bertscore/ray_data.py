@@ -20,7 +20,7 @@ Faults: the actors are started with Ray's `max_restarts` and `max_task_retries` 
 default: restart an actor that died, retry the batch it held), so a lost worker costs its batch
 again, never a row. Memory: Ray Data streams blocks through the pool, cut into blocks of one
 batch each on the way (a streaming repartition: any actor takes the next batch, however the input
-files are laid out); an actor holds the one batch it scores (`TASKS_IN_FLIGHT`).
+files are laid out); an actor on CPUs holds the one batch it scores, a GPU actor one more queued.
 `ray` is imported here and nowhere else (`pip install 'bertscore[ray]'`).
 """
 
@@ -46,11 +46,13 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'bertscore[ray]' (Ray Data: ray[data])"
 SOURCE = "the Ray dataset"
-# batches given to one actor at a time: the one it scores. A batch of DEFAULT_BATCH_SIZE rows is seconds of
-# work on a CPU, and one queued behind it is work that another actor, once idle, cannot take: at the end of
-# a run one actor could score two batches while the other waits. The next block waits in Ray's object store
-# meanwhile, and goes to whichever actor is free first.
-TASKS_IN_FLIGHT = 1
+# batches given to one actor at a time. A scorer on CPUs takes seconds a batch, and a batch queued behind the
+# one it scores is work that another actor, once idle, cannot take: at the end of a run one actor could
+# score two while the other waits, so it holds only its own (the next block waits in Ray's object store for
+# whichever actor is free first). A GPU scores a batch in a fraction of a second, and the idf pass only
+# tokenizes: there one batch waits queued, so that the actor does not idle while Ray sends the next.
+CPU_TASKS_IN_FLIGHT = 1
+QUEUED_TASKS_IN_FLIGHT = 2
 # rows an actor scores per call: one call sorts its texts by length and embeds each distinct text once, so
 # larger batches pad less and repeat less (2 actors on 20,000 WMT17 pairs: 84.6 s at 2,048 rows, 103.9 s
 # at 512); each batch is one block the pool streams, and a lost actor's retry redoes one
@@ -203,7 +205,7 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
         CountDocuments, fn_constructor_kwargs=dict(scorer_options=options, candidate_column=candidate_column,
                                                    reference_columns=reference_columns, id_column=id_column),
         batch_format="pyarrow", batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=QUEUED_TASKS_IN_FLIGHT),
         num_cpus=num_cpus)  # Ray's defaults for an actor pool: max_restarts=-1, max_task_retries=-1
     summed = counted.groupby("token_id", num_partitions=partitions).sum("documents")
     counts: dict[int, int] = {}
@@ -255,7 +257,8 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
     return in_batches(dataset, batch_size).map_batches(
         scorer_class, fn_constructor_kwargs=dict(scorer_options=options, prefix=prefix, weights=weights, **columns),
         batch_format="pyarrow", batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
+        compute=ray.data.ActorPoolStrategy(
+            size=actors, max_tasks_in_flight_per_actor=QUEUED_TASKS_IN_FLIGHT if num_gpus else CPU_TASKS_IN_FLIGHT),
         **_fault_arguments(max_restarts, max_task_retries), **resources)
 
 

@@ -151,3 +151,20 @@ def test_an_empty_text_scores_zero_with_the_note_and_columns_keep_their_row(scor
 def test_per_batch_idf_is_refused() -> None:
     with pytest.raises(InputError, match="document_frequencies"):
         ray_data.ScoreBatches(dict(OPTIONS, idf=True))
+
+
+
+@pytest.mark.parametrize("resources, queued", [(dict(num_cpus=0.5), 1), (dict(num_gpus=1), 2)])
+def test_a_cpu_actor_holds_only_the_batch_it_scores_and_a_gpu_actor_one_more(cluster, resources, queued,
+                                                                             monkeypatch) -> None:
+    """On CPUs a batch is seconds of work: one queued behind it could leave the other actor idle at the end
+    of a run. On a GPU it is a fraction of a second: one waits queued, so the device does not idle."""
+    pools, strategy = [], ray.data.ActorPoolStrategy
+
+    def recorded(**keywords):
+        pools.append(keywords)
+        return strategy(**keywords)
+
+    monkeypatch.setattr(ray.data, "ActorPoolStrategy", recorded)
+    ray_data.score_dataset(ray.data.range(4), OPTIONS, actors=2, **resources)  # lazy: planned, not run
+    assert pools == [dict(size=2, max_tasks_in_flight_per_actor=queued)]
