@@ -16,7 +16,8 @@ cache off (the repeats are embedded again, as new pairs would be) and at --scale
 encoder to fit the time: an actor's peak is its longest batch's, whatever the layer), to see
 whether an actor's peak grows with the corpus.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2] [--scale 10 --scale-layers 1]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
+        [--scale 10 --scale-layers 1]
 
 Writes ray_data.md and ray_data.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
 with --update-results, or to --out FOLDER.
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             print(runs[-1], flush=True)
             ray.shutdown()
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-        runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs, args.batch_size))
+        runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs,
+                            args.batch_size))
         print(runs[-1], flush=True)
         if args.scale > 1:
             scale_expected = one_process(scale_options, candidates, refs)[0]
@@ -248,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
               "|---|---|---|---|---|---|---|---|---|---|"]
     for run in runs[len(jobs):]:
         lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
-                     f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | {run['pairs_per_s']} | "
+                     f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | "
+                     f"{run['pairs_per_s']} | "
                      f"{run['every_id_once']} | {run['max_abs_diff']:.1e} | "
                      f"{', '.join(map(str, run['rows_per_actor']))} | {', '.join(map(str, run['actor_peak_mib']))} |")
     if args.scale > 1:

@@ -153,7 +153,6 @@ def test_per_batch_idf_is_refused() -> None:
         ray_data.ScoreBatches(dict(OPTIONS, idf=True))
 
 
-
 @pytest.mark.parametrize("resources, queued", [(dict(num_cpus=0.5), 1), (dict(num_gpus=1), 2)])
 def test_a_cpu_actor_holds_only_the_batch_it_scores_and_a_gpu_actor_one_more(cluster, resources, queued,
                                                                              monkeypatch) -> None:
