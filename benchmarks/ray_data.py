@@ -8,9 +8,9 @@ after the other, --repeats times (a shared machine's load drifts: each pair is c
 itself); then once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
 difference from one process's numbers row by row (joined by id), every id present once, and each
 actor's peak resident memory (ru_maxrss, read inside the actor), how many rows it scored, and how many
-texts each side embedded (its embedding cache's misses). The
-scorers keep their default embedding cache (WMT17's references repeat: one `score()` call embeds
-each distinct text once, an actor's cache spares it across its batches). With --scale K, 2 actors
+texts each side embedded (its embedding cache's misses). The scorers keep their default embedding
+cache (WMT17's references repeat: one `score()` call embeds each distinct text once, an actor's
+cache spares it across its batches). With --scale K, 2 actors
 also score the pairs K times over (repeated with new ids) beside the same pairs once, with the
 cache off (the repeats are embedded again, as new pairs would be) and at --scale-layers (a shorter
 encoder to fit the time: an actor's peak is its longest batch's, whatever the layer), to see
@@ -123,6 +123,11 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
             "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
             # with the cache off nothing is looked up, so nothing is counted
             "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
+
+
+def per_actor(run: dict[str, Any]) -> str:
+    """A run's rows per actor and actor peaks, as two table cells."""
+    return f"{', '.join(map(str, run['rows_per_actor']))} | {', '.join(map(str, run['actor_peak_mib']))}"
 
 
 def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
@@ -241,8 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {run['repeat'] + 1} | {job['job_s']} | {job['score_s']} | {run['seconds']} | "
                      f"**{ratios[-1]:.2f}x** | {job['score_s'] / run['seconds']:.2f}x | "
                      f"{job['texts_embedded']:,}, {run['texts_embedded']:,} | {run['every_id_once']} | "
-                     f"{run['max_abs_diff']:.1e} | {', '.join(map(str, run['rows_per_actor']))} | "
-                     f"{', '.join(map(str, run['actor_peak_mib']))} |")
+                     f"{run['max_abs_diff']:.1e} | {per_actor(run)} |")
     result["two_actor_ratios"] = ratios
     lines += ["", "Other runs (after the repeats, Ray running):", "",
               "| run | layer | embedding cache | pairs | seconds | pairs/s | every id once | max abs diff "
@@ -252,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
                      f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | "
                      f"{run['pairs_per_s']} | "
-                     f"{run['every_id_once']} | {run['max_abs_diff']:.1e} | "
-                     f"{', '.join(map(str, run['rows_per_actor']))} | {', '.join(map(str, run['actor_peak_mib']))} |")
+                     f"{run['every_id_once']} | {run['max_abs_diff']:.1e} | {per_actor(run)} |")
     if args.scale > 1:
         small, big_run = runs[-2], runs[-1]
         growth = max(big_run["actor_peak_mib"]) / max(small["actor_peak_mib"])
