@@ -3,9 +3,11 @@
 --pairs real WMT17 to-English pairs (system outputs with their references, ../shared/data), written
 as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) in one process (the
 job score_table does: load the model, read the files, one `score()` call on every core, write
-Parquet), then by `bertscore.ray_data.score_table` with 2 actors on `ray.init(num_cpus=CPUS)`, one
-after the other, --repeats times (a shared machine's load drifts: each pair is compared within
-itself); then once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
+Parquet), then by `bertscore.ray_data.score_table` with 2 actors on `ray.init(num_cpus=CPUS)`, the
+input streamed and with `group_references=True` (sorted by reference first), in turns first,
+--repeats times, and one process once more after the last repeat (a shared machine's load drifts:
+a Ray run is compared with the mean of the one-process jobs on either side of its repeat); then
+once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
 difference from one process's numbers row by row (joined by id), every id present once, and each
 actor's peak resident memory (ru_maxrss, read inside the actor), how many rows it scored, and how many
 texts each side embedded (its embedding cache's misses). The scorers keep their default embedding
@@ -93,7 +95,7 @@ def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: 
 
 
 def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cpus: int, expected: Any,
-            pairs: int, batch_size: int) -> dict[str, Any]:
+            pairs: int, batch_size: int, group_references: bool = False) -> dict[str, Any]:
     """score_table with `actors` actors (2 on 2 CPUs: half a CPU each, a quarter for each read and write
     task), checked row by row against one process's `expected` (joined by id modulo its length)."""
     import pyarrow.parquet as pq
@@ -101,7 +103,8 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
 
     started = time.perf_counter()
     ray_data.score_table(source, output, options, id_column="id", actors=actors, io_cpus=0.25,
-                         num_cpus=min(1, (cpus - 1) / actors), batch_size=batch_size, scorer_class=MeasuredScoreBatches)
+                         num_cpus=min(1, (cpus - 1) / actors), batch_size=batch_size, scorer_class=MeasuredScoreBatches,
+                         group_references=group_references)
     seconds = time.perf_counter() - started
     table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
                                            "actor_pid", "actor_peak_mib",
@@ -117,7 +120,8 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
         rows[pid] = rows.get(pid, 0) + 1
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
     n = len(expected)
-    return {"actors": actors, "layers": options.get("num_layers"), "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
+    return {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
+            "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
             "pairs_per_s": round(pairs / seconds, 1),
             "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
             "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
@@ -173,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=0, help="also score the pairs repeated K times (memory)")
     parser.add_argument("--scale-layers", type=int, default=None, help="the layer of the --scale runs (default: --layers)")
     parser.add_argument("--batch-size", type=int, default=ray_data.DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
-    parser.add_argument("--repeats", type=int, default=2, help="pairs of runs: one process, then 2 actors")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="rounds of one process, then 2 actors streamed and grouped")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     args = parser.parse_args(argv)
@@ -197,16 +202,21 @@ def main(argv: list[str] | None = None) -> int:
         base = write_parquet(Path(scratch) / "pairs", candidates, refs, 1)
         expected, _, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
         for repeat in range(args.repeats):
-            # side by side, as pairs: the job in one process (Ray not running), then 2 actors (Ray started
-            # before the clock, as on a cluster that runs already)
+            # the job in one process (Ray not running) before each repeat and after the last: each repeat's Ray
+            # runs are compared with the mean of the jobs on either side (a shared machine's load drifts). Then
+            # 2 actors streamed and grouped (Ray started before the clock, as on a cluster that runs already),
+            # in turns first: neither always runs later in a repeat
             jobs.append(one_process_job(base, Path(scratch) / f"one-{repeat}", options))
             print("one process:", jobs[-1], flush=True)
-            ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-            runs.append(run_ray(base, Path(scratch) / f"out-2-{repeat}", options, 2, args.cpus, expected, args.pairs,
-                                args.batch_size))
-            runs[-1]["repeat"] = repeat
-            print(runs[-1], flush=True)
-            ray.shutdown()
+            for grouped in (False, True) if repeat % 2 == 0 else (True, False):
+                ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+                runs.append(run_ray(base, Path(scratch) / f"out-2-{repeat}-{grouped}", options, 2, args.cpus, expected,
+                                    args.pairs, args.batch_size, grouped))
+                runs[-1]["repeat"] = repeat
+                print(runs[-1], flush=True)
+                ray.shutdown()
+        jobs.append(one_process_job(base, Path(scratch) / "one-last", options))
+        print("one process:", jobs[-1], flush=True)
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs,
                             args.batch_size))
@@ -233,26 +243,33 @@ def main(argv: list[str] | None = None) -> int:
         f"same job as score_table (load the model, read the Parquet files, one `score()` call, write Parquet), torch "
         f"on {args.cpus} threads, Ray not running. Actors: half a CPU each with 2 (torch on one thread each), "
         f"batches of {args.batch_size:,} rows; Ray started before the clock. Each repeat runs one process, then 2 "
-        f"actors, one after the other. A shared machine (load average at the end {load[0]:.1f}, {load[1]:.1f}, "
-        f"{load[2]:.1f}): compare figures within a repeat.", "",
-        "| repeat | one process: job s | of which `score()` s | 2 actors: s | 2 actors / one-process job (pairs/s) "
-        "| 2 actors / `score()` alone | texts embedded: one process, 2 actors | every id once | max abs diff "
-        "| rows per actor | actor peak MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"actors on the input as it streams and 2 actors with `group_references=True` (the rows sorted by a hash "
+        f"of their references, so each reference's rows are one actor's), in turns first; one process runs once "
+        f"more after the last repeat. A Ray run's ratio is the pairs/s it reaches against the mean of the "
+        f"one-process jobs before and after its repeat. A shared machine (load average at the end {load[0]:.1f}, "
+        f"{load[1]:.1f}, {load[2]:.1f}): compare figures within a repeat.", "",
+        "| repeat | way | seconds | pairs/s against one process | texts embedded | every id once "
+        "| max abs diff | rows per actor | actor peak MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    ratios = []
-    for job, run in zip(jobs, runs):
-        ratios.append(job["job_s"] / run["seconds"])
-        lines.append(f"| {run['repeat'] + 1} | {job['job_s']} | {job['score_s']} | {run['seconds']} | "
-                     f"**{ratios[-1]:.2f}x** | {job['score_s'] / run['seconds']:.2f}x | "
-                     f"{job['texts_embedded']:,}, {run['texts_embedded']:,} | {run['every_id_once']} | "
-                     f"{run['max_abs_diff']:.1e} | {per_actor(run)} |")
-    result["two_actor_ratios"] = ratios
+    ratios: dict[bool, list[float]] = {False: [], True: []}
+    repeats = [run for run in runs if "repeat" in run]
+    for index, job in enumerate(jobs):
+        lines.append(f"| {index + 1 if index < args.repeats else 'after'} | one process (of which `score()`: "
+                     f"{job['score_s']} s) | {job['job_s']} | | {job['texts_embedded']:,} | | | | |")
+        for run in (run for run in repeats if run["repeat"] == index):
+            one_process_s = (job["job_s"] + jobs[index + 1]["job_s"]) / 2
+            ratios[run["grouped"]].append(one_process_s / run["seconds"])
+            way = "2 actors, grouped by reference" if run["grouped"] else "2 actors, streamed"
+            lines.append(f"| {index + 1} | {way} | {run['seconds']} | **{ratios[run['grouped']][-1]:.2f}x** | "
+                         f"{run['texts_embedded']:,} | {run['every_id_once']} | {run['max_abs_diff']:.1e} | "
+                         f"{per_actor(run)} |")
+    result["two_actor_ratios"], result["grouped_ratios"] = ratios[False], ratios[True]
     lines += ["", "Other runs (after the repeats, Ray running):", "",
               "| run | layer | embedding cache | pairs | seconds | pairs/s | every id once | max abs diff "
               "| rows per actor | actor peak MiB |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for run in runs[len(jobs):]:
+    for run in runs[len(repeats):]:
         lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
                      f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | "
                      f"{run['pairs_per_s']} | "

@@ -16,6 +16,13 @@
 - `score_table`: read, (count idf), score with a pool of actors, write Parquet: one call for
   `ray job submit` (also `python -m bertscore.ray_data`).
 
+Rows that share references: the stream hands each actor whatever batch comes next, so every actor
+embeds every reference its batches hold, and a reference repeated across the corpus (several systems'
+outputs, several samples per prompt) is embedded once per actor that meets it. `group_references=True`
+(`grouped_by_references`) sorts the rows by a hash of their references first (Ray's distributed sort),
+so a reference's rows sit in one batch and it is embedded once in the pool; the sort reads the whole
+input before the first batch is scored, so the stage no longer streams.
+
 Faults: the actors are started with Ray's `max_restarts` and `max_task_retries` (both -1 by
 default: restart an actor that died, retry the batch it held), so a lost worker costs its batch
 again, never a row. Memory: Ray Data streams blocks through the pool, cut into blocks of one
@@ -27,7 +34,9 @@ files are laid out); an actor on CPUs holds the one batch it scores, a GPU actor
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
+import math
 import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -57,6 +66,8 @@ QUEUED_TASKS_IN_FLIGHT = 2
 # larger batches pad less and repeat less (2 actors on 20,000 WMT17 pairs: 84.6 s at 2,048 rows, 103.9 s
 # at 512); each batch is one block the pool streams, and a lost actor's retry redoes one
 DEFAULT_BATCH_SIZE = 2048
+# the column `grouped_by_references` adds (a 64-bit hash of the row's references) and `ScoreBatches` drops
+GROUP_KEY = "__bertscore_references_hash"
 DOCUMENTS = -1  # the token id under which a batch of the idf pass reports how many documents it counted
 
 
@@ -76,15 +87,60 @@ def in_batches(dataset: Any, batch_size: int) -> Any:
     return dataset.repartition(target_num_rows_per_block=batch_size)
 
 
+def _as_columns(reference_columns: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """`reference_columns=` as a tuple of names (one name may be given as a string), or None: found by name."""
+    if reference_columns is None:
+        return None
+    return (reference_columns,) if isinstance(reference_columns, str) else tuple(reference_columns)
+
+
+def _references_hash(cells: tuple[Any, ...]) -> int:
+    """A row's reference cells (texts, or lists of texts) as a signed 64-bit hash: equal cells, equal hash."""
+    digest = hashlib.blake2b(repr(cells).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _with_references_hash(batch: pyarrow.Table, references: Sequence[str]) -> pyarrow.Table:
+    """`batch` plus `GROUP_KEY`: each row's hash of its cells in the `references` columns (the cells are
+    checked later, where they are scored)."""
+    import pyarrow
+
+    cells = zip(*(batch.column(name).to_pylist() for name in references))
+    return batch.append_column(GROUP_KEY, pyarrow.array([_references_hash(row) for row in cells], pyarrow.int64()))
+
+
+def grouped_by_references(dataset: Any, batch_size: int, *, candidate_column: str | None = None,
+                          reference_columns: Sequence[str] | None = None, actors: int = 1, io_cpus: float = 1) -> Any:
+    """`dataset` sorted by a hash of each row's references, in equal blocks of at most `batch_size` rows, as
+    many blocks as a multiple of `actors` (each actor of the pool gets as many). The rows sharing their
+    references are adjacent, so each reference falls in one block (two where a block ends inside its rows)
+    and one actor embeds it, where the stream (`in_batches`) has every actor embed it. Costs a count of the
+    rows (Parquet: its metadata) and Ray's distributed sort over the hash's range (no sampling pass), which
+    reads the whole input before the first block leaves: the stage no longer streams, and Ray's object
+    store holds the input (spilling to disk past its size). Map the blocks with `batch_size=None` (a block
+    is one batch); `ScoreBatches` drops the hash column."""
+    names = dataset.schema().names
+    if GROUP_KEY in names:
+        raise InputError(f"{SOURCE} already has a column {GROUP_KEY!r}, the one group_references=True adds: "
+                         "rename it, or leave group_references off")
+    _, references = resolve_columns(names, SOURCE, candidate_column, _as_columns(reference_columns))
+    blocks = max(1, math.ceil(math.ceil(dataset.count() / batch_size) / actors)) * actors
+    keyed = dataset.map_batches(_with_references_hash, fn_kwargs=dict(references=references), batch_format="pyarrow",
+                                batch_size=None, num_cpus=io_cpus)
+    # the hash is uniform over the signed 64-bit range: equal slices of it are equal shares of distinct references
+    boundaries = [-(2**63) + (2**64 * part) // blocks for part in range(1, blocks)]
+    ordered = keyed.sort(GROUP_KEY, boundaries=boundaries) if boundaries else keyed
+    # a slice holds however many rows its references have: cut the sorted rows into equal blocks
+    return ordered.repartition(blocks)
+
+
 class _BatchRows:
     """The checked rows of one Arrow batch: columns resolved as the CLI does, cells as the table readers."""
 
     def __init__(self, candidate_column: str | None, reference_columns: Sequence[str] | None,
                  id_column: str | None):
-        if isinstance(reference_columns, str):
-            reference_columns = [reference_columns]
         self.candidate_column = candidate_column
-        self.reference_columns = None if reference_columns is None else tuple(reference_columns)
+        self.reference_columns = _as_columns(reference_columns)
         self.id_column = id_column
 
     def read(self, batch: pyarrow.Table) -> tuple[list[str], list[list[str]]]:
@@ -137,6 +193,8 @@ class ScoreBatches:
     def __call__(self, batch: pyarrow.Table) -> pyarrow.Table:
         import pyarrow
 
+        if GROUP_KEY in batch.column_names:  # added by grouped_by_references, not the user's
+            batch = batch.drop_columns([GROUP_KEY])
         candidates, groups = self.rows.read(batch)
         scores = self.scorer.score(candidates, groups, weights=self.weights)
         for name, values in zip(OUTPUTS, scores):
@@ -236,14 +294,17 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
                   candidate_column: str | None = None, reference_columns: Sequence[str] | None = None,
                   id_column: str | None = None, prefix: str = "bertscore_", actors: int = 1,
                   num_gpus: float | None = None, num_cpus: float = 1, batch_size: int = DEFAULT_BATCH_SIZE,
-                  max_restarts: int = -1,
+                  group_references: bool = False, io_cpus: float = 1, max_restarts: int = -1,
                   max_task_retries: int = -1, scorer_class: type[ScoreBatches] = ScoreBatches) -> Any:
     """`dataset` with the score columns, lazily (Ray Data runs it when it is written or read).
 
     `actors`: the pool's size (one scorer each, `num_gpus` GPUs each; without GPUs, `num_cpus` CPUs each:
     leave the cluster one whole CPU for the read and write tasks, e.g. 0.5 with 2 actors on 2 CPUs, or the
     pool waits for blocks no task can read).
-    `idf=True`: idf over the dataset's references (`document_frequencies`, run now). A lost actor is
+    `idf=True`: idf over the dataset's references (`document_frequencies`, run now).
+    `group_references=True`: rows sharing their references scored in one batch (`grouped_by_references`,
+    whose count runs now; its key stage asks for `io_cpus`): worth its sort where references repeat across
+    the corpus; otherwise the input streams in blocks of `batch_size` rows (`in_batches`). A lost actor is
     restarted `max_restarts` times and its batch retried `max_task_retries` times (-1: without limit)."""
     ray = _ray()
     options = dict(scorer_options or {})
@@ -254,9 +315,15 @@ def score_dataset(dataset: Any, scorer_options: Mapping[str, Any] | None = None,
             raise InputError("idf=True counts idf over the dataset; scorer_options also gives idf weights: pass one")
         weights = document_frequencies(dataset, options, actors=actors, num_cpus=num_cpus, **columns)
     resources = {"num_gpus": num_gpus} if num_gpus else {"num_cpus": num_cpus}
-    return in_batches(dataset, batch_size).map_batches(
+    if group_references:
+        blocks = grouped_by_references(dataset, batch_size, candidate_column=candidate_column,
+                                       reference_columns=reference_columns, actors=actors, io_cpus=io_cpus)
+        rows_per_call = None  # a block is one batch: cut to at most batch_size rows
+    else:
+        blocks, rows_per_call = in_batches(dataset, batch_size), batch_size
+    return blocks.map_batches(
         scorer_class, fn_constructor_kwargs=dict(scorer_options=options, prefix=prefix, weights=weights, **columns),
-        batch_format="pyarrow", batch_size=batch_size,
+        batch_format="pyarrow", batch_size=rows_per_call,
         compute=ray.data.ActorPoolStrategy(
             size=actors, max_tasks_in_flight_per_actor=QUEUED_TASKS_IN_FLIGHT if num_gpus else CPU_TASKS_IN_FLIGHT),
         **_fault_arguments(max_restarts, max_task_retries), **resources)
@@ -274,7 +341,8 @@ def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.
                 io_cpus: float = 1, **keywords: Any) -> str:
     """Read `input` (Parquet or JSON Lines, `read_table`), score it (`score_dataset`'s keywords) and
     write the rows with their scores as Parquet files in the folder `output` (Ray's `write_parquet`);
-    `io_cpus`: as `read_table` (the write tasks ask for `io_cpus` too). Returns the output folder."""
+    `io_cpus`: as `read_table` (the write tasks, and `group_references`' key stage, ask for `io_cpus` too).
+    Returns the output folder."""
     inputs = [input] if isinstance(input, (str, os.PathLike)) else list(input)
     output = os.fspath(output)
     if any(os.path.abspath(os.fspath(path)) == os.path.abspath(output) for path in inputs):
@@ -282,7 +350,7 @@ def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.
     if os.path.isdir(output) and os.listdir(output):
         raise InputError(f"the output folder {output} is not empty: Ray writes a file per block there, and files "
                          "left from another run would mix with this one's; choose a new or empty folder")
-    scored = score_dataset(read_table(inputs, format, io_cpus), scorer_options, **keywords)
+    scored = score_dataset(read_table(inputs, format, io_cpus), scorer_options, io_cpus=io_cpus, **keywords)
     scored.write_parquet(output, ray_remote_args={"num_cpus": io_cpus})
     return output
 
@@ -305,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-gpus", type=float, help="GPUs per actor (e.g. 1); default: CPUs")
     parser.add_argument("--num-cpus", type=float, default=1, help="CPUs per actor without GPUs (default 1)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
+    parser.add_argument("--group-references", action="store_true",
+                        help="sort the rows by their references first, so each repeated reference is embedded once "
+                             "in the pool (a distributed sort: the input is read whole before scoring starts)")
     parser.add_argument("-f", "--format", choices=("parquet", "jsonl"))
     args = parser.parse_args(argv)
     options = {key: getattr(args, key) for key in ("model_type", "num_layers", "lang", "rescale_with_baseline")
@@ -315,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     score_table(args.input, args.output, options, format=args.format, idf=args.idf,
                 candidate_column=args.candidate_column, reference_columns=args.reference_columns,
                 id_column=args.id_column, actors=args.actors, num_gpus=args.num_gpus,
-                num_cpus=args.num_cpus, batch_size=args.batch_size)
+                num_cpus=args.num_cpus, batch_size=args.batch_size, group_references=args.group_references)
     logger.info("scores written to %s", args.output)
     return 0
 

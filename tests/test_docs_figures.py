@@ -349,13 +349,18 @@ def test_the_testing_page_quotes_the_suite_time() -> None:
 
 def test_scaling_out_quotes_the_ray_data_cost() -> None:
     """docs/scaling-out.md's cost of 2 actors within one machine is benchmarks/ray_data.py's last result:
-    every repeat exact and complete, the range of its ratios and of the texts 2 actors embedded."""
+    every repeat exact and complete, the range of its ratios and of the texts 2 actors embedded, streamed and
+    grouped by reference."""
     result, text = load("ray_data.json"), page("docs/scaling-out.md")
     repeats = [run for run in result["ray"] if "repeat" in run]
     assert repeats and all(run["every_id_once"] and run["max_abs_diff"] <= 1e-6 for run in repeats)
-    ratios = result["two_actor_ratios"]
-    assert f"2 actors score {repeats[0]['pairs']:,} WMT17 pairs at {min(ratios):.2f}x to {max(ratios):.2f}x" in text
-    embedded = [run["texts_embedded"] for run in repeats]
+    streamed, grouped = result["two_actor_ratios"], result["grouped_ratios"]
+    assert (f"2 actors score {repeats[0]['pairs']:,} WMT17 pairs at {min(streamed):.2f}x to {max(streamed):.2f}x the "
+            f"pairs/s of one process on both cores as the input streams, and at {min(grouped):.2f}x to "
+            f"{max(grouped):.2f}x grouped by reference") in text
     one_process = {job["texts_embedded"] for job in result["one_process_jobs"]}
     assert len(one_process) == 1  # one process embeds each distinct text once, whatever the repeat
-    assert f"{min(embedded):,} to {max(embedded):,} texts embedded against {one_process.pop():,}" in text
+    embedded = {way: [run["texts_embedded"] for run in repeats if run["grouped"] == way] for way in (False, True)}
+    assert (f"{min(embedded[False]):,} to {max(embedded[False]):,} texts embedded against {one_process.pop():,}"
+            in text)
+    assert f"grouped, {min(embedded[True]):,} to {max(embedded[True]):,}" in text

@@ -1,7 +1,8 @@
 """The Ray Data door (`bertscore.ray_data`) on a local 2-CPU Ray cluster, offline, the embedded MiniLM:
 Parquet to Parquet gives one process's `score()` row by row (multi-reference rows, idf counted by a
 Ray group-by, 2 actors, the hash), an actor killed mid-run is restarted and every row comes back
-exactly once, bad cells are errors naming the row's id, an empty text scores 0.
+exactly once, bad cells are errors naming the row's id, an empty text scores 0, `group_references`
+scores each reference's rows in one batch (through the API and `python -m bertscore.ray_data`).
 
 Runs in `make test-ray` (which installs the `[ray]` extra and sets BERTSCORE_RAY_TESTS=1: a few minutes on
 2 cores, Ray's own processes included); a plain pytest run (`make test`) skips it, saying so."""
@@ -9,6 +10,9 @@ Runs in `make test-ray` (which installs the `[ray]` extra and sets BERTSCORE_RAY
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import uuid
 
 import pytest
 import torch
@@ -48,6 +52,14 @@ class WithPid(ray_data.ScoreBatches):
     def __call__(self, batch):
         out = super().__call__(batch)
         return out.append_column("actor_pid", pa.array([os.getpid()] * out.num_rows, pa.int64()))
+
+
+class WithCall(ray_data.ScoreBatches):
+    """The door's stage, plus on every row a name of the call that scored it."""
+
+    def __call__(self, batch):
+        out = super().__call__(batch)
+        return out.append_column("call", pa.array([uuid.uuid4().hex] * out.num_rows, pa.string()))
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +179,70 @@ def test_a_cpu_actor_holds_only_the_batch_it_scores_and_a_gpu_actor_one_more(clu
     monkeypatch.setattr(ray.data, "ActorPoolStrategy", recorded)
     ray_data.score_dataset(ray.data.range(4), OPTIONS, actors=2, **resources)  # lazy: planned, not run
     assert pools == [dict(size=2, max_tasks_in_flight_per_actor=queued)]
+
+
+GROUPS, GROUP_ROWS = 6, 10
+
+
+@pytest.fixture(scope="module")
+def repeated_references(wmt17_de_en, tmp_path_factory):
+    """60 real candidates against 6 reference groups of 10 rows each (every other group two references), in
+    system-major order: row i has group i % 6, so any 10 consecutive rows hold all 6 groups. With its
+    oracle: one score() call over every pair."""
+    candidates, references = wmt17_de_en
+    rows = GROUPS * GROUP_ROWS
+    groups = [references[i % GROUPS:i % GROUPS + 1 + (i % GROUPS) % 2] for i in range(rows)]
+    path = tmp_path_factory.mktemp("repeated") / "pairs.parquet"
+    pq.write_table(pa.table({"id": list(range(rows)), "candidate": candidates[:rows], "references": groups}), path)
+    scorer = BERTScorer(**OPTIONS)
+    (precision, recall, f1), hash_ = scorer.score(candidates[:rows], groups, return_hash=True)
+    return path, groups, torch.stack([precision, recall, f1], 1), hash_
+
+
+def test_grouped_references_score_each_groups_rows_in_one_call_with_one_process_numbers(
+        cluster, repeated_references, tmp_path) -> None:
+    path, groups, expected, expected_hash = repeated_references
+    ray_data.score_table(path, tmp_path / "out", OPTIONS, id_column="id", actors=2, num_cpus=0.5,
+                         batch_size=GROUP_ROWS, group_references=True, scorer_class=WithCall)
+    ids, values, hashes = scored(tmp_path / "out")
+    assert sorted(ids) == list(range(GROUPS * GROUP_ROWS))
+    assert (values - expected[ids]).abs().max() <= 1e-6 and set(hashes) == {expected_hash}
+    table = pq.read_table(tmp_path / "out")
+    assert ray_data.GROUP_KEY not in table.column_names
+    by_call: dict[str, set[tuple[str, ...]]] = {}
+    for row_id, call in zip(ids, table.column("call").to_pylist()):
+        by_call.setdefault(call, set()).add(tuple(groups[row_id]))
+    # without grouping each call of 10 consecutive rows holds all 6 groups
+    assert sorted(len(held) for held in by_call.values()) == [1] * GROUPS, by_call.values()
+
+
+def test_the_command_groups_references_on_a_running_cluster(cluster, repeated_references, tmp_path) -> None:
+    """`python -m bertscore.ray_data --group-references` as `ray job submit` runs it (RAY_ADDRESS: the cluster
+    this module started): one process's numbers, and each output file (one per block) holds one group."""
+    path, groups, expected, _ = repeated_references
+    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address)
+    done = subprocess.run([sys.executable, "-m", "bertscore.ray_data", str(path), str(tmp_path / "out"),
+                           "-m", EMBEDDED_MODEL_NAME, "-l", str(OPTIONS["num_layers"]), "--id-column", "id",
+                           "--actors", "2", "--num-cpus", "0.5", "--batch-size", str(GROUP_ROWS),
+                           "--group-references"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids, values, _ = scored(tmp_path / "out")
+    assert sorted(ids) == list(range(GROUPS * GROUP_ROWS))
+    assert (values - expected[ids]).abs().max() <= 1e-6
+    files = sorted((tmp_path / "out").glob("*.parquet"))
+    held = [{tuple(groups[i]) for i in pq.read_table(file, columns=["id"]).column("id").to_pylist()} for file in files]
+    assert [len(groups_in_file) for groups_in_file in held] == [1] * len(files) and len(files) == GROUPS
+
+
+def test_grouped_blocks_are_equal_at_most_a_batch_and_a_multiple_of_the_pool(cluster) -> None:
+    rows = [{"candidate": f"c{i}", "reference": f"r{i % 7}"} for i in range(70)]
+    blocks = ray_data.grouped_by_references(ray.data.from_items(rows), 10, actors=4, io_cpus=0.25).materialize()
+    sizes = sorted(len(block) for block in blocks.iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert sizes == [8, 8, 9, 9, 9, 9, 9, 9], sizes  # 70 rows of batches of 10 for 4 actors: 8 blocks, not 7
+
+
+def test_a_column_named_as_the_grouping_key_is_refused(cluster, tmp_path) -> None:
+    path = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"candidate": ["a"], "reference": ["b"], ray_data.GROUP_KEY: [1]}), path)
+    with pytest.raises(InputError, match="rename it"):
+        ray_data.score_table(path, tmp_path / "out", OPTIONS, group_references=True, num_cpus=0.5)
