@@ -42,12 +42,12 @@ def test_jsonl_tsv_and_text_formats(tmp_path, capsys):
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--format", "jsonl", "--idf"]) == 0
     captured = capsys.readouterr()
     rows = [json.loads(line) for line in captured.out.splitlines()]
-    assert [r["index"] for r in rows] == [0, 1, 2, 3]
+    assert [r["line"] for r in rows] == [1, 2, 3, 4]
     assert "_idf_" in captured.err and "mean over 4 pairs" in captured.err
     out = tmp_path / "scores.tsv"
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--format", "tsv", "-o", str(out)]) == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == "index\tprecision\trecall\tf1" and len(lines) == 5
+    assert lines[0] == "line\tprecision\trecall\tf1" and len(lines) == 5
     assert main(["-c", CANDS, "-r", REFS, *MODEL]) == 0
     text = capsys.readouterr().out
     assert "F1=" in text and "hash: " in text

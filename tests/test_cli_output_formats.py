@@ -39,19 +39,19 @@ def _read_parquet(path: Path) -> dict[str, list]:
 
 def _read_jsonl(path: Path) -> dict[str, list]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return {key: [row[key] for row in rows] for key in ("index", "precision", "recall", "f1")}
+    return {key: [row[key] for row in rows] for key in ("line", "precision", "recall", "f1")}
 
 
 def _read_json(path: Path) -> dict[str, list]:
     payload = json.loads(path.read_text(encoding="utf-8"))
-    return {"index": list(range(len(payload["f1"]))), **{k: payload[k] for k in ("precision", "recall", "f1")}}
+    return {"line": list(range(1, len(payload["f1"]) + 1)), **{k: payload[k] for k in ("precision", "recall", "f1")}}
 
 
 def _read_tsv(path: Path) -> dict[str, list]:
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    return {key: [float(row[key]) if key != "index" else int(row[key]) for row in rows]
-            for key in ("index", "precision", "recall", "f1")}
+    return {key: [float(row[key]) if key != "line" else int(row[key]) for row in rows]
+            for key in ("line", "precision", "recall", "f1")}
 
 
 READERS = {".parquet": (_read_parquet, 1e-6), ".jsonl": (_read_jsonl, 1e-6), ".json": (_read_json, 1e-6),
@@ -64,7 +64,7 @@ def test_the_extension_picks_the_format_without_f(name, pair_files, expected, tm
     assert main([*pair_files, *MODEL, "-o", str(out)]) == 0, capsys.readouterr().err
     read, tolerance = READERS[out.suffix.lower()]
     table = read(out)
-    assert table["index"] == list(range(len(CANDS)))
+    assert table["line"] == list(range(1, len(CANDS) + 1))
     for key, values in expected.items():
         assert table[key] == pytest.approx(values, abs=tolerance), key
 
@@ -76,7 +76,7 @@ def test_f_agreeing_with_the_extension_or_an_unknown_extension_is_honoured(pair_
     assert _read_tsv(tmp_path / "a.txt")["f1"] == pytest.approx(expected["f1"], abs=1.5e-6)
     assert main([*pair_files, *MODEL, "-o", str(tmp_path / "plain.out")]) == 0  # no known extension: text
     lines = (tmp_path / "plain.out").read_text(encoding="utf-8").splitlines()
-    assert lines[0].startswith("0\tP=") and lines[-1].startswith("hash: ")
+    assert lines[0].startswith("1\tP=") and lines[-1].startswith("hash: ")
 
 
 @pytest.mark.parametrize(("args", "message"), [

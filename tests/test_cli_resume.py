@@ -9,6 +9,7 @@ of their own; the uninterrupted and the resumed runs call the CLI's `main` in th
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -96,7 +97,7 @@ def test_jsonl_resume_after_sigkill(inputs, uninterrupted, tmp_path, capsys) -> 
 
     assert main(_command(inputs, output, "jsonl", "--resume")[3:]) == 0  # the resumed run, in this process too
     text = output.read_text(encoding="utf-8")
-    assert [json.loads(line)["index"] for line in text.splitlines()] == list(range(LINES))
+    assert [json.loads(line)["line"] for line in text.splitlines()] == list(range(1, LINES + 1))
     assert text == uninterrupted
 
 
@@ -110,7 +111,7 @@ def test_tsv_resume_after_sigkill(inputs, uninterrupted, tmp_path) -> None:
     assert main(_command(inputs, output, "tsv", "--resume")[3:]) == 0
     # The uninterrupted TSV: the same rows as the uninterrupted JSONL, in the CLI's TSV format.
     rows = [json.loads(line) for line in uninterrupted.splitlines()]
-    expected = TSV_HEADER + "".join(format_row(Row(r["index"], r["precision"], r["recall"], r["f1"]), "tsv") for r in rows)
+    expected = TSV_HEADER + "".join(format_row(Row(r["line"], r["precision"], r["recall"], r["f1"]), "tsv") for r in rows)
     assert output.read_text(encoding="utf-8") == expected
 
 
@@ -342,3 +343,64 @@ def test_resumed_means_and_intervals_equal_an_uninterrupted_run(inputs, tmp_path
     assert part.read_bytes() == full.read_bytes()
     if fmt == "tsv":
         assert Path(f"{part}.meta.values").read_bytes() == Path(f"{full}.meta.values").read_bytes()
+
+
+# ----- files that earlier versions started: rows `index`ed from 0 ------------------------------------
+def _as_written_before(output: Path, fmt: str, rows: int) -> None:
+    """Rewrite a resumable output of this version as the versions before rows counted from 1 wrote its
+    first `rows` rows (as a kill between chunks leaves them): an `index` column counted from 0 (the
+    TSV's header, its values file, Parquet's column and part names too) and a meta file without the
+    numbering."""
+    meta = Path(f"{output}.meta.json")
+    recorded = json.loads(meta.read_text(encoding="utf-8"))
+    assert recorded.pop("rows") == "line, from 1"
+    meta.write_text(json.dumps(recorded, indent=1), encoding="utf-8")
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(output)
+        old = table.rename_columns(["index", *table.column_names[1:]])
+        old = old.set_column(0, "index", pa.array([n - 1 for n in table.column("line").to_pylist()], pa.int64()))
+        parts = Path(f"{output}.parts")
+        parts.mkdir()
+        pq.write_table(old.slice(0, rows).replace_schema_metadata(table.schema.metadata),
+                       parts / "part-000000000000.parquet")
+        output.unlink()
+        return
+    lines = output.read_text(encoding="utf-8").splitlines(keepends=True)
+    if fmt == "jsonl":
+        olds = [json.dumps({"index": r.pop("line") - 1, **r}) + "\n" for r in map(json.loads, lines)]
+        output.write_text("".join(olds[:rows]), encoding="utf-8")
+        return
+    numbered = [f"{int(n) - 1}\t{rest}" for n, rest in (line.split("\t", 1) for line in lines[1:])]
+    output.write_text("index\tprecision\trecall\tf1\n" + "".join(numbered[:rows]), encoding="utf-8")
+    values = Path(f"{output}.meta.values")
+    exact = [f"{int(n) - 1}\t{rest}" for n, rest in (line.split("\t", 1) for line in values.read_text().splitlines(True))]
+    values.write_text("".join(exact[:rows]), encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv", "parquet"])
+def test_resume_renumbers_a_file_an_earlier_version_started(small, fmt, caplog) -> None:
+    """A run killed under an earlier version (rows `index`ed 0, 1, ...) resumed by this one ends as this
+    version's uninterrupted output: its rows renumbered from 1 and the rest appended. A resume that
+    read the old rows with the new numbering (or not at all) starts afresh, mixes `index` and `line`
+    rows, or numbers the appended rows wrong: each gives other bytes."""
+    small["output"] = small["output"].with_suffix(f".{fmt}")
+    assert main(_small_args(small, fmt=fmt)) == 0
+    complete = small["output"].read_bytes()
+    values = Path(f"{small['output']}.meta.values").read_bytes() if fmt == "tsv" else None
+    _as_written_before(small["output"], fmt, rows=2)
+    with caplog.at_level(logging.INFO, logger="bertscore"):
+        assert main(_small_args(small, fmt=fmt)) == 0
+    assert "counted rows from 0: its 2 rows now count from 1" in caplog.text
+    assert "resuming after 2 complete rows" in caplog.text
+    if fmt == "parquet":
+        pq = pytest.importorskip("pyarrow.parquet")
+        assert pq.read_table(small["output"]).to_pylist() == pq.read_table(io.BytesIO(complete)).to_pylist()
+        assert pq.ParquetFile(small["output"]).metadata.num_row_groups == 2  # the renumbered part, one chunk
+    else:
+        assert small["output"].read_bytes() == complete
+    if values is not None:
+        assert Path(f"{small['output']}.meta.values").read_bytes() == values
+    assert json.loads(Path(f"{small['output']}.meta.json").read_text())["rows"] == "line, from 1"

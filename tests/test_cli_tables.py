@@ -62,7 +62,7 @@ def test_parquet_in_parquet_out_as_a_user_runs_it(pairs, expected, minilm_scorer
     table = out.read()
     assert table.schema.metadata[b"bertscore.hashcode"].decode() == minilm_scorer.hash
     assert [str(t) for t in table.schema.types] == ["int64", "double", "double", "double"]
-    assert table.column("index").to_pylist() == list(range(ROWS))
+    assert table.column("line").to_pylist() == list(range(1, ROWS + 1))
     for name, values in zip(("precision", "recall", "f1"), expected):
         assert _close(table.column(name).to_pylist(), values), name
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left

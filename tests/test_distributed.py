@@ -180,7 +180,7 @@ def test_cli_two_ranks_equal_one_process(corpus, tmp_path) -> None:
     assert two.returncode == 0, two.stderr[-3000:]
     a = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
     b = [json.loads(line) for line in (tmp_path / "two.jsonl").read_text().splitlines()]
-    assert [row["index"] for row in b] == list(range(40))
+    assert [row["line"] for row in b] == list(range(1, 41))
     delta = max(abs(x[k] - y[k]) for x, y in zip(a, b) for k in ("precision", "recall", "f1"))
     assert delta <= 1e-6
     assert two.stderr.count("mean over 40 pairs") == 1  # rank 0 alone reports

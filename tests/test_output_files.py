@@ -146,7 +146,7 @@ def test_cli_writes_dev_stdout_in_place_keeping_the_shells_file(pair_files, tmp_
                               cwd=REPO_ROOT, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = log.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "kept line" and [json.loads(line)["index"] for line in lines[1:]] == [0, 1, 2]
+    assert lines[0] == "kept line" and [json.loads(line)["line"] for line in lines[1:]] == [1, 2, 3]
     assert os.stat(log).st_ino == inode
 
 

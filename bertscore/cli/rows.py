@@ -7,6 +7,11 @@ and intervals equal an uninterrupted run's. A Parquet file is whole only once it
 written: a resumable one keeps each finished chunk as a Parquet file of its own in `OUTPUT.parts/`
 (written whole or not at all), joins them into OUTPUT (one row group each) when the run ends, and
 resumes after its last complete part.
+
+Rows are numbered as lines of a file are, from 1: row N of every output (the text table, the
+`line` column of JSONL, TSV and Parquet) is line N of the -c/-r files (row N of an --input table),
+the line `bertscore explain --line N` explains and the notes name. Resumable files that earlier
+versions wrote, whose `index` column counted from 0, are renumbered when `--resume` continues them.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ from .io import input_paths, read_files
 
 logger = logging.getLogger("bertscore")
 
-TSV_HEADER = "index\tprecision\trecall\tf1\n"
+TSV_HEADER = "line\tprecision\trecall\tf1\n"
+ROW_COLUMNS = ("line", "precision", "recall", "f1")  # the output's columns, the row's number first
+# what a resumable file's meta records of its rows' numbering; earlier versions wrote none (0-based `index`)
+NUMBERING = {"rows": "line, from 1"}
 HASH_KEY = b"bertscore.hashcode"  # a Parquet output's schema metadata: the settings' hash
 
 
 @dataclass
 class Row:
-    """One scored pair of the output: its 0-based index and its P, R, F1."""
+    """One scored pair of the output: its line (counted from 1, as the input files' lines) and its P, R, F1."""
 
-    index: int
+    line: int
     precision: float
     recall: float
     f1: float
@@ -48,14 +56,19 @@ class Row:
 def format_row(row: Row, fmt: str) -> str:
     """The row as written in `fmt` (jsonl, tsv, or the text output's line)."""
     if fmt == "jsonl":
-        return json.dumps({"index": row.index, "precision": row.precision, "recall": row.recall, "f1": row.f1}) + "\n"
+        return json.dumps({"line": row.line, "precision": row.precision, "recall": row.recall, "f1": row.f1}) + "\n"
     if fmt == "tsv":
-        return f"{row.index}\t{row.precision:.6f}\t{row.recall:.6f}\t{row.f1:.6f}\n"
-    return f"{row.index}\tP={row.precision:.6f}\tR={row.recall:.6f}\tF1={row.f1:.6f}\n"
+        return f"{row.line}\t{row.precision:.6f}\t{row.recall:.6f}\t{row.f1:.6f}\n"
+    return f"{row.line}\tP={row.precision:.6f}\tR={row.recall:.6f}\tF1={row.f1:.6f}\n"
+
+
+def exact_values_text(rows: list[Row]) -> str:
+    """A resumable TSV's full-precision values file: line and P, R, F1 as Python writes floats."""
+    return "".join(f"{r.line}\t{r.precision!r}\t{r.recall!r}\t{r.f1!r}\n" for r in rows)
 
 
 class ParquetRows:
-    """Rows written to a binary file as Parquet, one row group per chunk: index (int64), precision,
+    """Rows written to a binary file as Parquet, one row group per chunk: line (int64), precision,
     recall, f1 (float64, full precision); the scorer's hash in the schema's metadata. `close()`
     writes the footer: a file whose run failed is never closed, and the one writer drops it."""
 
@@ -64,12 +77,12 @@ class ParquetRows:
         import pyarrow.parquet as pq
 
         self._pa = pa
-        self.schema = pa.schema([("index", pa.int64()), ("precision", pa.float64()), ("recall", pa.float64()),
+        self.schema = pa.schema([("line", pa.int64()), ("precision", pa.float64()), ("recall", pa.float64()),
                                  ("f1", pa.float64())], metadata={HASH_KEY: hashcode.encode("utf-8")})
         self._writer = pq.ParquetWriter(handle, self.schema)
 
     def write_rows(self, rows: list[Row]) -> None:
-        columns = [[row.index for row in rows], [row.precision for row in rows], [row.recall for row in rows],
+        columns = [[row.line for row in rows], [row.precision for row in rows], [row.recall for row in rows],
                    [row.f1 for row in rows]]
         self.write_table(self._pa.Table.from_arrays(columns, schema=self.schema))
 
@@ -80,8 +93,8 @@ class ParquetRows:
         self._writer.close()
 
 
-def _part_name(first_index: int) -> str:
-    return f"part-{first_index:012d}.parquet"
+def _part_name(first_line: int) -> str:
+    return f"part-{first_line:012d}.parquet"
 
 
 class ParquetParts:
@@ -92,7 +105,7 @@ class ParquetParts:
         self.folder, self.hashcode = folder, hashcode
 
     def write_rows(self, rows: list[Row]) -> None:
-        with open_output(self.folder / _part_name(rows[0].index), replaces_meta=False, binary=True) as handle:
+        with open_output(self.folder / _part_name(rows[0].line), replaces_meta=False, binary=True) as handle:
             part = ParquetRows(handle, self.hashcode)
             part.write_rows(rows)
             part.close()
@@ -111,7 +124,22 @@ class ParquetParts:
         shutil.rmtree(self.folder)
 
 
-def _recover_parquet(path: Path) -> list[Row]:
+@dataclass(frozen=True)
+class Numbering:
+    """How a file's rows are numbered: the number's column and the first row's number."""
+
+    column: str
+    first: int
+
+    def tsv_header(self) -> str:
+        return f"{self.column}\tprecision\trecall\tf1\n"
+
+
+LINES = Numbering("line", 1)
+OLD_INDEX = Numbering("index", 0)  # resumable files of earlier versions: `index`, counted from 0
+
+
+def _recover_parquet(path: Path, numbering: Numbering) -> list[Row]:
     """Rows of an interrupted resumable Parquet run, at full precision: its parts in order while each
     continues the rows (a later, unreadable or stray file is removed); without parts, a finished
     output, first copied into the parts folder (the run then ends by joining them again)."""
@@ -123,7 +151,7 @@ def _recover_parquet(path: Path) -> list[Row]:
         if not path.exists():
             return []
         folder.mkdir(exist_ok=True)
-        with open(path, "rb") as source, open_output(folder / _part_name(0), replaces_meta=False,
+        with open(path, "rb") as source, open_output(folder / _part_name(numbering.first), replaces_meta=False,
                                                       binary=True) as copy:
             shutil.copyfileobj(source, copy)
     for stray in folder.iterdir():  # a temporary file of a part being written when the run was killed
@@ -131,14 +159,16 @@ def _recover_parquet(path: Path) -> list[Row]:
             stray.unlink()
     rows: list[Row] = []
     complete = True
+    shift = 1 - numbering.first
     for part in sorted(folder.glob("part-*.parquet")):
-        if complete and part.name == _part_name(len(rows)):
+        if complete and part.name == _part_name(len(rows) + numbering.first):
             try:
-                table = pq.read_table(part, columns=["index", "precision", "recall", "f1"])
-                found = [Row(*values) for values in zip(*(column.to_pylist() for column in table.columns))]
+                table = pq.read_table(part, columns=[numbering.column, *ROW_COLUMNS[1:]])
+                found = [Row(number + shift, *values)
+                         for number, *values in zip(*(column.to_pylist() for column in table.columns))]
             except (pa.ArrowException, OSError):
                 found = []
-            if found and [row.index for row in found] == list(range(len(rows), len(rows) + len(found))):
+            if found and [row.line for row in found] == list(range(len(rows) + 1, len(rows) + len(found) + 1)):
                 rows.extend(found)
                 continue
         complete = False
@@ -146,24 +176,27 @@ def _recover_parquet(path: Path) -> list[Row]:
     return rows
 
 
-def parse_row(line: str, fmt: str) -> Row | None:
-    """A complete output row, or None for a header or a damaged (partly written) line."""
+def parse_row(line: str, fmt: str, numbering: Numbering = LINES) -> Row | None:
+    """A complete output row (its line counted from 1), or None for a header or a damaged (partly
+    written) line; `numbering` says how the file counts (earlier versions: `index` from 0)."""
     if not line.endswith("\n"):
         return None
+    shift = 1 - numbering.first
     try:
         if fmt == "jsonl":
             data = json.loads(line)
-            return Row(int(data["index"]), float(data["precision"]), float(data["recall"]), float(data["f1"]))
+            return Row(int(data[numbering.column]) + shift, float(data["precision"]), float(data["recall"]),
+                       float(data["f1"]))
         fields = line.rstrip("\n").split("\t")
-        if len(fields) != 4 or fields[0] == "index":
+        if len(fields) != 4 or fields[0] == numbering.column:
             return None
-        return Row(int(fields[0]), float(fields[1]), float(fields[2]), float(fields[3]))
+        return Row(int(fields[0]) + shift, float(fields[1]), float(fields[2]), float(fields[3]))
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row], list[int]]:
-    """The complete rows 0, 1, 2, ... at the start of `path`, and the byte offset after the header
+def _complete_rows(path: Path, fmt: str, header: str | None, numbering: Numbering) -> tuple[list[Row], list[int]]:
+    """The complete rows 1, 2, 3, ... at the start of `path`, and the byte offset after the header
     (or 0) followed by the offset after each row; a damaged or out-of-order line ends them."""
     rows: list[Row] = []
     offsets = [0]
@@ -171,8 +204,8 @@ def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row],
         offset = 0
         for line in handle:
             offset += len(line.encode("utf-8"))
-            row = parse_row(line, fmt)
-            if row is not None and row.index == len(rows):
+            row = parse_row(line, fmt, numbering)
+            if row is not None and row.line == len(rows) + 1:
                 rows.append(row)
                 offsets.append(offset)
             elif line == header and not rows:
@@ -182,16 +215,17 @@ def _complete_rows(path: Path, fmt: str, header: str | None) -> tuple[list[Row],
     return rows, offsets
 
 
-def _recover(path: Path, fmt: str) -> list[Row]:
+def _recover(path: Path, fmt: str, numbering: Numbering = LINES) -> list[Row]:
     """Rows of an interrupted output file, at full precision; cut the file after its last complete
     row. A TSV shows 6 decimals: its exact values come from the values file beside it (written
     before each chunk's rows), and only rows present, and equal, in both are kept. Parquet: its parts."""
     if fmt == "parquet":
-        return _recover_parquet(path)
-    rows, offsets = _complete_rows(path, fmt, TSV_HEADER)
+        return _recover_parquet(path, numbering)
+    rows, offsets = _complete_rows(path, fmt, numbering.tsv_header(), numbering)
     if fmt == "tsv":
         values_file = values_path(path)
-        exact, value_offsets = _complete_rows(values_file, "tsv", None) if values_file.exists() else ([], [0])
+        exact, value_offsets = (_complete_rows(values_file, "tsv", None, numbering) if values_file.exists()
+                                else ([], [0]))
         kept = 0
         while kept < min(len(rows), len(exact)) and format_row(exact[kept], fmt) == format_row(rows[kept], fmt):
             kept += 1
@@ -201,6 +235,29 @@ def _recover(path: Path, fmt: str) -> list[Row]:
     with open(path, "r+b") as handle:
         handle.truncate(offsets[len(rows)] if rows else 0)  # no row: start afresh (the header is written again)
     return rows
+
+
+def _renumber(path: Path, fmt: str, meta: dict[str, Any]) -> None:
+    """A resumable output an earlier version started (rows `index`ed from 0): its complete rows
+    written again, numbered from 1 (a damaged last row dropped, as on any resume), then its meta
+    marked; killed in between, the next --resume reads it as unnumbered and starts afresh."""
+    rows = _recover(path, fmt, OLD_INDEX)
+    if fmt == "parquet":
+        folder = parts_path(path)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        if rows:
+            ParquetParts(folder, meta["hashcode"]).write_rows(rows)
+    elif rows:
+        with open_output(path, replaces_meta=False) as handle:
+            handle.write((TSV_HEADER if fmt == "tsv" else "") + "".join(format_row(row, fmt) for row in rows))
+        if fmt == "tsv":
+            with open_output(values_path(path), replaces_meta=False) as handle:
+                handle.write(exact_values_text(rows))
+    kept = {key: value for key, value in meta.items() if key not in ("written_by", "meta_version")}
+    write_meta(path, {**kept, **NUMBERING})
+    logger.info("%s was started by an earlier bertscore that counted rows from 0: its %d rows now count from 1 "
+                "(column %r)", path, len(rows), LINES.column)
 
 
 @dataclass
@@ -264,12 +321,15 @@ def resumed_rows(args: argparse.Namespace, scorer) -> list[Row]:
     plan: OutputPlan = args.output_plan
     if not plan.resume or not (plan.path.exists() or parts_path(plan.path).exists()):
         return []
-    previous = read_meta(plan.path).get("hashcode")
+    meta = read_meta(plan.path)
+    previous = meta.get("hashcode")
     if previous != scorer.hash:
         raise InputError(
             f"{plan.path} was written with other settings ({previous}); now {scorer.hash}. "
             "Use the same options, or a new --output"
         )
+    if meta.get("rows") != NUMBERING["rows"]:  # started by an earlier version: rows counted from 0
+        _renumber(plan.path, args.format, meta)
     done = _recover(plan.path, args.format)
     logger.info("resuming after %d complete rows of %s", len(done), plan.path)
     return done
@@ -287,7 +347,8 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
     elif plan.resume and args.format == "parquet":
         folder = parts_path(plan.path)
         if not appending:
-            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
+            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints,
+                                   **NUMBERING})
             shutil.rmtree(folder, ignore_errors=True)  # parts of a run with other settings or inputs
         folder.mkdir(exist_ok=True)
         parts = ParquetParts(folder, scorer.hash)
@@ -295,7 +356,8 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
         parts.finish(plan.path)
     elif plan.resume:
         if not appending:
-            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints})
+            write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints,
+                                   **NUMBERING})
         mode = "a" if appending else "w"
         with contextlib.ExitStack() as stack:
             values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))

@@ -26,7 +26,7 @@ from ..inputs import InputError
 from ..wording import counted
 from .io import decoded_lines, input_paths, name_lines, open_text
 from .options import build_scorer
-from .rows import TSV_HEADER, Row, format_row, open_rows, plan_output, resumed_rows
+from .rows import TSV_HEADER, Row, exact_values_text, format_row, open_rows, plan_output, resumed_rows
 
 logger = logging.getLogger("bertscore")
 
@@ -214,18 +214,13 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
     for row in done:
         summary.add(row)
     collected: list[Row] = list(done) if args.format == "json" else []
-    durable = args.output_plan.resume  # rows must survive a kill: fsync per chunk
     with open_rows(args, scorer, appending=bool(done)) as (out, exact_values):
         if args.format == "tsv" and not done:
             out.write(TSV_HEADER)
         pairs = _pairs(args)
-        skipped_refs = [len(refs) for _, refs in islice(pairs, len(done))]
-        skipped = len(skipped_refs)
-        if skipped < len(done):
-            raise InputError(f"{args.output} holds {len(done)} rows but the inputs only {skipped} pairs")
+        skipped_refs = _skip_done(args, pairs, len(done))
         if on_start is not None:
             on_start(len(done))
-        index = len(done)
         shown_notes: set[str] = set()
         progress = tqdm(total=args.total_comparisons, initial=sum(skipped_refs), disable=not args.progress,
                         desc="BERTScore", unit="pair")
@@ -236,58 +231,88 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             chunk_end = progress.n + sum(len(r) for r in refs)
             precision, recall, f1 = score_fn(cands, refs, notes, progress)
             progress.update(chunk_end - progress.n)
-            for note in notes:  # beside the rows, never inside them; a run is one call: each note once
-                line = f"bertscore: note: {name_lines(note, index, args)}"
-                if line not in shown_notes:
-                    shown_notes.add(line)
-                    tqdm.write(line, file=sys.stderr)  # above the bar, never through it
-            rows = [Row(index + i, p, r, f) for i, (p, r, f) in
-                    enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()))]
-            index += len(rows)
+            _show_notes(notes, summary.count, args, shown_notes)
+            rows = [Row(summary.count + i, p, r, f) for i, (p, r, f) in
+                    enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()), start=1)]
             for row in rows:
                 summary.add(row)
             if args.format == "json":
                 collected.extend(rows)
-                continue
-            if args.format == "parquet":  # a row group per chunk
-                out.write_rows(rows)
-                continue
-            if exact_values is not None:  # first: a TSV row is kept on resume only with its exact values
-                exact_values.write("".join(f"{r.index}\t{r.precision!r}\t{r.recall!r}\t{r.f1!r}\n" for r in rows))
-                exact_values.flush()
-                os.fsync(exact_values.fileno())
-            out.write("".join(format_row(row, args.format) for row in rows))
-            out.flush()
-            if durable:
-                os.fsync(out.fileno())
+            else:
+                _write_chunk(args, out, exact_values, rows)
         progress.close()
         if summary.count == 0:
             raise InputError(f"{input_paths(args)[0]} has no lines: nothing to score")
-        means = summary.means()
-        intervals = summary.intervals(args) if args.ci else None
-        if args.format == "json":
-            payload = {
-                "precision": [r.precision for r in collected], "recall": [r.recall for r in collected],
-                "f1": [r.f1 for r in collected], "mean": means, "hashcode": scorer.hash,
-            }
-            if intervals is not None:
-                payload["ci"] = intervals
-            json.dump(payload, out)
-            out.write("\n")
-        # The summary goes beside machine-readable rows (stderr), never inside them.
-        report = sys.stderr if args.format in ("jsonl", "tsv", "json", "parquet") else out
-        if args.format != "json" or args.output is not None:
-            print(f"mean over {counted(summary.count, 'pair')}: P={means['precision']:.6f} R={means['recall']:.6f} "
-                  f"F1={means['f1']:.6f}", file=report)
-            if intervals is not None:
-                from ..stats import confidence_label
-
-                level = confidence_label(args.confidence)
-                print(f"{level} bootstrap intervals ({intervals['f1']['n_resamples']} resamples, seed {args.seed}): "
-                      + "  ".join(f"{name[0].upper() if name != 'f1' else 'F1'} [{ci['low']:.6f}, {ci['high']:.6f}]"
-                                  for name, ci in intervals.items()), file=report)
-            print(f"hash: {scorer.hash}", file=report)
+        _write_summary(args, scorer, summary, collected, out)
     return 0
+
+
+def _skip_done(args: argparse.Namespace, pairs: Iterator[tuple[str, list[str]]], done: int) -> list[int]:
+    """Read past the pairs a resumed output holds already; the number of references of each."""
+    skipped_refs = [len(refs) for _, refs in islice(pairs, done)]
+    if len(skipped_refs) < done:
+        raise InputError(f"{args.output} holds {done} rows but the inputs only {len(skipped_refs)} pairs")
+    return skipped_refs
+
+
+def _show_notes(notes: list[str], first_index: int, args: argparse.Namespace, shown: set[str]) -> None:
+    """A chunk's notes on stderr, their places named as input lines: beside the rows, never inside
+    them, and above the bar, never through it; a run is one call, so each note is said once."""
+    for note in notes:
+        line = f"bertscore: note: {name_lines(note, first_index, args)}"
+        if line not in shown:
+            shown.add(line)
+            tqdm.write(line, file=sys.stderr)
+
+
+def _write_chunk(args: argparse.Namespace, out: Any, exact_values: Any, rows: list[Row]) -> None:
+    """A chunk's rows into the output: a Parquet row group (or part), else lines flushed (and, for a
+    resumable file, fsynced: rows must survive a kill). Rows for a terminal go above the progress
+    bar (`tqdm.write`), so that a row never lands on the bar's line."""
+    if args.format == "parquet":  # a row group per chunk
+        out.write_rows(rows)
+        return
+    if exact_values is not None:  # first: a TSV row is kept on resume only with its exact values
+        exact_values.write(exact_values_text(rows))
+        exact_values.flush()
+        os.fsync(exact_values.fileno())
+    text = "".join(format_row(row, args.format) for row in rows)
+    if out is sys.stdout and args.progress:
+        tqdm.write(text, file=out, end="")
+    else:
+        out.write(text)
+    out.flush()
+    if args.output_plan.resume:
+        os.fsync(out.fileno())
+
+
+def _write_summary(args: argparse.Namespace, scorer, summary: Summary, collected: list[Row], out: Any) -> None:
+    """After the rows: `-f json`'s one object; the mean (and the intervals with --ci) and the hash,
+    on stderr beside machine-readable rows, never inside them."""
+    means = summary.means()
+    intervals = summary.intervals(args) if args.ci else None
+    if args.format == "json":
+        payload = {
+            "precision": [r.precision for r in collected], "recall": [r.recall for r in collected],
+            "f1": [r.f1 for r in collected], "mean": means, "hashcode": scorer.hash,
+        }
+        if intervals is not None:
+            payload["ci"] = intervals
+        json.dump(payload, out)
+        out.write("\n")
+    report = sys.stderr if args.format in ("jsonl", "tsv", "json", "parquet") else out
+    if args.format == "json" and args.output is None:
+        return
+    print(f"mean over {counted(summary.count, 'pair')}: P={means['precision']:.6f} R={means['recall']:.6f} "
+          f"F1={means['f1']:.6f}", file=report)
+    if intervals is not None:
+        from ..stats import confidence_label
+
+        level = confidence_label(args.confidence)
+        print(f"{level} bootstrap intervals ({intervals['f1']['n_resamples']} resamples, seed {args.seed}): "
+              + "  ".join(f"{name[0].upper() if name != 'f1' else 'F1'} [{ci['low']:.6f}, {ci['high']:.6f}]"
+                          for name, ci in intervals.items()), file=report)
+    print(f"hash: {scorer.hash}", file=report)
 
 
 def _ci_needs_two(args: argparse.Namespace, pairs: int) -> str:
