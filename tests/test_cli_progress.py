@@ -7,12 +7,14 @@ import contextlib
 import fcntl
 import io
 import os
+import re
 import pty
 import select
 import struct
 import subprocess
 import sys
 import termios
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -166,3 +168,53 @@ def test_bertscore_baseline_follows_the_same_rule(tiny_models, tmp_path, monkeyp
     capsys.readouterr()
     assert baseline_main([*argv, "-o", str(tmp_path / "c.tsv")]) == 0
     assert "100%" not in capsys.readouterr().err
+
+
+def _run_on_a_terminal(argv: list[str], cwd: Path, columns: int = 100) -> tuple[int, bytes]:
+    """Run a command whose stdout and stderr are one pseudo-terminal (as in a terminal window); its exit
+    code and every byte the terminal received."""
+    master, slave = open_terminal()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=cwd) as process:
+        os.close(slave)
+        shown = b""
+        while True:  # read as it comes: a full terminal would block the command
+            if select.select([master], [], [], 1)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the command has ended and closed the terminal
+                    chunk = b""
+                if not chunk:
+                    break
+                shown += chunk
+            elif process.poll() is not None:
+                break
+    os.close(master)
+    return process.returncode, shown
+
+
+@pytest.mark.slow
+def test_rows_and_the_bar_never_share_a_line_of_the_terminal(tmp_path) -> None:
+    """2,000 pairs in chunks of 500, rows and the bar on one terminal, replayed through a terminal
+    emulator (pyte): every row on a line of its own, numbered 1..2,000, and one bar, at 100%. Rows
+    written through the bar's line (the bar not cleared first) put a row's first characters after the
+    bar and the bar's redraw inside the rows; a bar redrawn after the last row shows twice."""
+    pyte = pytest.importorskip("pyte")
+    pairs = 2000
+    words = "red blue green small big old new fast slow cat dog bird tree car house river".split()
+    (tmp_path / "c.txt").write_text("".join(f"{words[i % 16]} {words[i * 7 % 16]} {i}\n" for i in range(pairs)))
+    (tmp_path / "r.txt").write_text("".join(f"{words[i * 3 % 16]} {words[i % 16]} {i}\n" for i in range(pairs)))
+    code, shown = _run_on_a_terminal([sys.executable, "-m", "bertscore", "-c", "c.txt", "-r", "r.txt",
+                                      "--model", EMBEDDED_MODEL_NAME, "-l", "1", "--chunk-size", "500"], tmp_path)
+    screen = pyte.Screen(100, pairs + 50)  # taller than the output: nothing scrolls away
+    pyte.ByteStream(screen).feed(shown)
+    lines = [line.rstrip() for line in screen.display]
+    assert code == 0, "\n".join(lines)
+    row = re.compile(r"^(\d+)\s+P=\d\.\d{6}\s+R=\d\.\d{6}\s+F1=\d\.\d{6}$")
+    numbers = [int(match.group(1)) for match in map(row.match, lines) if match]
+    assert numbers == list(range(1, pairs + 1))  # each row whole, on its own line, in order
+    bars = [line for line in lines if "BERTScore" in line]
+    assert len(bars) == 1 and "100%" in bars[0] and f"{pairs}/{pairs}" in bars[0], bars
+    assert [line for line in lines if "P=" in line and not row.match(line)] == [
+        line for line in lines if line.startswith("mean over")]  # nothing else carries a score
