@@ -29,6 +29,7 @@ from .models import load_model
 from .official import IMPLEMENTATION_VERSION, official_hash_text
 from .pipeline import Scores
 from .scorer import BERTScorer as _Scorer
+from .settings import lang_default_failure
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
     from matplotlib.figure import Figure
@@ -95,19 +96,25 @@ class BERTScorer(_Scorer):
         use_fast_tokenizer: bool = False,
         **options: Any,
     ):
+        chosen = None  # the model `lang` chose: a load error says so (the user never named it)
         if model_type is None and isinstance(lang, str) and options.get("loaded_model") is None:
-            model_type = lang2model[lang.lower()]  # the official lookup: edits of lang2model count
+            model_type = chosen = lang2model[lang.lower()]  # the official lookup: edits of lang2model count
         make_model = self._official_helper("get_model")
         self._encoder_from_caller = make_model is not dropin_helpers.get_model and options.get("loaded_model") is None
-        if self._encoder_from_caller and isinstance(model_type, str):
-            # A caller's get_model (evaluate's tests patch it to load nothing): its encoder, this model's
-            # tokenizer and settings; kept out of the shared encoders.
-            placement = resolve_placement(device, options.get("dtype"))
-            options["loaded_model"] = load_model(
-                model_type, num_layers, all_layers, *placement,
-                build_encoder=lambda layers: make_model(model_type, layers, all_layers))
-        super().__init__(model_type, num_layers, batch_size, nthreads, all_layers, idf, idf_sents, device, lang,
-                         rescale_with_baseline, baseline_path, use_fast_tokenizer, **options)
+        try:
+            if self._encoder_from_caller and isinstance(model_type, str):
+                # A caller's get_model (evaluate's tests patch it to load nothing): its encoder, this model's
+                # tokenizer and settings; kept out of the shared encoders.
+                placement = resolve_placement(device, options.get("dtype"))
+                options["loaded_model"] = load_model(
+                    model_type, num_layers, all_layers, *placement,
+                    build_encoder=lambda layers: make_model(model_type, layers, all_layers))
+            super().__init__(model_type, num_layers, batch_size, nthreads, all_layers, idf, idf_sents, device, lang,
+                             rescale_with_baseline, baseline_path, use_fast_tokenizer, **options)
+        except OSError as error:
+            if chosen is None or repr(chosen) not in str(error):  # not the chosen model's load failure
+                raise
+            raise lang_default_failure(lang, chosen, error) from error
 
     def _official_helper(self, name: str) -> Any:
         """The official helper `name` as `helpers_module` names it now (a caller's patch counts)."""

@@ -217,8 +217,12 @@ def local_model_names() -> list[str]:
 
 
 def closest_name(name: str, names: list[str]) -> str | None:
-    """The one of `names` that `name` is most likely a typo of (case aside), or None when none is close."""
-    lowered = {candidate.lower(): candidate for candidate in names if candidate != name}
+    """The one of `names` that `name` is most likely a typo of (case aside), or None when none is close.
+    A number in a model's name is its size or version: a name whose numbers differ is another model
+    (`all-MiniLM-L12-v2` is not a typo of `all-MiniLM-L6-v2`, and may well exist on the Hub)."""
+    numbers = re.findall(r"\d+", name)
+    lowered = {candidate.lower(): candidate for candidate in names
+               if candidate != name and re.findall(r"\d+", candidate) == numbers}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.85)
     return lowered[close[0]] if close else None
 

@@ -4,6 +4,9 @@ traceback with exit code 1, even when it is a ValueError or TypeError from deep 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore.cli.baseline import main as baseline_main
 from bertscore.cli import main
 from bertscore.inputs import InputError, InputTypeError
+from conftest import REPO_ROOT
 
 MODEL = ["--model", EMBEDDED_MODEL_NAME, "--device", "cpu"]
 
@@ -140,3 +144,37 @@ def test_help_lists_every_subcommand_with_one_line(capsys) -> None:
         with pytest.raises(SystemExit) as done:
             main([name, "--help"])
         assert done.value.code == 0 and capsys.readouterr().out.startswith(f"usage: bertscore {name}")
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "bert_score_dropin"), str(REPO_ROOT)])}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("program, command, typed, meant", [
+    ("bertscore", ["-m", "bertscore", "-c", "c.txt", "-r", "r.txt"], "--modle", "--model"),
+    ("bertscore", ["-m", "bertscore", "-c", "c.txt", "-r", "r.txt"], "--chunk_size", "--chunk-size"),
+    ("bertscore explain", ["-m", "bertscore", "explain", "a", "b"], "--lnie", "--line"),
+    ("bertscore baseline", ["-m", "bertscore", "baseline", "--corpus", "c.txt", "-o", "b.tsv"], "--sed", "--seed"),
+    ("bert-score", ["-m", "bert_score_cli.score", "-c", "c.txt", "-r", "r.txt"], "--idff", "--idf"),
+])
+def test_an_unknown_flag_gets_one_usage_line_and_a_suggestion(tmp_path, program, command, typed, meant) -> None:
+    """A mistyped flag: one short usage line, then the error naming the flag meant (exit 2), through
+    the real commands. argparse alone printed its whole usage (16 lines for `bertscore`) above an
+    error with no suggestion."""
+    done = _run([*command, typed, "3"], tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    usage, error = done.stderr.splitlines()
+    assert usage.startswith(f"usage: {program} ") and usage.endswith(f"(every option: {program} --help)")
+    assert error == f"{program}: error: unrecognized arguments: {typed} 3 ({typed}: did you mean {meant}?)"
+
+
+def test_explain_without_arguments_asks_for_the_texts_first(tmp_path) -> None:
+    """`bertscore explain` alone: the pair is what is missing first (then --model), through the real command."""
+    done = _run(["-m", "bertscore", "explain"], tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ('bertscore explain: error: pass the candidate and at least one reference: bertscore '
+                           'explain "CANDIDATE" "REFERENCE" --model MODEL (or -c/-r files with --line N)\n')
+    done = _run(["-m", "bertscore", "explain", "a cat", "the cat"], tmp_path)  # the texts given: now the model
+    assert done.returncode == 2 and done.stderr.startswith("bertscore explain: error: pass --model or --lang")

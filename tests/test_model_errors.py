@@ -15,7 +15,7 @@ from bertscore import EMBEDDED_MODEL_NAME, score, sources
 from bertscore.cli import main
 from conftest import REPO_ROOT
 
-TYPO = "sentence-transformers/all-MiniLM-L6-v3"
+TYPO = "sentence-transformers/all-MiniLN-L6-v2"  # one key off
 
 
 @pytest.fixture(autouse=True)
@@ -184,3 +184,49 @@ def test_the_dropin_commands_on_empty_files_and_a_missing_model(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.startswith("bert-score-show: error: model ") and f"pass --model {EMBEDDED_MODEL_NAME}" in err
     assert len(err.splitlines()) == 1
+
+
+def run_offline(args: list[str], cwd) -> subprocess.CompletedProcess:
+    """A real command with an empty Hugging Face cache of its own: no model but the embedded one is here."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_CACHE": str(cwd / "hub"),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "bert_score_dropin"), str(REPO_ROOT)])}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def one_error_line(done: subprocess.CompletedProcess, program: str) -> str:
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{program}: error: "), done.stderr
+    return lines[0]
+
+
+def test_the_dropin_command_without_a_model_names_its_own_flags(tmp_path):
+    """`bert-score` with neither -m nor --lang: this command's flags, never `model_type=...` (the
+    Python keywords of score(), which a user of the command cannot type)."""
+    err = one_error_line(run_offline(["-m", "bert_score_cli.score", *write_pair(tmp_path, b"ok\n")], tmp_path),
+                         "bert-score")
+    assert "pass -m MODEL or --lang LANG" in err and "--lang en scores with roberta-large" in err
+    assert f"-m {EMBEDDED_MODEL_NAME}" in err and "model_type" not in err and "lang=" not in err
+
+
+def test_the_dropin_command_offline_says_what_lang_en_chose(tmp_path):
+    """`bert-score --lang en` offline: that --lang en chose roberta-large (the user never named it),
+    as `bertscore --lang en` says, with the download and the embedded model."""
+    done = run_offline(["-m", "bert_score_cli.score", *write_pair(tmp_path, b"ok\n"), "--lang", "en"], tmp_path)
+    err = one_error_line(done, "bert-score")
+    assert err.startswith("bert-score: error: --lang en scores with its official default model, roberta-large: ")
+    assert "`hf download roberta-large`" in err and f"pass --model {EMBEDDED_MODEL_NAME}" in err
+
+
+def test_a_real_model_that_is_not_cached_gets_the_download_not_a_did_you_mean(tmp_path, capsys, pair):
+    """all-MiniLM-L12-v2 is another model (on the Hub), not a typo of the embedded L6: offline, the
+    command that fetches it, never "did you mean ...L6-v2" (a suggestion for a typo); a typo of a
+    local name still gets one. Through `bert-score` (a real process) and `bertscore`."""
+    other = "sentence-transformers/all-MiniLM-L12-v2"
+    assert sources.closest_name(other, [EMBEDDED_MODEL_NAME]) is None
+    assert sources.closest_name(TYPO, [EMBEDDED_MODEL_NAME]) == EMBEDDED_MODEL_NAME
+    assert sources.closest_name(EMBEDDED_MODEL_NAME.upper(), [EMBEDDED_MODEL_NAME]) == EMBEDDED_MODEL_NAME
+    done = run_offline(["-m", "bert_score_cli.score", *write_pair(tmp_path, b"ok\n"), "-m", other], tmp_path)
+    for err in (one_error_line(done, "bert-score"), cli_error(capsys, [*pair, "--model", other])):
+        assert f"model {other!r} is not a local folder and not in the local Hugging Face cache" in err
+        assert f"`hf download {other}`" in err and "did you mean" not in err

@@ -21,14 +21,14 @@ from typing import Sequence
 from ..inputs import InputError
 from ..notes import CLI, spelled
 from .corpus import check_baseline_output, open_corpus, read_corpus
-from .io import as_program, cli_logging, run_command, shows_progress
+from .io import CommandParser, as_program, cli_logging, run_command, shows_progress
 
 logger = logging.getLogger("bertscore")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bertscore baseline",
+    parser = CommandParser(
+        prog="bertscore baseline", short_usage="--model MODEL --corpus FILE [FILE ...] -o BASELINE.tsv [options]",
         description="Compute a rescale baseline (LAYER,P,R,F per layer) of a model: mean BERTScore of random "
                     "sentence pairs from a monolingual corpus, every layer, no idf (the official procedure).",
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..inputs import InputError
-from .io import cli_logging, decoded_lines, open_text, run_command
+from .io import CommandParser, cli_logging, decoded_lines, open_text, run_command
 from .options import build_scorer, check_baseline_file
 
 # The figure formats matplotlib writes (from the -o file's extension), checked before any model loads.
@@ -28,8 +28,8 @@ FIGURE_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "ep
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bertscore explain",
+    parser = CommandParser(
+        prog="bertscore explain", short_usage='"CANDIDATE" "REFERENCE" [REFERENCE ...] --model MODEL [options]',
         description="Why one pair scored as it did: its P, R and F1 as score() gives them, each token's most "
                     "similar token on the other side (the matches that precision and recall average), and with "
                     "-o the token-similarity heatmap the Space draws.",
@@ -156,10 +156,11 @@ def explanation_table(explanation: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain the pair: checks first (texts, options, -o), then the model, then the table and figure."""
+    """Explain the pair: checks first (the texts, then the model and options, -o), then the model, then
+    the table and figure."""
+    candidate, references = pair_texts(args)
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model or --lang (offline: --model sentence-transformers/all-MiniLM-L6-v2)")
-    candidate, references = pair_texts(args)
     if args.rescale_with_baseline and args.baseline_path is not None:
         check_baseline_file(args)
     if args.output:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
+import difflib
 import gc
 import logging
 import os
@@ -18,7 +19,7 @@ import signal
 import sys
 import threading
 import traceback
-from typing import IO, Any, Callable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterator, NoReturn, Sequence
 
 from ..inputs import InputError
 
@@ -43,6 +44,37 @@ def check_extension(path: str | os.PathLike[str], option: str, writes: str, what
     named = extension_format(path)
     if named is not None and named != writes:
         raise InputError(f"{option} {path}: its extension says {named}, but this writes {what}; {rename}")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse for the commands, its refusals short: one usage line (`short_usage`; --help has them
+    all), then the error in one line, an unknown option with the known one it most likely
+    misspells (`--modle`: did you mean --model?)."""
+
+    def __init__(self, *args: Any, short_usage: str = "[options]", **kwargs: Any) -> None:
+        if sys.version_info >= (3, 14):  # argparse's own suggestions, for a mistyped choice
+            kwargs.setdefault("suggest_on_error", True)
+        super().__init__(*args, **kwargs)
+        self.short_usage = short_usage
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        self.exit(2, f"usage: {self.prog} {self.short_usage}  (every option: {self.prog} --help)\n"
+                     f"{self.prog}: error: {_with_suggestions(message, list(self._option_string_actions))}\n")
+
+
+def _with_suggestions(message: str, options: list[str]) -> str:
+    """argparse's "unrecognized arguments: ..." with, for each unknown option, the known one that it
+    most likely misspells (as Python 3.14's `suggest_on_error` does for choices)."""
+    if not message.startswith("unrecognized arguments: "):
+        return message
+    guesses = []
+    for word in message[len("unrecognized arguments: "):].split():
+        name = word.split("=", 1)[0]
+        if name.startswith("-") and name not in options:
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.7)
+            if close:
+                guesses.append(f"{name}: did you mean {close[0]}?")
+    return message + (f" ({'; '.join(guesses)})" if guesses else "")
 
 
 def open_text(path: str) -> IO[bytes]:

@@ -24,14 +24,14 @@ from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
 from ..notes import CLI, spelled
 from .corpus import check_baseline_output, read_corpus
-from .io import as_program, check_extension, cli_logging, run_command, shows_progress
+from .io import CommandParser, as_program, check_extension, cli_logging, run_command, shows_progress
 
 PROGRAM = "bertscore layers"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROGRAM,
+    parser = CommandParser(
+        prog=PROGRAM, short_usage="--model MODEL --data JUDGEMENTS [options]",
         description="Score human-judged outputs at every layer of a model and report which layer's BERTScore "
                     "agrees best with the humans (Pearson r, Kendall tau, bootstrap intervals, a test of the best "
                     "layer against the default). See docs/layers.md.",

@@ -18,11 +18,17 @@ from typing import Sequence
 from .. import dropin
 from ..inputs import InputError
 from ..notes import CLI, spelled
-from .io import decoded_lines, open_text, run_command, shows_progress
+from .io import CommandParser, decoded_lines, open_text, run_command, shows_progress
+
+
+# The official command fails on an assertion here; this one says what to pass, in its own flags.
+NO_MODEL = ("pass -m MODEL or --lang LANG (--lang en scores with roberta-large, from the Hugging Face Hub; offline: "
+            "-m sentence-transformers/all-MiniLM-L6-v2)")
 
 
 def _score_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser("bert-score", description="Calculate BERTScore (the official command, on bertscore)")
+    parser = CommandParser("bert-score", description="Calculate BERTScore (the official command, on bertscore)",
+                           short_usage="-c CANDIDATES -r REFERENCES [REFERENCES ...] (-m MODEL | --lang LANG) [options]")
     parser.add_argument("--lang", type=str, default=None,
                         help='two-letter abbreviation of the language (e.g., en) or "en-sci" for scientific text')
     parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
@@ -61,6 +67,8 @@ def score_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    if args.model is None and args.lang is None:  # in this command's words, before any text is read
+        raise InputError(NO_MODEL)
     if os.path.isfile(args.cand):
         cands = _lines(args.cand)
         columns = []
@@ -96,7 +104,8 @@ def _score(args: argparse.Namespace) -> int:
 
 def show_main(argv: Sequence[str] | None = None) -> int:
     """`bert-score-show -c CAND -r REF [-f FILE]`: one pair's token-similarity heatmap, saved to a file."""
-    parser = argparse.ArgumentParser("bert-score-show", description="Visualize BERTScore (the official command)")
+    parser = CommandParser("bert-score-show", description="Visualize BERTScore (the official command)",
+                           short_usage="-c CANDIDATE -r REFERENCE [-f FILE.png] [options]")
     parser.add_argument("--lang", type=str, default="en", help="two-letter abbreviation of the language (e.g., en)")
     parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="use the first N layers")

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from ..inputs import InputError
-from .io import EXTENSION_FORMATS, extension_format
+from .io import EXTENSION_FORMATS, CommandParser, extension_format
 
 FORMATS = ("text", "json", "jsonl", "tsv", "parquet")
 SYSTEMS_FORMATS = ("text", "json", "tsv")  # --systems writes one table
@@ -27,14 +27,30 @@ SUBCOMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     """The parser of `bertscore` (the `baseline` and `layers` subcommands have their own)."""
     subcommands = "\n".join(f"  bertscore {name:<9} {line}" for name, line in SUBCOMMANDS.items())
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="bertscore",
+        short_usage="-c CANDIDATES -r REFERENCES [REFERENCES ...] --model MODEL [options]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="BERTScore of candidate texts against reference texts (one text per line).\n\n"
                     f"subcommands (each with its own --help):\n{subcommands}",
         epilog="The official bert-score command's flags work too: --cand, --ref, --num_layers, --batch_size,\n"
                "--rescale_with_baseline, --baseline_path, -s/--seg_level, --nthreads, --use_fast_tokenizer.",
     )
+    _add_inputs(parser)
+    _add_scoring(parser)
+    _add_outputs(parser)
+    _add_statistics(parser)
+    official = parser.add_argument_group("accepted for the official bert-score command, changing nothing")
+    official.add_argument("-s", "--seg_level", "--seg-level", action="store_true",
+                          help="per-pair lines: the text output always has them")
+    official.add_argument("--nthreads", type=int, help="idf counting needs no worker processes here")
+    official.add_argument("--use_fast_tokenizer", "--use-fast-tokenizer", action="store_true",
+                          help="the fast tokenizer is always used (the official flag selects the slow one)")
+    return parser
+
+
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    """What is scored: -c/-r files, or one --input table and its columns."""
     parser.add_argument("-c", "--candidates", "--cand",
                         help="candidates file, one per line ('-' = stdin); always a file, never the text itself")
     parser.add_argument(
@@ -49,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reference-column", action="append", dest="reference_columns",
                         help="--input's reference column; repeat for several references (default: reference, "
                              "references, reference_1..n, ...)")
+
+
+def _add_scoring(parser: argparse.ArgumentParser) -> None:
+    """The scorer's settings: model, layer, weights, baseline, batches, device, precision, cache, long texts."""
     parser.add_argument("--lang", help="language code choosing the default model (en, zh, de, ...)")
     parser.add_argument("-m", "--model", dest="model_type", help="model name, local folder, or the embedded "
                         "'sentence-transformers/all-MiniLM-L6-v2'")
@@ -72,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "or window (whole texts through overlapping windows)")
     parser.add_argument("--window-stride", type=int,
                         help="with --long-texts window: content tokens between window starts (default: half a window)")
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    """Where the rows go and how: format, file, chunks, --resume, the progress bar."""
     parser.add_argument("-f", "--format", choices=FORMATS,
                         help="output format (default: the one -o's extension names, .parquet .jsonl .json .tsv; "
                              "otherwise text; parquet needs --output)")
@@ -86,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="progress bar even when stderr is not a terminal (a log file), and timing")
     progress.add_argument("-q", "--quiet", action="store_true",
                           help="no progress bar (shown by default when stderr is a terminal)")
+
+
+def _add_statistics(parser: argparse.ArgumentParser) -> None:
+    """Corpus statistics: --systems and its paired tests, --ci and the resampling's settings."""
     statistics = parser.add_argument_group("corpus statistics (bootstrap intervals, paired significance tests)")
     statistics.add_argument("--systems", nargs="+", metavar="FILE",
                             help="instead of -c: several systems' outputs (one line per reference line), scored "
@@ -101,13 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
                             help="resamples of the test (default: 10000 for --paired-ar, 1000 for --paired-bs); "
                                  "intervals use 1000 bootstrap resamples (the test's own with --paired-bs)")
     statistics.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
-    official = parser.add_argument_group("accepted for the official bert-score command, changing nothing")
-    official.add_argument("-s", "--seg_level", "--seg-level", action="store_true",
-                          help="per-pair lines: the text output always has them")
-    official.add_argument("--nthreads", type=int, help="idf counting needs no worker processes here")
-    official.add_argument("--use_fast_tokenizer", "--use-fast-tokenizer", action="store_true",
-                          help="the fast tokenizer is always used (the official flag selects the slow one)")
-    return parser
 
 
 def output_format(args: argparse.Namespace) -> str:
