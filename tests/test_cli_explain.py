@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,45 @@ def test_bad_input_is_one_line_and_exit_2_before_any_model(argv, message, tmp_pa
     err = capsys.readouterr().err
     assert err.startswith("bertscore explain: error: ") and message.format(cands=cands) in err
     assert err.count("\n") == 1
+
+
+def test_every_output_names_a_pair_by_its_line_counted_from_1(minilm_scorer, tmp_path, capsys) -> None:
+    """Line N of the files is row N of the text table, `line` N of JSONL, TSV and Parquet, the line a
+    note names and the pair `explain --line N` explains: each checked against the pair scored alone
+    (`score()` on the texts of line N, Python's index N - 1). An output counting from 0 (as all did
+    before, beside notes and --line counting from 1) is off by one here."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    cands = ["the cat sat", "hello world", "", "red car fast", "it rained all day"]
+    refs = ["a cat sat", "hi there world", "nothing here", "the red car", "rain fell the whole day"]
+    (tmp_path / "c.txt").write_text("".join(f"{t}\n" for t in cands), encoding="utf-8")
+    (tmp_path / "r.txt").write_text("".join(f"{t}\n" for t in refs), encoding="utf-8")
+    files = ["-c", str(tmp_path / "c.txt"), "-r", str(tmp_path / "r.txt"), *MODEL]
+    with warnings.catch_warnings():  # line 3's empty candidate: noted (here, as at the command below)
+        warnings.simplefilter("ignore")
+        alone = {n: [float(t) for t in minilm_scorer.score([cands[n - 1]], [refs[n - 1]])] for n in range(1, 6)}
+    assert alone[2] != alone[3] != alone[4]  # neighbours differ: an off-by-one shows
+
+    def close(values: list[float], n: int) -> bool:
+        return values == pytest.approx(alone[n], abs=2e-6)
+
+    assert main(files) == 0
+    out, err = capsys.readouterr()
+    table = [line.split("\t") for line in out.splitlines() if "\tP=" in line]
+    for number, *cells in table:
+        assert close([float(cell.split("=")[1]) for cell in cells], int(number))
+    assert [int(number) for number, *_ in table] == [1, 2, 3, 4, 5]
+    assert f"in line 3 of {tmp_path / 'c.txt'}" in err  # the empty candidate, line 3: row 3 scores 0
+    assert close([0.0, 0.0, 0.0], 3)
+    for name in ("s.jsonl", "s.tsv", "s.parquet"):
+        assert main([*files, "-o", str(tmp_path / name)]) == 0
+    jsonl = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text(encoding="utf-8").splitlines()]
+    tsv = [line.split("\t") for line in (tmp_path / "s.tsv").read_text(encoding="utf-8").splitlines()]
+    parquet = pq.read_table(tmp_path / "s.parquet").to_pylist()
+    assert tsv[0] == ["line", "precision", "recall", "f1"]
+    for rows in (jsonl, parquet, [dict(zip(tsv[0], map(float, row))) for row in tsv[1:]]):
+        assert [int(row["line"]) for row in rows] == [1, 2, 3, 4, 5]
+        for row in rows:
+            assert close([row["precision"], row["recall"], row["f1"]], int(row["line"]))
+    capsys.readouterr()
+    assert main(["explain", *files, "--line", "4"]) == 0
+    assert close([float(v) for v in SCORES.search(capsys.readouterr().out).groups()], 4)
