@@ -128,7 +128,7 @@ def run_cli(input_path: Path, output: Path, model: Path, threads: int, timeout: 
 
 
 def check_output(output: Path, count: int, model: Path, cands: list[str], refs: list[str]) -> dict:
-    """Every index once and in order; the F1 of the first 300 rows equal to score() on their texts."""
+    """Every line once and in order (1, 2, ...); the F1 of the first 300 rows equal to score() on their texts."""
     import pyarrow.parquet as pq
     import torch
 
@@ -136,11 +136,11 @@ def check_output(output: Path, count: int, model: Path, cands: list[str], refs: 
 
     scores = pq.ParquetFile(output)
     seen, first_f1 = 0, []
-    for batch in scores.iter_batches(columns=["index", "f1"], batch_size=65536):
-        index = batch.column(0).to_numpy()
-        if not (index == range(seen, seen + len(index))).all():
-            raise SystemExit(f"error: {output}: the index column is not 0..{count - 1} in order")
-        seen += len(index)
+    for batch in scores.iter_batches(columns=["line", "f1"], batch_size=65536):
+        lines = batch.column(0).to_numpy()
+        if not (lines == range(seen + 1, seen + 1 + len(lines))).all():
+            raise SystemExit(f"error: {output}: the line column is not 1..{count} in order")
+        seen += len(lines)
         first_f1.extend(batch.column(1).to_pylist()[: max(0, 300 - len(first_f1))])
     if seen != count:
         raise SystemExit(f"error: {output} has {seen} rows, not {count}")
