@@ -114,12 +114,13 @@ def read_files(args: argparse.Namespace, texts: Sequence[str]) -> list[str]:
 _PLACE = re.compile(r"(candidates|references)\[(\d+)\](?:\[(\d+)\])?")
 
 
-def name_lines(note: str, first_index: int, args: argparse.Namespace) -> str:
-    """A scorer note about one chunk, with its places named as input lines: `candidates[3]` of a
-    chunk starting at row 2048 becomes `line 2052 of cands.txt`."""
+def name_lines(note: str, rows_before: int, args: argparse.Namespace) -> str:
+    """A scorer note about one chunk, with its places (Python's indices in the chunk, from 0) named as
+    input lines (from 1, as every output names rows): `candidates[3]` of a chunk after 2048 rows
+    becomes `line 2052 of cands.txt`."""
 
     def line(match: re.Match[str]) -> str:
-        row = first_index + int(match.group(2)) + 1
+        row = rows_before + int(match.group(2)) + 1
         if args.input:
             return f"row {row} of {args.input}" + (f" (reference {int(match.group(3)) + 1})"
                                                    if match.group(1) == "references" and match.group(3) else "")

@@ -255,11 +255,11 @@ def _skip_done(args: argparse.Namespace, pairs: Iterator[tuple[str, list[str]]],
     return skipped_refs
 
 
-def _show_notes(notes: list[str], first_index: int, args: argparse.Namespace, shown: set[str]) -> None:
+def _show_notes(notes: list[str], rows_before: int, args: argparse.Namespace, shown: set[str]) -> None:
     """A chunk's notes on stderr, their places named as input lines: beside the rows, never inside
     them, and above the bar, never through it; a run is one call, so each note is said once."""
     for note in notes:
-        line = f"bertscore: note: {name_lines(note, first_index, args)}"
+        line = f"bertscore: note: {name_lines(note, rows_before, args)}"
         if line not in shown:
             shown.add(line)
             tqdm.write(line, file=sys.stderr)
