@@ -195,18 +195,20 @@ def _run_on_a_terminal(argv: list[str], cwd: Path, columns: int = 100) -> tuple[
 
 
 @pytest.mark.slow
-def test_rows_and_the_bar_never_share_a_line_of_the_terminal(tmp_path) -> None:
-    """2,000 pairs in chunks of 500, rows and the bar on one terminal, replayed through a terminal
-    emulator (pyte): every row on a line of its own, numbered 1..2,000, and one bar, at 100%. Rows
-    written through the bar's line (the bar not cleared first) put a row's first characters after the
-    bar and the bar's redraw inside the rows; a bar redrawn after the last row shows twice."""
+@pytest.mark.parametrize("output", [[], ["-o", "/dev/stdout"]], ids=["stdout", "-o /dev/stdout"])
+def test_rows_and_the_bar_never_share_a_line_of_the_terminal(tmp_path, output) -> None:
+    """2,000 pairs in chunks of 500, rows and the bar on one terminal (stdout, or the terminal named
+    as -o), replayed through a terminal emulator (pyte): every row on a line of its own, numbered
+    1..2,000, and one bar, at 100%. Rows written through the bar's line (the bar not cleared first)
+    put a row's first characters after the bar and the bar's redraw inside the rows; a bar redrawn
+    after the last row shows twice."""
     pyte = pytest.importorskip("pyte")
     pairs = 2000
     words = "red blue green small big old new fast slow cat dog bird tree car house river".split()
     (tmp_path / "c.txt").write_text("".join(f"{words[i % 16]} {words[i * 7 % 16]} {i}\n" for i in range(pairs)))
     (tmp_path / "r.txt").write_text("".join(f"{words[i * 3 % 16]} {words[i % 16]} {i}\n" for i in range(pairs)))
     code, shown = _run_on_a_terminal([sys.executable, "-m", "bertscore", "-c", "c.txt", "-r", "r.txt",
-                                      "--model", EMBEDDED_MODEL_NAME, "-l", "1", "--chunk-size", "500"], tmp_path)
+                                      "--model", EMBEDDED_MODEL_NAME, "-l", "1", "--chunk-size", "500", *output], tmp_path)
     screen = pyte.Screen(100, pairs + 50)  # taller than the output: nothing scrolls away
     pyte.ByteStream(screen).feed(shown)
     lines = [line.rstrip() for line in screen.display]

@@ -268,7 +268,7 @@ def _show_notes(notes: list[str], rows_before: int, args: argparse.Namespace, sh
 def _write_chunk(args: argparse.Namespace, out: Any, exact_values: Any, rows: list[Row]) -> None:
     """A chunk's rows into the output: a Parquet row group (or part), else lines flushed (and, for a
     resumable file, fsynced: rows must survive a kill). Rows for a terminal go above the progress
-    bar (`tqdm.write`), so that a row never lands on the bar's line."""
+    bar (as `tqdm.write` does), so that a row never lands on the bar's line."""
     if args.format == "parquet":  # a row group per chunk
         out.write_rows(rows)
         return
@@ -277,13 +277,22 @@ def _write_chunk(args: argparse.Namespace, out: Any, exact_values: Any, rows: li
         exact_values.flush()
         os.fsync(exact_values.fileno())
     text = "".join(format_row(row, args.format) for row in rows)
-    if out is sys.stdout and args.progress:
-        tqdm.write(text, file=out, end="")
+    if args.progress and _terminal(out) and _terminal(sys.stderr):  # the bar's terminal: rows above the bar
+        with tqdm.external_write_mode(file=sys.stdout):  # clears the bar, redraws it after the rows
+            out.write(text)
+            out.flush()
     else:
         out.write(text)
     out.flush()
     if args.output_plan.resume:
         os.fsync(out.fileno())
+
+
+def _terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
 
 
 def _write_summary(args: argparse.Namespace, scorer, summary: Summary, collected: list[Row], out: Any) -> None:
