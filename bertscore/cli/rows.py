@@ -151,8 +151,8 @@ def _recover_parquet(path: Path, numbering: Numbering) -> list[Row]:
         if not path.exists():
             return []
         folder.mkdir(exist_ok=True)
-        with open(path, "rb") as source, open_output(folder / _part_name(numbering.first), replaces_meta=False,
-                                                      binary=True) as copy:
+        first_part = folder / _part_name(numbering.first)
+        with open(path, "rb") as source, open_output(first_part, replaces_meta=False, binary=True) as copy:
             shutil.copyfileobj(source, copy)
     for stray in folder.iterdir():  # a temporary file of a part being written when the run was killed
         if not stray.name.startswith("part-"):
