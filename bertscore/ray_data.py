@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .idf import TokenWeights
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("bertscore.ray_data")  # so named under python -m too (__name__: "__main__")
 
 INSTALL_HINT = "pip install 'bertscore[ray]' (Ray Data: ray[data])"
 SOURCE = "the Ray dataset"
@@ -69,15 +69,63 @@ DEFAULT_BATCH_SIZE = 2048
 # the column `grouped_by_references` adds (a 64-bit hash of the row's references) and `ScoreBatches` drops
 GROUP_KEY = "__bertscore_references_hash"
 DOCUMENTS = -1  # the token id under which a batch of the idf pass reports how many documents it counted
+# the logger of Ray's notice "Token authentication is enabled for this Ray cluster" (a local Ray's default)
+AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
-def _ray() -> Any:
+def _import_ray() -> Any:
     try:
         import ray
         import ray.data  # noqa: F401
     except ImportError:
         raise InputError(f"the Ray Data door needs ray: {INSTALL_HINT}") from None
     return ray
+
+
+def _ray() -> Any:
+    """`ray`, connected: to the cluster the process is connected to, or the one Ray finds (RAY_ADDRESS, as
+    `ray job submit` sets it, or `ray start` on this machine), with their settings; else a local one the door
+    starts quietly (`start_local`)."""
+    ray = _import_ray()
+    if not ray.is_initialized():
+        if _finds_a_cluster():
+            ray.init()
+        else:
+            start_local()
+    return ray
+
+
+def _finds_a_cluster() -> bool:
+    """Whether `ray.init()` would connect to a running cluster rather than start one (as Ray decides it; when
+    that cannot be told, True: the door then changes nothing)."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(None) is not None
+    except Exception:  # Ray's own check moved or failed: leave the decision and the settings to Ray
+        return True
+
+
+def start_local(**init_options: Any) -> None:
+    """Start a local Ray that shows the user's results, warnings and errors, not Ray's start-up notes: the
+    driver's "ray" logger at WARNING (`ray.init(logging_level=...)`), the notice that token authentication is
+    on left out (it stays on, as Ray sets it), and Ray Data's console at WARNING (its plan, its progress
+    logged line by line where stdout is not a terminal, and its "finished" lines stay in the session's log
+    files). `init_options` go to `ray.init`. Only for a Ray the door starts: a cluster the process connects
+    to keeps its settings (`score_table` and the others call this when the process has no Ray and finds none;
+    call it first to size the local Ray, e.g. `start_local(num_cpus=4)`)."""
+    ray = _import_ray()
+    auth = logging.getLogger(AUTH_LOGGER)
+    level = auth.level
+    auth.setLevel(logging.ERROR)
+    try:
+        ray.init(**{"logging_level": logging.WARNING, "include_dashboard": False, **init_options})
+    finally:
+        auth.setLevel(level)
+    if os.environ.get("RAY_DATA_LOGGING_CONFIG") is None:  # else the user's Ray Data logging config serves
+        for handler in logging.getLogger("ray.data").handlers:
+            if handler.name == "console":
+                handler.setLevel(logging.WARNING)
 
 
 def in_batches(dataset: Any, batch_size: int) -> Any:
@@ -357,7 +405,7 @@ def score_table(input: str | os.PathLike[str] | Sequence[str], output: str | os.
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m bertscore.ray_data INPUT OUTPUT [...]`: `score_table` on the cluster `ray.init()` finds
-    (`ray job submit -- python -m bertscore.ray_data ...`)."""
+    (`ray job submit -- python -m bertscore.ray_data ...`), or with none on a local Ray (`start_local`)."""
     parser = argparse.ArgumentParser(prog="python -m bertscore.ray_data", description=main.__doc__)
     parser.add_argument("input", nargs="+", help="Parquet files or folders, or JSON Lines files")
     parser.add_argument("output", help="the folder the scored Parquet files are written in (new or empty)")
@@ -380,9 +428,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     options = {key: getattr(args, key) for key in ("model_type", "num_layers", "lang", "rescale_with_baseline")
                if getattr(args, key) not in (None, False)}
-    ray = _ray()
-    if not ray.is_initialized():
-        ray.init()
     score_table(args.input, args.output, options, format=args.format, idf=args.idf,
                 candidate_column=args.candidate_column, reference_columns=args.reference_columns,
                 id_column=args.id_column, actors=args.actors, num_gpus=args.num_gpus,
@@ -392,4 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # the command's own lines on stderr ("bertscore: scores written to ..."), as the bertscore command shows them
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("bertscore: %(message)s"))
+    logging.getLogger("bertscore").addHandler(_handler)
+    logging.getLogger("bertscore").setLevel(logging.INFO)
     raise SystemExit(main())

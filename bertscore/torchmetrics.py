@@ -10,7 +10,8 @@
 The numbers are `bertscore.score`'s (the official definition): the scorer comes from a shared
 `ScorerPool`, so metrics on one model share its encoder and embedding cache, and every option is
 checked exactly as `BERTScorer` checks it. The constructor has torchmetrics' BERTScore signature
-(its positional order and defaults), plus ours as keywords (`reduction`, `long_texts`, `dtype`, ...).
+(its positional order and defaults), plus ours as keywords (`reduction`, `long_texts`, `dtype`, ...);
+`bertscore.metric_arguments` reads them.
 
 What is kept between `update()` and `compute()` (torchmetrics' "cat" states, gathered by its own
 sync on any backend; never an epoch of embeddings; helpers in `bertscore.metric_states`):
@@ -26,9 +27,7 @@ sync on any backend; never an epoch of embeddings; helpers in `bertscore.metric_
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import warnings
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -49,32 +48,24 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
 from .devices import resolve_device
 from .distributed import local_device, rank, score_distributed, world_size
 from .inputs import InputError
+from .metric_arguments import check_arguments, shortened
 from .metric_dtypes import FloatScores
 from .metric_states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
                             kept_pairs, named_by_pairs, pair_digests, pair_labels, split_groups)
 from .notes import Site, Spelling, caller_site, noted_at, spelled
 from .pool import ScorerPool
 from .scorer import BERTScorer
-from .settings import check_size, resolve_model_type
+from .settings import resolve_model_type
 from .sources import embedded_model_hint
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
 PAIR_STATES = ("indexes", "pair_digests", "pair_ranks")
-REDUCTIONS = ("none", "mean")
 TORCHMETRICS = Spelling("torchmetrics", candidates="preds", references="target")
 
 # One pool for every metric in the process: metrics on one model (a train and a val metric, or a
 # clone per dataloader) share its encoder and embedding cache.
 _SHARED_POOL = ScorerPool(max_models=2)
-
-# torchmetrics' BERTScore arguments that have no counterpart here, and what to use instead.
-_NOT_HERE = {
-    "model": "pass model_name_or_path= (a hub id or a local folder) instead of a loaded model",
-    "user_tokenizer": "the model's own tokenizer is used (pass model_name_or_path= a folder holding both)",
-    "user_forward_fn": "the encoder's hidden states are read as the official package reads them",
-    "baseline_url": "download the file and pass baseline_path=",
-}
 
 
 class _Machinery:
@@ -191,9 +182,9 @@ class BERTScore(FloatScores, _Machinery, Metric):
         cache_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
-        _check_arguments(dict(model=model, user_tokenizer=user_tokenizer, user_forward_fn=user_forward_fn,
-                              baseline_url=baseline_url), verbose, return_hash, reduction, truncation, long_texts,
-                         max_length, num_threads)
+        check_arguments(dict(model=model, user_tokenizer=user_tokenizer, user_forward_fn=user_forward_fn,
+                             baseline_url=baseline_url), verbose, return_hash, reduction, truncation, long_texts,
+                        max_length, num_threads)
         super().__init__(**kwargs)
         self.embedding_device, self.reduction = device, reduction
         self.verbose, self.return_hash, self.num_threads, self.truncation = verbose, return_hash, num_threads, truncation
@@ -395,54 +386,6 @@ class BERTScoreF1(_OneOutput):
     """BERTScore F1, the corpus mean (a scalar): `self.log("val_bertscore_f1", metric)`."""
 
     output = "f1"
-
-
-def _check_arguments(not_here: dict[str, Any], verbose: Any, return_hash: Any, reduction: Any, truncation: Any,
-                     long_texts: Any, max_length: Any, num_threads: Any) -> None:
-    """BERTScore's own arguments checked (the scorer checks the rest), each error naming what to pass."""
-    for name, instead in _NOT_HERE.items():
-        if not_here[name] is not None:
-            raise InputError(f"BERTScore({name}=...) is an option of torchmetrics' own BERTScore, "
-                             f"not of this one: {instead}")
-    for name, value in (("verbose", verbose), ("return_hash", return_hash)):
-        if not isinstance(value, bool):
-            raise InputError(f"{name} must be True or False, got {value!r}")
-    if reduction not in REDUCTIONS:
-        raise InputError(f"reduction must be one of {REDUCTIONS} ('none': a score per candidate; 'mean': "
-                         f"the corpus means, for logging), got {reduction!r}")
-    if reduction == "mean" and return_hash:
-        raise InputError("return_hash=True adds a string, which Lightning cannot log: with reduction='mean' "
-                         "read the hash from metric.hash")
-    if truncation is not None and not isinstance(truncation, bool):
-        raise InputError(f"truncation must be True or False, got {truncation!r}")
-    if truncation and long_texts != "truncate":
-        raise InputError(f"truncation=True cuts texts at max_length, long_texts={long_texts!r} reads them "
-                         "whole: pass one of the two")
-    check_size(max_length, "max_length", "None: the model's own limit")
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                    or num_threads < 0):
-        raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
-
-
-def shortened(scorer: BERTScorer, max_length: int | None, settings: dict[str, Any]) -> BERTScorer:
-    """`scorer`, or with a max_length under its model's limit a scorer on a shortened view of its encoder
-    (same weights and embedding cache; the cache key and the hash carry the length)."""
-    model = scorer.model
-    if max_length is None or max_length == model.max_length:
-        return scorer
-    if max_length > model.max_length:
-        warnings.warn(f"max_length={max_length} is past {scorer.model_type}'s limit of {model.max_length} tokens: "
-                      f"texts are cut at {model.max_length} (long_texts='window' reads them whole)", stacklevel=5)
-        return scorer
-    if settings["long_texts"] != "truncate":
-        raise InputError(f"max_length={max_length} cuts texts, long_texts={settings['long_texts']!r} reads them "
-                         "whole: pass one of the two")
-    if max_length <= model.num_special_tokens:
-        raise InputError(f"max_length={max_length} leaves no room for a text: {scorer.model_type} adds "
-                         f"{model.num_special_tokens} special tokens to each; pass more")
-    options = {k: v for k, v in settings.items() if k != "cache_bytes"}
-    return BERTScorer(**{**options, "model_type": scorer.model_type, "device": scorer.device, "dtype": scorer.dtype},
-                      loaded_model=dataclasses.replace(model, max_length=max_length), cache=scorer.cache)
 
 
 def _means(value: Any) -> Any:

@@ -2,17 +2,21 @@
 Parquet to Parquet gives one process's `score()` row by row (multi-reference rows, idf counted by a
 Ray group-by, 2 actors, the hash), an actor killed mid-run is restarted and every row comes back
 exactly once, bad cells are errors naming the row's id, an empty text scores 0, `group_references`
-scores each reference's rows in one batch (through the API and `python -m bertscore.ray_data`).
+scores each reference's rows in one batch (through the API and `python -m bertscore.ray_data`), and with no
+Ray running the docs' example and the command start a local one that prints their results, not Ray's notes.
 
 Runs in `make test-ray` (which installs the `[ray]` extra and sets BERTSCORE_RAY_TESTS=1: a few minutes on
 2 cores, Ray's own processes included); a plain pytest run (`make test`) skips it, saying so."""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 import torch
@@ -28,6 +32,9 @@ from bertscore import ray_data  # noqa: E402
 from bertscore.inputs import InputError  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.tables import TableError  # noqa: E402
+from test_docs import SHOWN_OUTPUT, blocks_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OPTIONS = dict(model_type=EMBEDDED_MODEL_NAME, num_layers=4, device="cpu")
 KILL_MARKER = "BERTSCORE_TEST_KILL_MARKER"
@@ -60,6 +67,70 @@ class WithCall(ray_data.ScoreBatches):
     def __call__(self, batch):
         out = super().__call__(batch)
         return out.append_column("call", pa.array([uuid.uuid4().hex] * out.num_rows, pa.string()))
+
+
+# Ray's caution, printed once by the driver when its first actor pool starts: Ray Data creates every pool
+# actor with its settings and function as object-store arguments, and its actors restart (max_restarts=-1)
+RESTART_CAUTION = re.compile(r"core_worker\.cc:\d+: Actor with class name: 'MapWorker\(MapBatches\((CountDocuments|"
+                             r"ScoreBatches)\)\)' and ID: '\w+' has constructor arguments in the object store and "
+                             r"max_restarts > 0\.")
+# a line logged at WARNING or above: Python's logging as Ray formats it, or Ray's C++ log ("[date time E pid tid]")
+LEVELLED = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|\[[\d-]+ [\d:,.]+ [WEF] \d+ \d+\]")
+# a line a Ray worker printed, forwarded to the driver: "(MapWorker(MapBatches(ScoreBatches)) pid=123) ..."
+FORWARDED = re.compile(r"^(?:\x1b\[\d+m)?\((?P<worker>.*?) pid=\d+(?:, ip=[\d.]+)?\)")
+DOORS_ACTORS = ("MapWorker(MapBatches(ScoreBatches))", "MapWorker(MapBatches(CountDocuments))")
+
+
+def ray_example():
+    """The Ray Data block of docs/scaling-out.md and the output the page shows for it."""
+    (block,) = [b for b in blocks_of(ROOT / "docs" / "scaling-out.md")
+                if b.text.startswith("# needs the ray extra") and "score_table" in b.text]
+    return block.text, SHOWN_OUTPUT[block.id]
+
+
+def chatter(stderr: str) -> tuple[list[str], list[str], list[str]]:
+    """The driver's stderr lines but Ray's restart caution, those of them at WARNING or above, and the lines
+    the door's actors printed. (Lines of Ray's own task workers, forwarded too, are Ray's: its hash
+    aggregation's workers have been seen to abort on exit, after their work, with a C++ stack.)"""
+    lines = [line for line in stderr.splitlines() if line.strip() and not RESTART_CAUTION.search(line)]
+    forwarded = [(match.group("worker"), line) for line in lines if (match := FORWARDED.match(line))]
+    own = [line for line in lines if not FORWARDED.match(line)]
+    return own, [line for line in own if LEVELLED.search(line)], [line for worker, line in forwarded
+                                                                   if worker in DOORS_ACTORS]
+
+
+def test_the_docs_example_prints_its_results_and_not_rays_start_up_chatter(tmp_path) -> None:
+    """With no Ray running, the door starts a local one quietly: the page's example prints its two rows (its
+    shown output) and, on stderr, nothing at WARNING or ERROR level but Ray's restart caution, which the page
+    explains. Fails when the door leaves Ray's start-up notes on (a token-authentication WARNING, "Started a
+    local Ray instance", Ray Data's plan and progress logged line by line: 82 lines for 2 rows)."""
+    text, shown = ray_example()
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-c", text], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.rstrip() == shown.rstrip()
+    lines, levelled, actors = chatter(done.stderr)
+    assert levelled == [] and len(lines) <= 2 and actors == [], done.stderr
+
+
+def test_the_command_prints_where_it_wrote_and_not_rays_start_up_chatter(tmp_path) -> None:
+    """`python -m bertscore.ray_data` with no Ray running: its one line, the rows written, and on stderr no
+    line at WARNING or ERROR level but Ray's restart caution, while the note an actor gives (an empty text
+    scores 0) still reaches the user: the door quiets Ray, not the scorers."""
+    pq.write_table(pa.table({"candidate": ["the cat sat", ""], "reference": ["a cat sat", "hello world"]}),
+                   tmp_path / "pairs.parquet")
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-m", "bertscore.ray_data", str(tmp_path / "pairs.parquet"),
+                           str(tmp_path / "out"), "-m", EMBEDDED_MODEL_NAME, "--num-cpus", "0.5"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert pq.read_table(tmp_path / "out").num_rows == 2
+    lines, levelled, actors = chatter(done.stderr)
+    assert levelled == [] and lines == [f"bertscore: scores written to {tmp_path / 'out'}"], done.stderr
+    assert any("empty" in line for line in actors), done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +203,19 @@ def test_a_killed_actor_is_restarted_and_every_row_comes_back_once(cluster, corp
     ids, values, _ = scored(tmp_path / "out")
     assert sorted(ids) == list(range(ROWS))
     assert (values - expected[ids]).abs().max() <= 1e-6
+
+
+def test_a_ray_the_process_started_keeps_its_logging_settings(cluster, corpus) -> None:
+    """The door quiets only a Ray it starts: on the one this module started (ray.init), the driver's "ray"
+    logger and Ray Data's console keep Ray's levels (INFO) when the door reads a table."""
+    console = [handler for handler in logging.getLogger("ray.data").handlers if handler.name == "console"]
+
+    def levels():
+        return logging.getLogger("ray").level, [handler.level for handler in console]
+
+    before = levels()
+    ray_data.read_table(corpus[0])
+    assert levels() == before == (logging.INFO, [logging.INFO])
 
 
 @pytest.fixture(scope="module")
