@@ -1,5 +1,5 @@
-"""The Space app as a person reads it, in a real headless Chromium (Python playwright, system
-/usr/bin/chromium) against a real Gradio server: the text on screen, where the scores sit in the
+"""The Space app as a person reads it, in a real headless Chromium (Python playwright, the
+machine's chromium, chromium-browser or google-chrome, else playwright's own) against a real Gradio server: the text on screen, where the scores sit in the
 viewport, the page and `/compute` agreeing, messages in the page's own terms.
 
 One server and one browser serve every test of the module. A screenshot of each tab (and of the
@@ -24,7 +24,28 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-CHROMIUM = "/usr/bin/chromium"
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_browser() -> str | None:
+    """A Chromium-family browser: the first of BROWSER_NAMES on PATH (Debian's is chromium, Ubuntu's
+    chromium-browser), else the one `playwright install chromium` downloaded; None when there is none."""
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    try:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            bundled = playwright.chromium.executable_path
+    except Exception:  # no playwright, or its driver cannot start: no bundled browser either
+        return None
+    return bundled if os.path.exists(bundled) else None
+
+
+CHROMIUM = find_browser()
+LOOKED_FOR = f"{', '.join(BROWSER_NAMES)} on PATH, or playwright's own chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -37,7 +58,8 @@ if os.environ.get("BERTSCORE_SKIP_BROWSER", "") not in ("", "0"):
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
+    pytest.mark.skipif(CHROMIUM is None, reason=f"no browser: looked for {LOOKED_FOR} (apt-get install -y chromium, "
+                       "or python -m playwright install chromium)"),
 ]
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
