@@ -16,7 +16,7 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-ray test-compat test-hub browser bench clean
+.PHONY: setup demo app test test-ray test-compat test-hub browser bench clean test-isa test-unprivileged
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,25 @@ browser:
 
 test: setup browser
 	$(BIN)/python -m pytest -q -n auto
+
+# The whole suite as a normal user runs it: as root (CI), after the set-up that needs root (make setup
+# browser: chromium and the fonts), `make test` again with every capability dropped (setpriv).
+UNPRIVILEGED := setpriv --bounding-set=-all --inh-caps=-all
+test-unprivileged: setup browser
+	@if [ "$$(id -u)" = 0 ]; then echo "test-unprivileged: make test with root's capabilities dropped ($(UNPRIVILEGED))"; \
+		$(UNPRIVILEGED) $(MAKE) test; else $(MAKE) test; fi
+
+# The exactness tests (bit for bit, parity with the official package) on AVX2 code paths whatever this
+# CPU: ATen's kernels, MKL and oneDNN capped at AVX2 (an AVX-512 Xeon then takes the paths of an AVX2-only
+# CPU such as an AMD EPYC's). The first line shows that torch honours the cap.
+ISA_CAPS := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+EXACTNESS_TESTS := $(addprefix tests/,test_bert_encoder.py test_parity.py test_families.py test_matching.py \
+	test_windows.py test_long_texts.py test_pipeline.py test_contract.py test_performance.py test_state.py \
+	test_scorer.py test_shared_models.py test_notes.py test_idf.py test_dropin_helpers.py test_guest_precision.py)
+test-isa: setup
+	$(ISA_CAPS) $(BIN)/python -c "import torch; c = torch.backends.cpu.get_cpu_capability(); \
+		print('ATen CPU capability:', c); assert c == 'AVX2', 'this CPU has no AVX2: ' + c"
+	$(ISA_CAPS) $(BIN)/python -m pytest -q -n auto -p no:cacheprovider $(EXACTNESS_TESTS)
 
 # The Ray Data door (bertscore/ray_data.py) on a local 2-CPU Ray cluster: the [ray] extra installed into
 # the venv, then its tests and its doc block (a few minutes). make test needs no ray: without

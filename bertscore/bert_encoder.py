@@ -6,7 +6,9 @@ distributed and compiler stacks, sympy, scipy), more than loading and running th
 transformers' `BertModel` op for op, so its hidden states are bit for bit transformers' (its
 default "sdpa" attention, in 4.x and 5.x): the same modules under the same names (its state dict
 is the checkpoint's; code that reaches for `encoder.layer` or `embeddings` finds them), the same
-output class. `supports` names the configs it implements; any other goes to transformers.
+output class. Its weights are the file's tensors where safetensors maps them, not copies, as
+transformers 5.x holds them: on AVX2 CPUs a one-row product (the pooler on one text) rounds by
+where its weight lies in memory, so the pooler output is bit for bit too. `supports` names the configs it implements; any other goes to transformers.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def load_bert(folder: str | Path, config: Any) -> "BertEncoder | None":
             weights[name].shape != tensor.shape or not weights[name].is_floating_point()
             for name, tensor in expected.items()):
         return None
-    model.load_state_dict(weights)
+    # assign: the module holds the file's tensors where safetensors maps them, as transformers 5 does,
+    # not copies: a one-row product (the pooler on one text) rounds by its weight's address on some CPUs
+    model.load_state_dict(weights, assign=True)
     return model.eval()
 
 

@@ -33,10 +33,13 @@ def rss_mib() -> float:
 
 
 def memory_round_trip(texts: tuple[list[str], list[str]]) -> dict:
-    """RSS with everything else released (imports, thread pools and allocator already warm from the
-    callers above), with a model loaded by `score()` (at another layer: surely a load of its own), and
-    after `release_models()`."""
+    """A model loaded by `score()` (at another layer: surely a load of its own), then `release_models()`:
+    whether the encoder and every storage of its tensors were freed (weak references: what the code
+    controls; what the C allocator then gives back to the OS differs between machines), the bytes of
+    those storages, and the RSS around it (reported, not asserted)."""
     import bert_score
+    from torch.multiprocessing.reductions import StorageWeakRef
+
     from bertscore.shared_models import SHARED_MODELS
 
     bert_score.release_models()
@@ -45,10 +48,17 @@ def memory_round_trip(texts: tuple[list[str], list[str]]) -> dict:
     bert_score.score(*texts, model_type=MODEL, num_layers=4)
     gc.collect()
     loaded = rss_mib()
-    encoder = weakref.ref(SHARED_MODELS._kept[SHARED_MODELS.kept[-1]].encoder)
+    model = SHARED_MODELS._kept[SHARED_MODELS.kept[-1]].encoder
+    encoder = weakref.ref(model)
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in [*model.parameters(), *model.buffers()]}
+    storage_refs = [StorageWeakRef(storage) for storage in storages.values()]
+    storage_mib = sum(storage.nbytes() for storage in storages.values()) / 2**20
+    del model, storages
     bert_score.release_models()
+    gc.collect()
     return {"before": before, "loaded": loaded, "released": rss_mib(), "encoder_freed": encoder() is None,
-            "loads": SHARED_MODELS.loads - loads}
+            "storages": len(storage_refs), "storage_mib": storage_mib,
+            "storages_freed": sum(ref.expired() for ref in storage_refs), "loads": SHARED_MODELS.loads - loads}
 
 
 def lm_eval_process_results(doc: dict, results: list[str]) -> dict:

@@ -1,6 +1,7 @@
 """The plain-torch BERT (bertscore/bert_encoder.py) against transformers' `BertModel`, and when the loader uses it.
 
-Bit for bit (torch.equal), every hidden state, padded or not, one text or several: the embedded
+Bit for bit (torch.equal), every hidden state and the pooler output, padded or not, one text or several
+(on any CPU: the weights lie at transformers' addresses modulo 64, see below): the embedded
 MiniLM and a tiny random BERT (tests/tiny_families.py), each loaded by transformers as the
 independent route. Any config or folder the module does not implement loads transformers' class,
 and the CLI's first score on the embedded model never imports transformers' model classes.
@@ -75,6 +76,15 @@ def test_the_state_dict_is_the_checkpoint_with_transformers_names(both_routes):
     _, theirs, ours, _ = both_routes
     expected, got = theirs.state_dict(), ours.state_dict()
     assert list(got) == list(expected) and all(torch.equal(got[name], expected[name]) for name in expected)
+
+
+def test_the_weights_lie_where_transformers_puts_them(both_routes):
+    """Fails when the loader copies the weights (load_state_dict without assign): on AVX2 CPUs a
+    one-row product (the pooler on one text) rounds by its weight's address modulo the vector width,
+    so a copy gives a pooler output a few ulps from transformers' there; this holds on any CPU."""
+    _, theirs, ours, _ = both_routes
+    expected, got = theirs.state_dict(), ours.state_dict()
+    assert {name: got[name].data_ptr() % 64 for name in got} == {name: t.data_ptr() % 64 for name, t in expected.items()}
 
 
 def _edited_copy(folder: Path, into: Path, **settings) -> Path:

@@ -1,6 +1,6 @@
 """datasets' `map` over a BERTScorer, through the real library: the fingerprint datasets gives the map
 function names the scoring settings and nothing else (stable across calls, scoring and processes;
-changed by a setting; no weights pickled, well under 0.1 s), a second map is served from datasets'
+changed by a setting; no weights pickled), a second map is served from datasets'
 cache, and streaming, num_proc=2, multi-reference list columns and idf from a reference column give
 the numbers `score()` gives for the same pairs."""
 
@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -58,11 +57,10 @@ def on_disk(tmp_path) -> datasets.Dataset:
 
 
 def test_fingerprint_is_the_settings_not_the_state(minilm_scorer) -> None:
+    """Fails when datasets' hash pickles the model or the embedding cache (slow, and a new fingerprint
+    after every scoring): bounded by the bytes pickled, which hashing time follows, not by a clock."""
     for function in (plain_closure(minilm_scorer), score_columns(minilm_scorer)):
-        started = time.perf_counter()
         before = Hasher.hash(function)
-        elapsed = time.perf_counter() - started
-        assert elapsed < 0.05, f"hashing the map function took {elapsed:.3f} s"
         assert len(dumps(function)) < 20_000  # settings only: no weights (MiniLM's are 90 MB), no cache
         function({"prediction": PREDICTIONS[:3], "reference": REFERENCES[:3]})  # fills the embedding cache
         assert len(minilm_scorer.cache) > 0

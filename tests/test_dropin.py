@@ -81,11 +81,13 @@ def assert_official(rows_p, rows_r, rows_f, theirs, label):
 
 @pytest.mark.slow
 def test_the_interpreter_imports_the_dropin_and_frees_its_models(harness):
+    """Fails when `release_models()` leaves the encoder, or any tensor of it (a cache, a closure, a
+    kept batch), reachable. Measured by weak references to the encoder and to every storage of its
+    parameters and buffers, not by RSS: what the C allocator returns to the OS differs between machines."""
     assert harness["file"].startswith(str(DROPIN)) and harness["version"] == IMPLEMENTATION_VERSION
     memory = harness["memory"]
-    grown = memory["loaded"] - memory["before"]
-    assert memory["loads"] == 1 and memory["encoder_freed"] and grown > 20, memory  # MiniLM: ~90 MB in fp32
-    assert memory["released"] - memory["before"] < 0.25 * grown, memory
+    assert memory["loads"] == 1 and memory["storage_mib"] > 20, memory  # MiniLM at 4 layers: ~60 MB in fp32
+    assert memory["encoder_freed"] and memory["storages_freed"] == memory["storages"] > 0, memory
     # 8 one-pair lm-eval calls, 8 SummEval examples and a batch, 3 computes and the command: one load.
     assert harness["loads"] == 1
 

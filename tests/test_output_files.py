@@ -4,8 +4,10 @@ replaced atomically, a device, FIFO or /dev/stdout is written in place and stays
 sidecar lands beside a non-regular output, a symlink writes its target, an input is never an
 output, and files get the mode a plain open() gives without the umask ever being changed.
 
-Device nodes are made with mknod in a temporary folder (the same numbers as /dev/null, 1:3, and
-/dev/full, 1:7); the real /dev is never touched.
+The devices are the machine's /dev/null and /dev/full, named through symlinks in a temporary folder
+(no mknod: a normal user runs these tests), so "nothing lands beside the output" is checked in that
+folder; a guard fails the test before anything would be created or replaced in /dev (a writer that
+took a device for a regular file would otherwise replace /dev/null where /dev is writable, as root).
 """
 
 from __future__ import annotations
@@ -36,25 +38,50 @@ MODEL = ["--model", EMBEDDED_MODEL_NAME, "--num-layers", "4", "--device", "cpu"]
 CORPUS = [f"sentence number {i} about {w}" for i, w in enumerate("cats dogs rain sun trees rivers cars books".split())]
 
 
-def _device(folder: Path, name: str, minor: int) -> Path:
-    """A character device with /dev/null's (minor 3) or /dev/full's (minor 7) numbers."""
+DEV = Path("/dev")
+
+
+def _device(folder: Path, name: str) -> Path:
+    """A symlink in `folder` to the machine's /dev/`name` (a character device any user may write)."""
+    device = DEV / name
+    if not stat.S_ISCHR(os.stat(device).st_mode):
+        pytest.fail(f"{device} is not a character device on this machine: these tests write to /dev/null and /dev/full")
     path = folder / name
-    try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
-    except PermissionError:
-        pytest.fail("these tests make device nodes with mknod, which needs root (CAP_MKNOD)")
+    path.symlink_to(device)
     return path
 
 
+def _in_dev(path: str | os.PathLike) -> bool:
+    return Path(os.path.realpath(path)).parent == DEV
+
+
 @pytest.fixture
-def devices(tmp_path) -> dict[str, Path]:
+def devices(tmp_path, monkeypatch) -> dict[str, Path]:
+    """/dev/null and /dev/full through symlinks in a folder of their own; creating or replacing a
+    file in /dev (a temporary file beside the device, a rename over it) fails the test instead."""
+    real_open, real_replace, real_rename = os.open, os.replace, os.rename
+
+    def guarded_open(path, flags, *args, **kwargs):
+        assert not (flags & os.O_CREAT and _in_dev(path)), f"the writer created {path} in /dev"
+        return real_open(path, flags, *args, **kwargs)
+
+    def guarded(real):
+        def move(src, dst, *args, **kwargs):
+            assert not _in_dev(dst), f"the writer replaced {dst} in /dev"
+            return real(src, dst, *args, **kwargs)
+        return move
+
+    monkeypatch.setattr(os, "open", guarded_open)
+    monkeypatch.setattr(os, "replace", guarded(real_replace))
+    monkeypatch.setattr(os, "rename", guarded(real_rename))
     folder = tmp_path / "devices"
     folder.mkdir()
-    return {"null": _device(folder, "null", 3), "full": _device(folder, "full", 7)}
+    return {"null": _device(folder, "null"), "full": _device(folder, "full")}
 
 
 def _is_device(path: Path) -> bool:
-    return stat.S_ISCHR(os.lstat(path).st_mode)
+    """Still the fixture's symlink, still to a character device: neither replaced nor written over."""
+    return path.is_symlink() and stat.S_ISCHR(os.stat(path).st_mode)
 
 
 def _names(folder: Path) -> set[str]:

@@ -165,7 +165,8 @@ def _arrow_peak(path: Path) -> tuple[int, int]:
 
 def test_parquet_is_streamed_a_batch_at_a_time(tmp_path: Path) -> None:
     """Arrow's own allocations (not seen by tracemalloc) do not grow with the file, even when one
-    row group holds the whole file (a reader that buffers whole column chunks grows with it)."""
+    row group holds the whole file. Fails when the reader buffers whole column chunks (it grows with
+    the file); a ratio of two sizes within the run, not a byte bound."""
     sizes = {"warm-up": 1_000, "small": 25_000, "large": 400_000}
     peaks = {}
     for name, count in sizes.items():
@@ -176,4 +177,5 @@ def test_parquet_is_streamed_a_batch_at_a_time(tmp_path: Path) -> None:
         seen, peaks[name] = _arrow_peak(path)
         assert seen == count
     assert (tmp_path / "large.parquet").stat().st_size > 7_000_000  # 16 times the small file
-    assert peaks["large"] < peaks["small"] + 3_000_000, peaks  # buffering chunks: +7 MB
+    # measured: large 1.3 times small; a reader buffering whole column chunks adds about 7 MB (over 2 times)
+    assert peaks["large"] < 1.6 * peaks["small"], peaks
