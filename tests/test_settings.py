@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import numpy as np
 import pytest
 import torch
 from bert_score.utils import lang2model
@@ -17,9 +18,14 @@ from bertscore.settings import (
 from bertscore.windows import WindowSettingError
 
 
-@pytest.mark.parametrize("value", [1, 7, 2**20])
+@pytest.mark.parametrize("value", [1, 7, 2**20, np.int64(1), np.int32(64)])
 def test_check_size_takes_whole_numbers_from_one(value):
-    check_size(value, "batch_size")
+    """1 and up pass, numpy's integers too (a size read from an array): fails if the bound is off by one
+    (`value <= 1` refusing 1) or numpy's integers are refused; 0 beside it is refused, so a check that
+    lets everything through fails too."""
+    assert check_size(value, "batch_size") is None
+    with pytest.raises(InputError, match=r"batch_size must be a whole number >= 1, got (np\.int\d+\()?0\)?$"):
+        check_size(value - value, "batch_size")
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, True, "8", None])
