@@ -123,3 +123,18 @@ def test_the_tolerances_order_the_dtypes_by_their_rounding() -> None:
     assert CONTENT_TOLERANCE < ALONE_TOLERANCE["float32"] < 2e-3
     assert ALONE_TOLERANCE["float32"] < ALONE_TOLERANCE["float16"] < ALONE_TOLERANCE["bfloat16"]
     assert PROBE_PADDING > 4  # beyond a convolution's reach of 4 on each side (ConvBERT)
+
+
+def test_the_probe_runs_on_the_model_s_device() -> None:
+    """Every row goes to the encoder on the device asked for (meta here: a stand-in for an accelerator),
+    through padding_is_safe too: fails if the rows are built on the CPU whatever the model's device."""
+    devices = []
+
+    def on_device(input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        devices.append((input_ids.device.type, mask.device.type, input_ids.dtype))
+        return TABLE[torch.zeros(input_ids.shape, dtype=torch.long)]  # the states on the CPU: readable
+
+    meta = torch.device("meta")
+    assert padding_probe(on_device, [5, 6], 0, 512, meta) == {"alone": 0.0, "content": 0.0}
+    assert padding_is_safe("m", "float32", on_device, [5, 6], 0, 512, meta)
+    assert devices == [("meta", "meta", torch.long)] * 6

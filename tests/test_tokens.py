@@ -64,3 +64,13 @@ def test_a_head_is_the_stored_row_itself_when_it_fits() -> None:
     assert store.head("b", 3).tolist() == [1, 5, 6, 7, 2]
     assert [np.shares_memory(h, store.flat) for h in store.heads(["a", "b"], 3)] == [True, False]
     assert store.heads([], 3) == []
+
+
+def test_an_empty_store_holds_nothing() -> None:
+    """No texts: no ids, no lengths, no counts (int32 / int64 as a full store's): fails if an empty store
+    starts with a stray entry or another dtype."""
+    store = TokenStore([], lambda batch: [], [1], [2])
+    assert len(store) == 0 and store.flat.shape == (0,) and store.flat.dtype == np.int32
+    assert store.content_lengths.shape == (0,) and store.content_lengths.dtype == np.int64
+    assert store.offsets.tolist() == [0] and store.lengths.tolist() == [] and store.head_lengths(3) == {}
+    assert store.counts_of(0).tolist() == [] and store.weight_totals(np.ones(4)).tolist() == []
