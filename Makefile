@@ -128,7 +128,7 @@ bench: setup
 # [tool.mutmut] in pyproject.toml; no model loads), caching verdicts in mutants/ (git-ignored) so that a
 # rerun checks only what changed; then benchmarks/mutation.py writes the score per module to
 # benchmarks/results/mutation.{json,md} (tests/test_mutation_score.py checks it). Not part of make test:
-# the first full run takes about an hour on 2 cores.
+# a first full run takes hours on a loaded 2-core machine (docs/testing.md).
 MUTATION_CHILDREN ?= 2
 MUTATION_FLAGS ?= --update-results
 .PHONY: mutation

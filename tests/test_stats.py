@@ -573,6 +573,7 @@ def test_compare_systems_messages_in_full() -> None:
         (dict(baseline="X"), "baseline 'X' is not one of the systems ('a', 'b')"),
         (dict(confidence=1.5), "confidence must be between 0 and 1 (exclusive), e.g. 0.95; got 1.5"),
         (dict(seed=-1), "seed must be an integer >= 0 or None (fresh entropy); got -1"),
+        (dict(seed=-1, ci_resamples=0), "seed must be an integer >= 0 or None (fresh entropy); got -1"),
         (dict(ci_resamples=0), "ci_resamples must be an integer >= 1; got 0"),
         (dict(n_resamples=0), "n_resamples must be an integer >= 1; got 0"),
     ]
@@ -615,3 +616,27 @@ def test_a_confidence_given_as_a_fraction_is_labelled_by_its_value() -> None:
     every confidence is written with str() (Fraction(19, 20) is "19/20")."""
     assert stats.confidence_label(Fraction(19, 20)) == "95%"
     assert stats.confidence_label(np.float32(0.95)) == "95%" and stats.confidence_label(0.999) == "99.9%"
+
+
+# ----- the resampling engine's blocks and tie rule (written against mutmut's survivors of resampling.py) -----
+def test_blocks_hold_at_most_the_budget_and_one_row_when_a_row_is_larger(monkeypatch) -> None:
+    """With a budget of 16 draws, rows of 20 come one per block (never two: 40 draws) and selector
+    blocks hold one multiple of 32 rows: fails if a block's floor is more than one row (or one multiple)."""
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", 16)
+    assert [b.shape for b in resampling.index_blocks(20, 5, 0)] == [(1, 20)] * 5
+    assert [b.shape for b in resampling.selector_blocks(20, 70, 0)] == [(32, 20), (32, 20), (6, 20)]
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", 1 << 20)
+    assert [b.shape for b in resampling.index_blocks(20, 5, 0)] == [(5, 20)]
+
+
+def test_a_statistic_above_the_observed_by_more_than_rounding_counts() -> None:
+    """Scores on a 1e-3 scale, the observed statistic 5e-9 below the no-swap one: 5e-9 is far above
+    the tie band (1e-9 of the scale = 1e-12), so every selector row that swaps both segments or neither
+    exceeds; counted here straight from numpy's draws. Fails if the band is not relative to the scale
+    (1e-9 / scale = 7e-7 would swallow the 5e-9)."""
+    diffs = np.array([[1e-3, 2e-3]])
+    observed = np.array([1.5e-3 - 5e-9])
+    draws = np.random.default_rng(3).integers(2, size=(500, 2), dtype=bool)
+    expected = int(np.count_nonzero(draws[:, 0] == draws[:, 1]))
+    assert resampling.permutation_exceedances(diffs, observed, 500, 3).tolist() == [expected]
+    assert 0 < expected < 500
