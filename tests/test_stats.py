@@ -640,3 +640,47 @@ def test_a_statistic_above_the_observed_by_more_than_rounding_counts() -> None:
     expected = int(np.count_nonzero(draws[:, 0] == draws[:, 1]))
     assert resampling.permutation_exceedances(diffs, observed, 500, 3).tolist() == [expected]
     assert 0 < expected < 500
+
+
+def test_notes_and_refusals_of_the_scores_in_full() -> None:
+    """The cautions and the refusals of bad scores written out in full (counts worked by hand): fails
+    if a note or a message loses a number or the advice it gives."""
+    assert stats.few_segments_note(3, "interval") == (
+        "only 3 segments: a bootstrap interval from so few is too narrow, covering the mean less often than its "
+        "confidence says (resampling 3 scores gives at most 10 distinct means); score more segments")
+    assert stats.few_segments_note(3) == (
+        "only 3 segments: a paired test has at most 2^3 = 8 distinct outcomes here, so its p-value is not "
+        "meaningful (the exact two-sided p of a consistent difference is at least 0.25); compare systems on "
+        "more segments")
+    assert stats.few_segments_note(11) is not None and stats.few_segments_note(12, "interval") is None
+    assert stats.few_resamples_note(500, "both") == (
+        "only 500 resamples: fewer than 1,000 make intervals and p-values rough, moving with the seed; a p-value "
+        "cannot go below 1/(500 + 1) = 0.002; use 1,000 or more")
+    assert stats.few_resamples_note(1) == ("only 1 resample: fewer than 1,000 make a bootstrap interval rough, "
+                                           "moving with the seed (1 resample: an interval of zero width); use "
+                                           "1,000 or more")
+    assert stats.few_resamples_note(1, "p-value") == (
+        "only 1 resample: fewer than 1,000 make a p-value rough, moving with the seed; a p-value cannot go below "
+        "1/(1 + 1) = 0.5; use 1,000 or more")
+    assert stats.few_resamples_note(999, "p-value") is not None and stats.few_resamples_note(1000, "both") is None
+    cases = [
+        (lambda: stats.few_segments_note(3, "pairs"), "statistic must be 'paired' or 'interval'; got 'pairs'"),
+        (lambda: stats.few_resamples_note(3, "x"),
+         "statistic must be one of 'interval', 'p-value', 'both'; got 'x'"),
+        (lambda: stats.bootstrap_ci(["a", "b"]), "scores must be numbers, one score per segment; got <U1 values"),
+        (lambda: stats.bootstrap_ci([0.1, None]),
+         "scores must be numbers, one score per segment; got object values (a None or a non-number among them?)"),
+        (lambda: stats.bootstrap_ci([[0.1, 0.2]]), "scores must be one score per segment (1-D); got shape (1, 2)"),
+        (lambda: stats.bootstrap_ci([0.1]), "scores has 1 segment(s); resampling needs at least 2"),
+        (lambda: stats.bootstrap_ci([np.nan] * 7 + [0.5]),
+         "scores has non-finite values at index 0 (nan), index 1 (nan), index 2 (nan), index 3 (nan), index 4 (nan)"
+         " and 2 more; fix or drop those segments"),
+        (lambda: stats.paired_permutation([0.1, 0.2, 0.3], [0.1, 0.2]),
+         "scores_a and scores_b must score the same segments; they have 3 and 2 scores"),
+        (lambda: stats.paired_permutation([0.1, 0.2], [np.inf, 0.2]),
+         "scores_b has non-finite values at index 0 (inf); fix or drop those segments"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == message
