@@ -222,3 +222,20 @@ def test_an_assembly_keeps_the_states_device() -> None:
         assembly.add(k, torch.empty(plan.window_lengths[k], 3, device="meta"))
     out = assembly.result()
     assert out.device.type == "meta" and out.shape == (plan.text_length, 3)
+
+
+def test_plan_refusals_and_the_stride_kept_in_full() -> None:
+    """Each refusal names the setting (leading / trailing specials, a window's shape); the plan keeps its
+    stride: fails if a message loses what it names or its arithmetic, or the stride is dropped."""
+    for lead, trail, message in ((1.5, 1, "number of leading special tokens must be an integer, got 1.5 (float)"),
+                                 (1, True, "number of trailing special tokens must be an integer, got True")):
+        with pytest.raises(TypeError) as error:
+            plan_windows(lead, 10, trail, 4)
+        assert str(error.value) == message
+    plan = plan_windows(2, 30, 1, 8, 3)
+    assert (plan.window_size, plan.stride) == (8, 3) and plan_windows(1, 30, 1, 8).stride == 4
+    assembly = WindowAssembly(plan)
+    with pytest.raises(ValueError) as error:
+        assembly.add(0, torch.zeros(5, 4))
+    assert str(error.value) == ("window 0: states of shape (5, 4), expected 11 positions on dim -2 (2 leading "
+                                "specials + 8 content tokens + 1 trailing specials)")
