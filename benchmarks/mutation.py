@@ -25,10 +25,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import add_output_options, output_folder, write_results  # noqa: E402
+from machine import RESULTS, add_output_options, output_folder, write_results  # noqa: E402
 
 MUTANTS = ROOT / "mutants"
-EQUIVALENT = ROOT / "benchmarks" / "results" / "mutation_equivalent.json"
+EQUIVALENT = RESULTS / "mutation_equivalent.json"  # the arguments, kept with the figures
 # mutmut's exit codes (mutmut.stats.status_by_exit_code), as the outcomes counted here
 KILLED_CODES = {1, 3, 36, 37, -24, 24, 152, 255, -11, -9}  # failed, pytest error, timeout, type check, crash
 SURVIVED_CODES = {0}
