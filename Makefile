@@ -142,5 +142,19 @@ bench: setup
 	$(BIN)/python benchmarks/speed.py $(BENCH_FLAGS)
 	$(BIN)/python benchmarks/memory.py $(BENCH_FLAGS)
 
+# Mutation testing of the core math (matching, idf, padding, windows, tokens, resampling, stats): mutmut 3
+# (the [mutation] extra) plants small bugs one at a time and runs the fast tests that reach each (settings:
+# [tool.mutmut] in pyproject.toml; no model loads), caching verdicts in mutants/ (git-ignored) so that a
+# rerun checks only what changed; then benchmarks/mutation.py writes the score per module to
+# benchmarks/results/mutation.{json,md} (tests/test_mutation_score.py checks it). Not part of make test:
+# a first full run takes hours on a loaded 2-core machine (docs/testing.md).
+MUTATION_CHILDREN ?= 2
+MUTATION_FLAGS ?= --update-results
+.PHONY: mutation
+mutation: setup
+	$(BIN)/pip install -e ".[mutation]" -c constraints.txt
+	$(BIN)/mutmut run --max-children $(MUTATION_CHILDREN)
+	$(BIN)/python benchmarks/mutation.py $(MUTATION_FLAGS)
+
 clean:
 	rm -rf $(VENV) $(VENV_TF4) build *.egg-info .pytest_cache

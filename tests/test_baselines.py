@@ -1,5 +1,7 @@
 """Packaged baselines and rescaling."""
 
+import csv
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,11 +25,22 @@ def test_packaged_tables_are_the_official_files_byte_for_byte():
 
 
 def test_roberta_large_row_values():
+    """Layer 17's P, R, F are the numbers on the LAYER=17 line of the official file (read here with csv,
+    from the official package where installed, else from the packaged copy): fails if the table is read
+    a row off (the header taken as layer 0, or the row after), with its columns shuffled or the LAYER
+    column kept, or rounded below float32."""
+    path = baseline_tables.packaged_baseline_path("roberta-large", "en")
+    official = importlib.util.find_spec("bert_score")
+    if official is not None and official.origin:
+        path = Path(official.origin).parent / "rescale_baseline" / "en" / "roberta-large.tsv"
+    with path.open(newline="") as handle:
+        lines = {int(line["LAYER"]): line for line in csv.DictReader(handle)}
     table = baseline_tables.load_baseline(baseline_tables.packaged_baseline_path("roberta-large", "en"))
-    assert table.shape == (25, 3)
-    row = baseline_tables.baseline_rows(table, 17, "x")
-    assert row.shape == (3,)
-    assert 0.5 < row[2].item() < 1.0
+    assert table.shape == (len(lines), 3) == (25, 3)
+    for layer in (0, 17, 24):
+        row = baseline_tables.baseline_rows(table, layer, "x")
+        expected = torch.tensor([float(lines[layer][column]) for column in "PRF"], dtype=torch.float32)
+        assert row.dtype == torch.float32 and torch.equal(row, expected), layer
 
 
 def test_single_language_model_needs_no_lang():

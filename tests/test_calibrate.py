@@ -82,14 +82,23 @@ def test_compute_baseline_equals_a_plain_loop(tiny_models, name):
 
 
 def test_existing_scorer_is_reused(tiny_models):
+    """A scorer passed in gives the plain loop's table (every layer, no idf) and the hash of a fresh
+    all-layers load: fails if the reused scorer's idf weights leak into the baseline, if only its own
+    layer is scored (a last-layer scorer's one row repeated), or if its encoder is loaded again."""
     model_dir = str(tiny_models["electra"])
-    expected = compute_baseline(CORPUS, model_type=model_dir, seed=3, device="cpu")
+    sentences = distinct(CORPUS)
+    order = np.random.default_rng(3).permutation(len(sentences))  # seed 3, half the 60 sentences: 30 pairs
+    expected_mean, expected_error = plain_loop_baseline(
+        tiny_models["electra"], [sentences[i] for i in order[:30]], [sentences[i] for i in order[30:60]])
+    fresh = compute_baseline(CORPUS, model_type=model_dir, seed=3, device="cpu")
     last_layer = BERTScorer(model_type=model_dir, num_layers=3, device="cpu", idf=True)  # idf is ignored
     assert all_layers_scorer(last_layer).model.encoder is last_layer.model.encoder
     every_layer = BERTScorer(model_type=model_dir, all_layers=True, device="cpu")
     for scorer in (last_layer, every_layer):
         table = compute_baseline(CORPUS, scorer=scorer, seed=3)
-        assert torch.equal(table.mean, expected.mean) and table.scorer_hash == expected.scorer_hash
+        np.testing.assert_allclose(table.mean.numpy(), expected_mean, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(table.standard_error.numpy(), expected_error, atol=1e-6, rtol=0)
+        assert table.num_pairs == 30 and table.scorer_hash == fresh.scorer_hash
     cut = BERTScorer(model_type=model_dir, num_layers=1, device="cpu")
     with pytest.raises(ValueError, match="cut at layer 1 of 3.*all_layers=True"):
         compute_baseline(CORPUS, scorer=cut)

@@ -38,19 +38,55 @@ def test_json_equals_the_python_api(minilm_scorer, capsys):
     assert out["mean"]["f1"] == pytest.approx(f.mean().item(), abs=1e-6)
 
 
-def test_jsonl_tsv_and_text_formats(tmp_path, capsys):
+def official_example_scores(minilm_dir, idf: bool) -> list[tuple[float, float, float]]:
+    """(P, R, F1) per line of examples/ by the official package at batch_size=1 (idf over the references)."""
+    bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
+    import oracle
+
+    cands, refs = _lines(CANDS), _lines(REFS)
+
+    def compute():
+        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=4, batch_size=1, device="cpu",
+                                       idf=idf, idf_sents=refs if idf else None)
+        return tuple(scorer.score(cands, refs))
+
+    p, r, f = oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
+                            {"cands": cands, "refs": refs, "layer": 4}, compute)
+    return list(zip(p.tolist(), r.tolist(), f.tolist()))
+
+
+def test_jsonl_tsv_and_text_formats(tmp_path, capsys, minilm_dir):
+    """Every format carries the official package's numbers for its row (jsonl with idf over the
+    references, tsv and text without), and the text's mean line their plain mean: fails if a format
+    writes rows out of order, a column under another's name (P and R swapped), the idf setting dropped,
+    or a mean of something else (the last batch, the F1 column as P)."""
+    plain, with_idf = official_example_scores(minilm_dir, False), official_example_scores(minilm_dir, True)
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--format", "jsonl", "--idf"]) == 0
     captured = capsys.readouterr()
     rows = [json.loads(line) for line in captured.out.splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3, 4]
+    for row, expected in zip(rows, with_idf):
+        assert [row["precision"], row["recall"], row["f1"]] == pytest.approx(expected, abs=1e-5)
     assert "_idf_" in captured.err and "mean over 4 pairs" in captured.err
     out = tmp_path / "scores.tsv"
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--format", "tsv", "-o", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert lines[0] == "line\tprecision\trecall\tf1" and len(lines) == 5
+    for i, (line, expected) in enumerate(zip(lines[1:], plain), start=1):
+        line_number, *values = line.split("\t")
+        assert int(line_number) == i and [float(v) for v in values] == pytest.approx(expected, abs=1e-5)
     assert main(["-c", CANDS, "-r", REFS, *MODEL]) == 0
-    text = capsys.readouterr().out
-    assert "F1=" in text and "hash: " in text
+    text = capsys.readouterr().out.splitlines()
+    number = r"(-?\d+\.\d{6})"
+    for i, expected in enumerate(plain, start=1):  # six decimals: 5e-7 of rounding beside the 1e-5 of parity
+        match = re.fullmatch(rf"{i}\tP={number}\tR={number}\tF1={number}", text[i - 1])
+        assert match, text[i - 1]
+        assert [float(v) for v in match.groups()] == pytest.approx(expected, abs=1e-5)
+    match = re.fullmatch(rf"mean over 4 pairs: P={number} R={number} F1={number}", text[4])
+    assert match, text[4]
+    means = [sum(column) / len(plain) for column in zip(*plain)]
+    assert [float(v) for v in match.groups()] == pytest.approx(means, abs=1e-5)
+    assert text[5].startswith("hash: ")
 
 
 def test_counts_are_singular_for_one(tmp_path, capsys):

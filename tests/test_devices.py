@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
@@ -203,16 +204,25 @@ def test_cuda_convolutions_are_exact_fp32_inside_the_pin_and_as_found_after():
 def test_the_reduced_precision_calibration_is_a_batch_where_native_and_a_quarter_where_emulated(monkeypatch, native,
                                                                                                  rows):
     """dtype="auto" decides on a batch-sized layer where the CPU has the instructions; where it emulates
-    them, the ratio only feeds the note, and a quarter of the rows costs a quarter of the time."""
+    them, the ratio only feeds the note, and a quarter of the rows costs a quarter of the time.
+
+    The clock is a fake one that each linear advances by a set time (float32 5, 2, 4, 3, 6; bfloat16
+    9, 7, 8, 12, 10), so the ratio is known whatever the machine: best of 5 over best of 5 = 7 / 2.
+    Fails if the ratio is inverted (float32 over bfloat16), takes the mean or the worst run, or times
+    only the first run."""
     from bertscore import devices
 
     shapes = []
     real_linear = torch.nn.functional.linear
+    durations = {torch.float32: [5.0, 2.0, 4.0, 3.0, 6.0], torch.bfloat16: [9.0, 7.0, 8.0, 12.0, 10.0]}
+    clock = [0.0]
 
     def recording_linear(x, w):
         shapes.append((tuple(x.shape), tuple(w.shape), x.dtype))
+        clock[0] += durations[x.dtype].pop(0)
         return real_linear(x, w)
 
+    monkeypatch.setattr(devices, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(devices, "cpu_has_native", lambda dtype: native)
     monkeypatch.setattr(torch.nn.functional, "linear", recording_linear)
     devices.cpu_slowdown.cache_clear()
@@ -220,7 +230,7 @@ def test_the_reduced_precision_calibration_is_a_batch_where_native_and_a_quarter
         ratio = devices.cpu_slowdown("bfloat16")
     finally:
         devices.cpu_slowdown.cache_clear()  # the next caller measures the real CPU again
-    assert ratio > 0
+    assert ratio == 7.0 / 2.0
     assert sorted(set(shapes), key=str) == sorted({((rows, 384), (1536, 384), torch.float32),
                                                    ((rows, 384), (1536, 384), torch.bfloat16)}, key=str)
     assert len(shapes) == 10  # best of 5, interleaved

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bertscore.matching import (
+    all_pairs_match,
     greedy_match,
     greedy_match_tiled,
     harmonic_mean,
@@ -307,3 +308,27 @@ def test_tiled_rejects_shapes_and_masks_that_do_not_fit():
         tiled_maxima(cand, ref, torch.ones(3, 5), None)
     with pytest.raises(ValueError, match="differ in leading dims or hidden size"):
         tiled_maxima(cand, torch.randn(2, 6, 4))
+
+
+@pytest.mark.parametrize("max_bytes", [1, 300, 1 << 20])
+@pytest.mark.parametrize("lengths_given", [False, True])
+def test_all_pairs_match_equals_the_plain_loop_for_every_pair(max_bytes, lengths_given):
+    """P, R, F of every candidate x reference pair, every layer, against loop_bertscore (plain Python):
+    texts of lengths 1..5 with uneven weights, blocks from one pair (max_bytes=1) to all at once, the
+    lengths read from the masks or given. Fails if a block is cut short of its longest text, a pair lands
+    in another's cell, a layer or a weight is mixed up, or the padding wins a max."""
+    generator = torch.Generator().manual_seed(5)
+    layers, cand_lengths, ref_lengths = 2, [3, 1, 5, 2], [4, 2, 1]
+    cands = [normalize(torch.rand(layers, n, 6, generator=generator)) for n in cand_lengths]
+    refs = [normalize(torch.rand(layers, n, 6, generator=generator)) for n in ref_lengths]
+    cand_w = [torch.rand(n, generator=generator) + 0.1 for n in cand_lengths]
+    ref_w = [torch.rand(n, generator=generator) + 0.1 for n in ref_lengths]
+    lengths = (cand_lengths, ref_lengths) if lengths_given else None
+    got = all_pairs_match(pad_sequences(cands, cand_w), pad_sequences(refs, ref_w), max_bytes=max_bytes,
+                          lengths=lengths)
+    assert got.shape == (4, 3, layers, 3) and got.dtype == torch.float32
+    for i, (c, cw) in enumerate(zip(cands, cand_w)):
+        for j, (r, rw) in enumerate(zip(refs, ref_w)):
+            for k in range(layers):
+                expected = loop_bertscore(c[k].tolist(), r[k].tolist(), cw.tolist(), rw.tolist())
+                assert got[i, j, k].tolist() == pytest.approx(expected, abs=1e-6), (i, j, k)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import numpy as np
 import pytest
 import torch
 from bert_score.utils import lang2model
@@ -17,9 +18,14 @@ from bertscore.settings import (
 from bertscore.windows import WindowSettingError
 
 
-@pytest.mark.parametrize("value", [1, 7, 2**20])
+@pytest.mark.parametrize("value", [1, 7, 2**20, np.int64(1), np.int32(64)])
 def test_check_size_takes_whole_numbers_from_one(value):
-    check_size(value, "batch_size")
+    """1 and up pass, numpy's integers too (a size read from an array): fails if the bound is off by one
+    (`value <= 1` refusing 1) or numpy's integers are refused; 0 beside it is refused, so a check that
+    lets everything through fails too."""
+    assert check_size(value, "batch_size") is None
+    with pytest.raises(InputError, match=r"batch_size must be a whole number >= 1, got (np\.int\d+\()?0\)?$"):
+        check_size(value - value, "batch_size")
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, True, "8", None])
@@ -80,13 +86,16 @@ def test_settings_are_frozen_and_with_idf_makes_new_ones(minilm_scorer):
 
 
 def test_a_weights_table_is_copied_and_named_by_its_content(minilm_scorer):
+    """The resolved weights are a copy, equal to the table as given: fails if any part of them is a view
+    of the caller's table (an edit after the fact would change the numbers under the same hash)."""
     model = minilm_scorer.model
     table = TokenWeights(torch.rand(model.vocab_size))
+    given = table.table.clone()
     mode, weights = resolve_idf(table, None, model, whole=False)
-    expected = hashlib.sha256(table.table.numpy().tobytes()).hexdigest()[:10]
+    expected = hashlib.sha256(given.numpy().tobytes()).hexdigest()[:10]
     assert mode == f"idf-weights:{expected}"
     table.table[:] = 0  # the caller's edit after the fact changes nothing resolved
-    assert float(weights.table.sum()) > 0
+    assert torch.equal(weights.table, given)
 
 
 @pytest.mark.parametrize("idf, message", [

@@ -530,3 +530,147 @@ def test_confidence_label_round_trips(thousandths_of_a_percent: int) -> None:
     assert label.endswith("%") and not label.startswith("100")
     assert Decimal(label[:-1]) / 100 == Decimal(repr(confidence))
     assert math.isclose(float(label[:-1]), confidence * 100)
+
+
+# ----- each rule of compare_systems, pinned (written against mutmut's survivors of bertscore/stats.py) -----
+def _row(p_value: float | None, identical: bool | None = False) -> stats.SystemComparison:
+    return stats.SystemComparison(name="b", is_baseline=False, mean=0.5, stderr=0.01, low=0.48, high=0.52,
+                                  difference=0.01, difference_low=0.0, difference_high=0.02, p_value=p_value,
+                                  identical=identical)
+
+
+def test_significant_means_p_strictly_below_the_level_5_percent_by_default() -> None:
+    """p = 0.05 is not significant at the default level, p just below it is: fails if the default level
+    or the strict `<` changes."""
+    assert not _row(0.05).significant() and _row(0.0499).significant()
+    assert _row(0.05).significant(0.0500001) and not _row(0.0499).significant(0.0499)
+    assert not _row(None).significant(1.0) and not _row(0.001, identical=True).significant()
+
+
+def test_compare_systems_defaults_are_seed_0_and_1000_interval_draws() -> None:
+    """The defaults written out give the same rows, another seed or draw count other intervals: fails if
+    a default changes."""
+    rows = stats.compare_systems(TWO)
+    assert rows == stats.compare_systems(TWO, "a", "permutation", 10000, 0.95, 0, 1000)
+    assert rows != stats.compare_systems(TWO, seed=1) and rows != stats.compare_systems(TWO, ci_resamples=1001)
+
+
+def test_compare_systems_messages_in_full() -> None:
+    """Each refusal written out in full: fails if a message loses what it names (the methods, the
+    systems, the bad setting) or a setting is not checked before the draws."""
+    cases = [
+        (dict(method="t-test"), "method must be one of 'permutation', 'bootstrap'; got 't-test'"),
+        (dict(baseline="X"), "baseline 'X' is not one of the systems ('a', 'b')"),
+        (dict(confidence=1.5), "confidence must be between 0 and 1 (exclusive), e.g. 0.95; got 1.5"),
+        (dict(seed=-1), "seed must be an integer >= 0 or None (fresh entropy); got -1"),
+        (dict(seed=-1, ci_resamples=0), "seed must be an integer >= 0 or None (fresh entropy); got -1"),
+        (dict(ci_resamples=0), "ci_resamples must be an integer >= 1; got 0"),
+        (dict(n_resamples=0), "n_resamples must be an integer >= 1; got 0"),
+    ]
+    for keywords, message in cases:
+        with pytest.raises(ValueError) as error:
+            stats.compare_systems(TWO, **keywords)
+        assert str(error.value) == message, keywords
+    with pytest.raises(ValueError) as error:
+        stats.compare_systems({})
+    assert str(error.value) == "systems must be a non-empty mapping: system name -> per-segment scores"
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_compare_systems_notes_name_the_statistic_they_weaken(method: str) -> None:
+    """A lone system on few segments gets the interval caution, two the paired one; bootstrap's few
+    draws weaken "intervals and p-values" at once, permutation's the p-value (and its interval draws the
+    interval): fails if a note names another statistic, or one is dropped."""
+    lone, _ = _notes_of(lambda notes: stats.compare_systems({"a": KIT[:5]}, method=method, notes=notes))
+    assert lone == [stats.few_segments_note(5, "interval")]
+    pair, _ = _notes_of(lambda notes: stats.compare_systems({"a": KIT[:5], "b": UEDIN[:5]}, method=method,
+                                                             n_resamples=500, notes=notes))
+    if method == "bootstrap":
+        assert pair == [stats.few_segments_note(5, "paired"), stats.few_resamples_note(500, "both")]
+    else:
+        assert pair == [stats.few_segments_note(5, "paired"), stats.few_resamples_note(500, "p-value")]
+
+
+def test_compare_systems_names_an_identical_pair_in_its_warning(caplog) -> None:
+    """The warning names the system and the baseline, for a copy only: fails if it is lost, or raised
+    for a system that differs (a sum in place of the difference)."""
+    with caplog.at_level(logging.WARNING, logger="bertscore.stats"):
+        stats.compare_systems({"base": KIT[:40], "copy": KIT[:40].copy(), "other": UEDIN[:40]}, ci_resamples=1000)
+    assert [r.getMessage() for r in caplog.records] == [
+        "compare_systems: 'copy' vs the baseline 'base': identical scores, so no difference to test; sacrebleu's "
+        "rule still gives p = 1/(n_resamples + 1) (nothing exceeds a zero difference): read it as 'no difference'"]
+
+
+def test_a_confidence_given_as_a_fraction_is_labelled_by_its_value() -> None:
+    """Any real number is read by its float's shortest decimal (numpy's floats by their own): fails if
+    every confidence is written with str() (Fraction(19, 20) is "19/20")."""
+    assert stats.confidence_label(Fraction(19, 20)) == "95%"
+    assert stats.confidence_label(np.float32(0.95)) == "95%" and stats.confidence_label(0.999) == "99.9%"
+
+
+# ----- the resampling engine's blocks and tie rule (written against mutmut's survivors of resampling.py) -----
+def test_blocks_hold_at_most_the_budget_and_one_row_when_a_row_is_larger(monkeypatch) -> None:
+    """With a budget of 16 draws, rows of 20 come one per block (never two: 40 draws) and selector
+    blocks hold one multiple of 32 rows: fails if a block's floor is more than one row (or one multiple)."""
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", 16)
+    assert [b.shape for b in resampling.index_blocks(20, 5, 0)] == [(1, 20)] * 5
+    assert [b.shape for b in resampling.selector_blocks(20, 70, 0)] == [(32, 20), (32, 20), (6, 20)]
+    monkeypatch.setattr(resampling, "BLOCK_ELEMENTS", 1 << 20)
+    assert [b.shape for b in resampling.index_blocks(20, 5, 0)] == [(5, 20)]
+
+
+def test_a_statistic_above_the_observed_by_more_than_rounding_counts() -> None:
+    """Scores on a 1e-3 scale, the observed statistic 5e-9 below the no-swap one: 5e-9 is far above
+    the tie band (1e-9 of the scale = 1e-12), so every selector row that swaps both segments or neither
+    exceeds; counted here straight from numpy's draws. Fails if the band is not relative to the scale
+    (1e-9 / scale = 7e-7 would swallow the 5e-9)."""
+    diffs = np.array([[1e-3, 2e-3]])
+    observed = np.array([1.5e-3 - 5e-9])
+    draws = np.random.default_rng(3).integers(2, size=(500, 2), dtype=bool)
+    expected = int(np.count_nonzero(draws[:, 0] == draws[:, 1]))
+    assert resampling.permutation_exceedances(diffs, observed, 500, 3).tolist() == [expected]
+    assert 0 < expected < 500
+
+
+def test_notes_and_refusals_of_the_scores_in_full() -> None:
+    """The cautions and the refusals of bad scores written out in full (counts worked by hand): fails
+    if a note or a message loses a number or the advice it gives."""
+    assert stats.few_segments_note(3, "interval") == (
+        "only 3 segments: a bootstrap interval from so few is too narrow, covering the mean less often than its "
+        "confidence says (resampling 3 scores gives at most 10 distinct means); score more segments")
+    assert stats.few_segments_note(3) == (
+        "only 3 segments: a paired test has at most 2^3 = 8 distinct outcomes here, so its p-value is not "
+        "meaningful (the exact two-sided p of a consistent difference is at least 0.25); compare systems on "
+        "more segments")
+    assert stats.few_segments_note(11) is not None and stats.few_segments_note(12, "interval") is None
+    assert stats.few_resamples_note(500, "both") == (
+        "only 500 resamples: fewer than 1,000 make intervals and p-values rough, moving with the seed; a p-value "
+        "cannot go below 1/(500 + 1) = 0.002; use 1,000 or more")
+    assert stats.few_resamples_note(1) == ("only 1 resample: fewer than 1,000 make a bootstrap interval rough, "
+                                           "moving with the seed (1 resample: an interval of zero width); use "
+                                           "1,000 or more")
+    assert stats.few_resamples_note(1, "p-value") == (
+        "only 1 resample: fewer than 1,000 make a p-value rough, moving with the seed; a p-value cannot go below "
+        "1/(1 + 1) = 0.5; use 1,000 or more")
+    assert stats.few_resamples_note(999, "p-value") is not None and stats.few_resamples_note(1000, "both") is None
+    cases = [
+        (lambda: stats.few_segments_note(3, "pairs"), "statistic must be 'paired' or 'interval'; got 'pairs'"),
+        (lambda: stats.few_resamples_note(3, "x"),
+         "statistic must be one of 'interval', 'p-value', 'both'; got 'x'"),
+        (lambda: stats.bootstrap_ci(["a", "b"]), "scores must be numbers, one score per segment; got <U1 values"),
+        (lambda: stats.bootstrap_ci([0.1, None]),
+         "scores must be numbers, one score per segment; got object values (a None or a non-number among them?)"),
+        (lambda: stats.bootstrap_ci([[0.1, 0.2]]), "scores must be one score per segment (1-D); got shape (1, 2)"),
+        (lambda: stats.bootstrap_ci([0.1]), "scores has 1 segment(s); resampling needs at least 2"),
+        (lambda: stats.bootstrap_ci([np.nan] * 7 + [0.5]),
+         "scores has non-finite values at index 0 (nan), index 1 (nan), index 2 (nan), index 3 (nan), index 4 (nan)"
+         " and 2 more; fix or drop those segments"),
+        (lambda: stats.paired_permutation([0.1, 0.2, 0.3], [0.1, 0.2]),
+         "scores_a and scores_b must score the same segments; they have 3 and 2 scores"),
+        (lambda: stats.paired_permutation([0.1, 0.2], [np.inf, 0.2]),
+         "scores_b has non-finite values at index 0 (inf); fix or drop those segments"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == message

@@ -430,21 +430,42 @@ def pyplot_figures_closed():
     plt.close("all")
 
 
-def test_plot_draws_the_means_as_torchmetrics_plots(data, pyplot_figures_closed) -> None:
+def test_plot_draws_the_means_as_torchmetrics_plots(data, official, pyplot_figures_closed) -> None:
+    """The plotted points are the means of the official package's scores (of all six texts, of each step,
+    of the scalar F1's two): fails if plot() draws per-sample values, another output's numbers, the
+    steps out of order, or the last step's means in place of compute()'s."""
+    expected = {name: column[:6] for name, column in zip(OUTPUTS, official["pairs"])}
+
+    def mean(name: str, start: int, stop: int) -> float:
+        values = expected[name][start:stop].tolist()
+        return sum(values) / len(values)
+
     m = metric()
     steps = [m(data["cands"][i:i + 2], data["refs"][i:i + 2]) for i in range(0, 6, 2)]
-    fig, ax = m.plot()  # compute()'s means: one value per output
-    assert fig is ax.figure and len(ax.lines) + len(ax.collections) >= 3
+    fig, ax = m.plot()  # compute()'s means: one point per output
+    assert fig is ax.figure and len(ax.lines) == 3
+    for line in ax.lines:
+        assert list(line.get_ydata()) == pytest.approx([mean(line.get_label(), 0, 6)], abs=TOLERANCE)
+    assert sorted(line.get_label() for line in ax.lines) == sorted(OUTPUTS)
     _, ax = m.plot(steps)  # a line per output over the steps
-    assert len(ax.lines) == 3 and all(len(line.get_xdata()) == 3 for line in ax.lines)
+    assert len(ax.lines) == 3 and sorted(line.get_label() for line in ax.lines) == sorted(OUTPUTS)
+    for line in ax.lines:
+        steps_means = [mean(line.get_label(), i, i + 2) for i in range(0, 6, 2)]
+        assert list(line.get_ydata()) == pytest.approx(steps_means, abs=TOLERANCE)
     f1 = BERTScoreF1(EMBEDDED_MODEL_NAME, num_layers=LAYER, device="cpu")
     f1.update(data["cands"][:2], data["refs"][:2])
     _, ax = f1.plot()
-    assert ax.get_ylabel() or ax.lines or ax.collections
+    assert len(ax.lines) == 1
+    assert [float(y) for y in ax.lines[0].get_ydata()] == pytest.approx([mean("f1", 0, 2)], abs=TOLERANCE)
 
 
 @pytest.mark.parametrize("settings", [{}, {"idf": True}])
-def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_the_scores(data, settings) -> None:
+def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_the_scores(data, minilm_dir,
+                                                                                         settings) -> None:
+    """A parent's .half() / .to(dtype) must leave the metric's states and numbers as they were: fails if
+    the move casts the states (the idf's counts or the kept scores to half precision, the scores then off
+    the official package's by more than 1e-5), or if the idf of the second compute is not taken over all
+    four references (its first two rows then keep their idf over two)."""
     m = metric(**settings)
     for move in (m.half, m.bfloat16, m.double, lambda: m.set_dtype(torch.float16), lambda: m.type(torch.float64),
                  lambda: m.to(torch.float64), lambda: m.to("cpu", torch.float16), lambda: m.to(dtype=torch.bfloat16),
@@ -463,7 +484,14 @@ def test_dtype_moves_are_refused_with_the_setting_to_use_and_a_parent_s_leave_th
     parent.metric.update(data["cands"][2:4], data["refs"][2:4])
     after = parent.metric.compute()["f1"]
     assert after.dtype == torch.float32 and parent.metric.dtype == torch.float32
-    assert settings or torch.equal(after[:2], before)  # with idf, the first two are scored again with idf over 4
+    idf = bool(settings)
+    first, both = (official_scores(minilm_dir, data["cands"][:n], data["refs"][:n], idf)[2] for n in (2, 4))
+    assert (before - first).abs().max().item() <= TOLERANCE
+    assert (after - both).abs().max().item() <= TOLERANCE
+    if idf:  # the first two are scored again with idf over the 4 references: other numbers
+        assert (after[:2] - before).abs().max().item() > 10 * TOLERANCE
+    else:
+        assert torch.equal(after[:2], before)
 
 
 @pytest.mark.parametrize("preds, target, message", [

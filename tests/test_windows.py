@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bertscore.windows import (
+    WindowAssembly,
     assemble,
     assign_windows,
     plan_windows,
@@ -194,3 +195,47 @@ def test_long_document_plan_is_linear_and_covers_every_token():
     positions = plan.position[1:-1]
     assert positions.min() >= 1 and positions.max() <= w
     assert sum(plan.window_lengths) == sum(min(st + w, n) - st + 2 for st in plan.starts.tolist())
+
+
+def test_an_assembly_missing_a_window_says_which_and_of_how_many() -> None:
+    """result() before every window was added (even after some were) names the missing ones: fails if
+    only a fully empty assembly is refused, or the message loses the windows it names."""
+    plan = plan_windows(1, 30, 1, 8, 4)
+    assembly = WindowAssembly(plan)
+    with pytest.raises(ValueError) as error:
+        assembly.result()
+    assert str(error.value) == f"windows {list(range(plan.num_windows))} of {plan.num_windows} were never added"
+    for k in range(plan.num_windows):
+        if k != 2:
+            assembly.add(k, torch.zeros(plan.window_lengths[k], 3))
+    with pytest.raises(ValueError) as error:
+        assembly.result()
+    assert str(error.value) == f"windows [2] of {plan.num_windows} were never added" and not assembly.complete
+
+
+def test_an_assembly_keeps_the_states_device() -> None:
+    """Windows on the meta device (a stand-in for an accelerator, no memory) assemble there: fails if the
+    row indices stay on the CPU beside states on another device."""
+    plan = plan_windows(1, 30, 1, 8, 4)
+    assembly = WindowAssembly(plan)
+    for k in range(plan.num_windows):
+        assembly.add(k, torch.empty(plan.window_lengths[k], 3, device="meta"))
+    out = assembly.result()
+    assert out.device.type == "meta" and out.shape == (plan.text_length, 3)
+
+
+def test_plan_refusals_and_the_stride_kept_in_full() -> None:
+    """Each refusal names the setting (leading / trailing specials, a window's shape); the plan keeps its
+    stride: fails if a message loses what it names or its arithmetic, or the stride is dropped."""
+    for lead, trail, message in ((1.5, 1, "number of leading special tokens must be an integer, got 1.5 (float)"),
+                                 (1, True, "number of trailing special tokens must be an integer, got True")):
+        with pytest.raises(TypeError) as error:
+            plan_windows(lead, 10, trail, 4)
+        assert str(error.value) == message
+    plan = plan_windows(2, 30, 1, 8, 3)
+    assert (plan.window_size, plan.stride) == (8, 3) and plan_windows(1, 30, 1, 8).stride == 4
+    assembly = WindowAssembly(plan)
+    with pytest.raises(ValueError) as error:
+        assembly.add(0, torch.zeros(5, 4))
+    assert str(error.value) == ("window 0: states of shape (5, 4), expected 11 positions on dim -2 (2 leading "
+                                "specials + 8 content tokens + 1 trailing specials)")
