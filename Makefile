@@ -5,8 +5,9 @@
 # extras, held to the tested versions of constraints.txt (README.md's Install section runs the same).
 # and, once set up:
 #   make app    serve the Space (app.py) locally on http://127.0.0.1:7860
-# make test-compat runs the core tests again on the newest transformers 4.x and the gradio floor (in
-# .venv-tf4), then make test-hub: the Hub rehearsed in fresh venvs (tests/test_hub_rehearsal.py).
+# make test-compat runs make test-matrix (the core tests on Python 3.10, 3.12 and 3.13, at pyproject's floors,
+# the newest releases and the RL stacks' torch; docs/versions.md), then make test-hub: the Hub rehearsed in
+# fresh venvs (tests/test_hub_rehearsal.py).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-ray test-compat test-hub browser bench clean test-isa test-unprivileged
+.PHONY: setup demo app test test-ray test-compat test-matrix test-hub browser bench clean test-isa test-unprivileged
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,33 +100,54 @@ test-ray: setup
 	BERTSCORE_RAY_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray_data.py
 	BERTSCORE_RAY_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_docs.py -k scaling-out
 
-# The newest transformers 4.x (it needs huggingface_hub < 1), tested on the core subset, with the
-# oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the Space is built there.
-TF4_VERSION := 4.57.6
+# The oldest gradio requirements.txt allows (app.py's keywords are gradio 6's): the floor cell builds the Space there.
 GRADIO_FLOOR := $(shell sed -n 's/^gradio>=\([0-9.]*\).*/\1/p' requirements.txt)
-VENV_TF4 := .venv-tf4
 CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py test_hashcode.py test_idf.py \
 	test_inputs.py test_long_texts.py test_matching.py test_metric.py test_parity.py test_scorer.py \
 	test_state.py test_windows.py test_settings.py test_pipeline.py test_models_table.py test_families.py \
 	test_hub_front_matter.py)
-# Minutes on what does not depend on transformers (the official package at batch_size=1 on
-# multi-reference and baseline rescaling; CLI and Space subprocesses): `make test` covers them.
-COMPAT_SKIP := $(addprefix --deselect tests/test_parity.py::,test_minilm_multi_reference test_minilm_custom_baseline) \
-	$(addprefix --deselect tests/test_long_texts.py::,test_cli_notes_truncation_on_stderr_and_windows \
-	test_space_api_notes_truncation_and_takes_the_window_settings)
 
-$(VENV_TF4)/.installed: pyproject.toml requirements.txt Makefile
-	$(PYTHON) -m venv $(VENV_TF4)
-	$(VENV_TF4)/bin/pip install --upgrade pip
-	$(VENV_TF4)/bin/pip install $(TORCH) --index-url $(TORCH_INDEX)
-	$(VENV_TF4)/bin/pip install -e ".[test]" transformers==$(TF4_VERSION) "huggingface_hub<1" gradio==$(GRADIO_FLOOR)
+# The tested matrix (docs/versions.md): the core tests, and the doors' (devices, the metric through
+# evaluate's Hub path, the drop-in, the Trainer, torchmetrics, the RL reward), in a fresh venv per cell,
+# on pyenv's Pythons and PyPI's torch (its Linux wheel is the CUDA build: it runs on CPU too, ~3 GB):
+#   floor   Python 3.10, every requirement of pyproject (dependencies and the app extra) at its floor
+#           (.ci/matrix.py floors), transformers 4.57.6 and gradio 6.0.0 among them
+#   newest  Python 3.13, the newest releases on PyPI (when last raised here; torch 2.14.1: see versions.md)
+#   rl      Python 3.12, torch 2.14.0, the RL stacks' pin (vLLM 0.33)
+# make test-matrix-CELL runs one; each records what it ran in benchmarks/results/matrix/CELL.json (the
+# versions, the hash and the F1 of examples/); test-matrix records make test's environment too (suite.json)
+# and holds docs/versions.md's table to the records (python .ci/matrix.py table --write rewrites it).
+MATRIX := floor newest rl
+MATRIX_TESTS := $(CORE_TESTS) $(addprefix tests/,test_devices.py test_metric_hub.py test_metric_harness.py \
+	test_dropin.py test_dropin_helpers.py test_trainer.py test_torchmetrics.py test_reward.py)
+MATRIX_PY_floor := 3.10
+MATRIX_PY_newest := 3.13
+MATRIX_PY_rl := 3.12
+# datasets 2.19.2: the newest that takes the floors' pyarrow and tqdm (pinned only to spare pip's backtracking)
+MATRIX_PINS_floor = $(shell $(PYTHON) .ci/matrix.py floors) datasets==2.19.2
+MATRIX_PINS_newest := torch==2.14.1 transformers==5.25.0 tokenizers==0.23.3 huggingface_hub==2.4.0 evaluate==0.4.6 \
+	datasets==5.2.0 gradio==6.31.0
+MATRIX_PINS_rl := torch==2.14.0 transformers==5.25.0 tokenizers==0.23.3
+MATRIX_ENV_floor := BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR)
+
+.PRECIOUS: .venv-matrix/%/.installed
+.venv-matrix/%/.installed: pyproject.toml requirements.txt
+	rm -rf .venv-matrix/$*
+	python=$$($(PYTHON) .ci/matrix.py python $(MATRIX_PY_$*)) && "$$python" -m venv .venv-matrix/$*
+	.venv-matrix/$*/bin/pip install -q --upgrade pip
+	.venv-matrix/$*/bin/pip install -e ".[test,app]" $(MATRIX_PINS_$*)
 	touch $@
 
-test-compat: $(VENV_TF4)/.installed
-	$(VENV_TF4)/bin/python -c "import torch, transformers, tokenizers, gradio; print('torch', torch.__version__, \
-		'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__, 'gradio', gradio.__version__); \
-		assert transformers.__version__ == '$(TF4_VERSION)' and gradio.__version__ == '$(GRADIO_FLOOR)'"
-	BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR) $(VENV_TF4)/bin/python -m pytest -q -n auto $(CORE_TESTS) $(COMPAT_SKIP)
+test-matrix-%: .venv-matrix/%/.installed
+	$(MATRIX_ENV_$*) .venv-matrix/$*/bin/python -m pytest -q -p no:cacheprovider -n 2 $(MATRIX_TESTS)
+	.venv-matrix/$*/bin/python .ci/matrix.py record $*
+
+test-matrix: setup $(addprefix test-matrix-,$(MATRIX))
+	$(BIN)/python .ci/matrix.py record suite
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_versions_table.py tests/test_hub_front_matter.py
+
+# The matrix, then the Hub rehearsed.
+test-compat: test-matrix
 	$(MAKE) test-hub
 
 # The Hub rehearsed (tests/test_hub_rehearsal.py): a user's fresh venv loading the metric through
@@ -157,4 +179,4 @@ mutation: setup
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_FLAGS)
 
 clean:
-	rm -rf $(VENV) $(VENV_TF4) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-matrix build *.egg-info .pytest_cache

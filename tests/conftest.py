@@ -10,9 +10,15 @@ from __future__ import annotations
 import csv
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
+
+if sys.version_info < (3, 11):  # tomllib is the standard library's from 3.11; on 3.10 the same parser is tomli
+    import tomli
+
+    sys.modules.setdefault("tomllib", tomli)
 
 pytest.register_assert_rewrite("parallel", "own_caches")
 import parallel  # noqa: E402,F401  (first: it sets the workers' thread count before torch loads)

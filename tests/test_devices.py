@@ -16,7 +16,12 @@ from bertscore.devices import resolve_device
 from conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
-NO_CUDA = "CUDA requested but this torch has no CUDA; available: cpu"
+CPU_BUILD_NO_CUDA = "CUDA requested but this torch has no CUDA; available: cpu"
+CUDA_BUILD_NO_DEVICE = ("CUDA requested but no CUDA device is visible (torch is built with CUDA; check the driver and "
+                        "CUDA_VISIBLE_DEVICES); available: cpu")
+# What `cuda` says here without a GPU: PyPI's Linux torch is the CUDA build, so a machine without a GPU
+# can have either build (torch.backends.cuda.is_built() tells which, independently of torch.version).
+NO_CUDA = CUDA_BUILD_NO_DEVICE if torch.backends.cuda.is_built() else CPU_BUILD_NO_CUDA
 cpu_only_build = pytest.mark.skipif(torch.version.cuda is not None or torch.cuda.is_available(),
                                     reason="this torch is built with CUDA")
 
@@ -66,6 +71,18 @@ def test_the_exact_message_on_a_cpu_build():
     with pytest.raises(ValueError) as error:
         resolve_device("cuda")
     assert str(error.value) == NO_CUDA
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a visible CUDA device takes 'cuda'")
+@pytest.mark.parametrize("cuda_version, message", [(None, CPU_BUILD_NO_CUDA), ("13.0", CUDA_BUILD_NO_DEVICE)])
+def test_each_build_says_why_cuda_cannot_run(cuda_version, message, monkeypatch):
+    """A CPU build says to get a CUDA build; a CUDA build without a device points at the driver. Fails if
+    either build gets the other's advice (a user reinstalling torch for a missing driver, or the reverse)."""
+    monkeypatch.setattr(torch.version, "cuda", cuda_version)
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    with pytest.raises(ValueError) as error:
+        resolve_device("cuda")
+    assert str(error.value) == message
 
 
 @pytest.mark.parametrize("device, message", [case for case in _unavailable_devices() if case[0] in ("bogus", "mps", "cuda")])
