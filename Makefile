@@ -123,11 +123,13 @@ MATRIX_TESTS := $(CORE_TESTS) $(addprefix tests/,test_devices.py test_metric_hub
 MATRIX_PY_floor := 3.10
 MATRIX_PY_newest := 3.13
 MATRIX_PY_rl := 3.12
+# Every version the table of docs/versions.md names is pinned in each cell, so that what a run records is the table.
 # datasets 2.19.2: the newest that takes the floors' pyarrow and tqdm (pinned only to spare pip's backtracking)
-MATRIX_PINS_floor = $(shell $(PYTHON) .ci/matrix.py floors) datasets==2.19.2
+MATRIX_PINS_floor = $(shell $(PYTHON) .ci/matrix.py floors) datasets==2.19.2 evaluate==0.4.6 huggingface_hub==0.36.2
 MATRIX_PINS_newest := torch==2.14.1 transformers==5.25.0 tokenizers==0.23.3 huggingface_hub==2.4.0 evaluate==0.4.6 \
-	datasets==5.2.0 gradio==6.31.0
-MATRIX_PINS_rl := torch==2.14.0 transformers==5.25.0 tokenizers==0.23.3
+	datasets==5.2.0 gradio==6.31.0 numpy==2.5.5 sentencepiece==0.2.3 protobuf==7.36.2 tqdm==4.70.1 pyarrow==26.0.1
+MATRIX_PINS_rl := torch==2.14.0 transformers==5.25.0 tokenizers==0.23.3 huggingface_hub==2.4.0 evaluate==0.4.6 \
+	datasets==5.2.0 gradio==6.31.0 numpy==2.5.5 sentencepiece==0.2.3 protobuf==7.36.2 tqdm==4.70.1 pyarrow==26.0.1
 MATRIX_ENV_floor := BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR)
 
 .PRECIOUS: .venv-matrix/%/.installed
