@@ -71,6 +71,23 @@ def stderr_on_a_terminal(monkeypatch) -> Iterator[list[str]]:
         os.close(master)
 
 
+def read_terminal(master: int, process: subprocess.Popen) -> bytes:
+    """Every byte the terminal received, read as it comes (a full terminal would block the command)
+    until the command ends and closes it (EIO) or exits."""
+    shown = b""
+    while True:
+        if select.select([master], [], [], 1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the command has ended and closed the terminal
+                chunk = b""
+            if not chunk:
+                return shown
+            shown += chunk
+        elif process.poll() is not None:
+            return shown
+
+
 @pytest.mark.slow
 def test_the_bertscore_script_draws_a_bar_on_a_terminal_and_none_into_a_pipe(tmp_path) -> None:
     """The real process: its fd 2 a pseudo-terminal, then a pipe (the same command, one interpreter each)."""
@@ -79,18 +96,7 @@ def test_the_bertscore_script_draws_a_bar_on_a_terminal_and_none_into_a_pipe(tmp
     master, slave = open_terminal()
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=env, cwd=tmp_path) as process:
         os.close(slave)
-        shown = b""
-        while True:  # read as it comes, so that the child never waits on a full terminal
-            if select.select([master], [], [], 1)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    break
-                shown += chunk
-            elif process.poll() is not None:
-                break
+        shown = read_terminal(master, process)
         out = process.stdout.read().decode()
     os.close(master)
     assert process.returncode == 0, shown
@@ -178,18 +184,7 @@ def _run_on_a_terminal(argv: list[str], cwd: Path, columns: int = 100) -> tuple[
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
     with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=cwd) as process:
         os.close(slave)
-        shown = b""
-        while True:  # read as it comes: a full terminal would block the command
-            if select.select([master], [], [], 1)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the command has ended and closed the terminal
-                    chunk = b""
-                if not chunk:
-                    break
-                shown += chunk
-            elif process.poll() is not None:
-                break
+        shown = read_terminal(master, process)
     os.close(master)
     return process.returncode, shown
 
