@@ -131,3 +131,11 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     durations = json.loads(stats_file.read_text(encoding="utf-8")).get("duration_by_test", {})
     items.sort(key=lambda item: durations.get(item.nodeid.removeprefix("mutants/"), 0.0))
+    # a third of each property test's examples (at least 10): a planted bug shows in the first few
+    for item in items:
+        test = getattr(item, "obj", None)
+        chosen = getattr(test, "_hypothesis_internal_use_settings", None)
+        if chosen is not None and getattr(test, "is_hypothesis_test", False):
+            from hypothesis import settings
+
+            test._hypothesis_internal_use_settings = settings(chosen, max_examples=max(10, chosen.max_examples // 3))

@@ -332,3 +332,50 @@ def test_all_pairs_match_equals_the_plain_loop_for_every_pair(max_bytes, lengths
             for k in range(layers):
                 expected = loop_bertscore(c[k].tolist(), r[k].tolist(), cw.tolist(), rw.tolist())
                 assert got[i, j, k].tolist() == pytest.approx(expected, abs=1e-6), (i, j, k)
+
+
+def test_maxima_outside_a_cosines_range_are_clamped_on_both_sides():
+    """Maxima 1.5, -3 and 0.5 (float rounding of unit vectors gives 1.0000001; these exaggerate it), unit
+    weights: clamped to [-1, 1] the mean is (1 - 1 + 0.5) / 3 by hand, for precision and recall alike.
+    Fails if either bound of the clamp is dropped or widened."""
+    from bertscore.matching import _weighted_scores
+
+    maxima = torch.tensor([[1.5, -3.0, 0.5]])
+    ones = torch.ones(1, 3)
+    p, r, f = _weighted_scores(maxima, None, ones, maxima.clone(), None, ones)
+    assert p.tolist() == r.tolist() == f.tolist() == [pytest.approx(0.5 / 3, abs=1e-7)]
+    up, down = torch.tensor([[1.0000001, 1.0]]), torch.tensor([[-1.0000001, -1.0]])
+    assert _weighted_scores(up, None, torch.ones(1, 2), down, None, torch.ones(1, 2))[:2] == (
+        torch.tensor([1.0]), torch.tensor([-1.0]))
+
+
+def test_a_weight_total_at_or_below_zero_gives_zero():
+    """No positive weight, no mean: all-zero weights and (outside idf's range) weights summing below 0
+    both give 0, never a quotient. Fails if a zero or negative total is divided by."""
+    from bertscore.matching import _weighted_mean
+
+    scores = torch.tensor([[0.5, 0.25], [0.5, 0.25], [0.5, 0.25]])
+    weights = torch.tensor([[0.0, 0.0], [-1.0, -1.0], [1.0, 3.0]])
+    assert _weighted_mean(scores, weights).tolist() == [0.0, 0.0, pytest.approx((0.5 + 0.75) / 4)]
+
+
+def test_tiled_puts_cpu_weights_beside_embeddings_on_another_device():
+    """Embeddings on the meta device (a stand-in for an accelerator), weights given on the CPU: the
+    scores come out on the embeddings' device. Fails if the weights are left on the CPU (a device
+    mismatch in the weighted means)."""
+    cand, ref = torch.empty(6, 4, device="meta"), torch.empty(2, 5, 4, device="meta")
+    p, r, f = greedy_match_tiled(cand, None, torch.ones(6), ref[0], None, torch.ones(5), max_bytes=40)
+    assert p.device.type == r.device.type == f.device.type == "meta"
+
+
+def test_tiled_names_the_weights_that_do_not_fit():
+    """A reference weight vector of the wrong length is refused under its own name, with the shapes:
+    fails if the message names the wrong argument or none."""
+    cand, ref = normalize(torch.randn(6, 4)), normalize(torch.randn(5, 4))
+    with pytest.raises(ValueError) as error:
+        greedy_match_tiled(cand, None, torch.ones(6), ref, None, torch.ones(4))
+    assert str(error.value) == ("ref_weights has shape (4,), which does not fit embeddings with leading dims () "
+                                "and length 5: expected [*P, 5] with P a prefix of ()")
+    with pytest.raises(ValueError) as error:
+        greedy_match_tiled(cand, None, torch.ones(5), ref, None, torch.ones(5))
+    assert str(error.value).startswith("cand_weights has shape (5,)")
