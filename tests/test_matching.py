@@ -379,3 +379,56 @@ def test_tiled_names_the_weights_that_do_not_fit():
     with pytest.raises(ValueError) as error:
         greedy_match_tiled(cand, None, torch.ones(5), ref, None, torch.ones(5))
     assert str(error.value).startswith("cand_weights has shape (5,)")
+
+
+@pytest.mark.parametrize("max_bytes", [1, 300, 1 << 20])
+def test_all_pairs_match_with_negative_similarities_and_half_precision(max_bytes):
+    """Candidates and references pointing apart (every real cosine < 0) in float16, texts of lengths
+    1..5: P, R, F equal loop_bertscore, in float32. Fails if the zero padding wins a max (a mask not
+    applied on either side) or the result takes the embeddings' half precision."""
+    generator = torch.Generator().manual_seed(8)
+    layers, cand_lengths, ref_lengths = 2, [3, 1, 5], [4, 1, 2]
+    cands = [normalize(torch.rand(layers, n, 6, generator=generator)).half() for n in cand_lengths]
+    refs = [-normalize(torch.rand(layers, n, 6, generator=generator)).half() for n in ref_lengths]
+    cand_w = [torch.rand(n, generator=generator) + 0.1 for n in cand_lengths]
+    ref_w = [torch.rand(n, generator=generator) + 0.1 for n in ref_lengths]
+    got = all_pairs_match(pad_sequences(cands, cand_w), pad_sequences(refs, ref_w), max_bytes=max_bytes)
+    assert got.dtype == torch.float32 and bool((got[..., :2] < 0).all())
+    for i, (c, cw) in enumerate(zip(cands, cand_w)):
+        for j, (r, rw) in enumerate(zip(refs, ref_w)):
+            for k in range(layers):
+                expected = loop_bertscore(c[k].float().tolist(), r[k].float().tolist(), cw.tolist(), rw.tolist())
+                assert got[i, j, k].tolist() == pytest.approx(expected, abs=2e-3), (i, j, k)
+
+
+@pytest.mark.parametrize("max_bytes", [1, 2 * 2 * 5 * 4 * 4, 3 * 2 * 5 * 4 * 4 + 3, 1 << 20])
+def test_all_pairs_match_blocks_follow_the_budget(monkeypatch, max_bytes):
+    """The blocks' products, recorded: as many references per block as the budget holds at the padded
+    size (K x Lc x Lr x 4 bytes a pair, at least one), then as many candidates as fit beside them, each
+    block cut to its longest texts (the rule of the docstring, walked by a plain loop here). Fails if a
+    block is larger than the budget allows, smaller than it allows, or not cut to its texts."""
+    products = []
+    real_bmm = torch.bmm
+
+    def recording_bmm(a, b):
+        out = real_bmm(a, b)
+        products.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(torch, "bmm", recording_bmm)
+    generator = torch.Generator().manual_seed(2)
+    layers, cand_lengths, ref_lengths, dim = 2, [3, 5, 1, 2, 4], [4, 1, 2, 1], 7
+    cands = [normalize(torch.rand(layers, n, dim, generator=generator)) for n in cand_lengths]
+    refs = [normalize(torch.rand(layers, n, dim, generator=generator)) for n in ref_lengths]
+    all_pairs_match(pad_sequences(cands, [torch.ones(n) for n in cand_lengths]),
+                    pad_sequences(refs, [torch.ones(n) for n in ref_lengths]), max_bytes=max_bytes)
+    per_pair = layers * 5 * 4 * 4  # padded lengths 5 x 4, fp32
+    ref_block = max(1, min(4, max_bytes // per_pair))
+    cand_block = max(1, min(5, max_bytes // (per_pair * ref_block)))
+    expected = []
+    for r0 in range(0, 4, ref_block):
+        rs = ref_lengths[r0:r0 + ref_block]
+        for c0 in range(0, 5, cand_block):
+            cs = cand_lengths[c0:c0 + cand_block]
+            expected.append((layers, len(cs) * max(cs), len(rs) * max(rs)))
+    assert products == expected
