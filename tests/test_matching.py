@@ -432,3 +432,23 @@ def test_all_pairs_match_blocks_follow_the_budget(monkeypatch, max_bytes):
             cs = cand_lengths[c0:c0 + cand_block]
             expected.append((layers, len(cs) * max(cs), len(rs) * max(rs)))
     assert products == expected
+
+
+def test_tile_sizes_fill_the_budget_in_fp32_elements():
+    """64 bytes hold 16 fp32 similarities (worked by hand): whole rows of 8 columns, two rows, one item;
+    12 bytes hold 3 columns of one row. Fails if the budget is counted in anything but 4-byte floats."""
+    from bertscore.matching import _tile_sizes
+
+    assert _tile_sizes(3, 10, 8, 64) == (1, 2, 8)
+    assert _tile_sizes(3, 10, 8, 12) == (1, 1, 3)
+    assert _tile_sizes(3, 2, 8, 4 * 8 * 2 * 2) == (2, 2, 8)
+
+
+def test_tiled_maxima_refuses_a_non_bool_mask_on_either_side():
+    """A float mask (1.0 / 0.0 instead of True / False) is refused under its own name, candidate or
+    reference: fails if one side's mask is not checked."""
+    cand, ref = normalize(torch.randn(4, 3)), normalize(torch.randn(5, 3))
+    for keywords, name in (({"cand_mask": torch.ones(4)}, "cand_mask"), ({"ref_mask": torch.ones(5)}, "ref_mask")):
+        with pytest.raises(TypeError) as error:
+            tiled_maxima(cand, ref, **keywords)
+        assert str(error.value) == f"{name} must be a bool tensor (True = real token), got torch.float32"
