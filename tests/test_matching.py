@@ -452,3 +452,20 @@ def test_tiled_maxima_refuses_a_non_bool_mask_on_either_side():
         with pytest.raises(TypeError) as error:
             tiled_maxima(cand, ref, **keywords)
         assert str(error.value) == f"{name} must be a bool tensor (True = real token), got torch.float32"
+
+
+def test_tiled_maxima_names_the_mask_that_does_not_fit():
+    """A candidate mask of the reference's length is refused under its own name, with the shapes: fails
+    if the message names the wrong argument or none."""
+    with pytest.raises(ValueError) as error:
+        tiled_maxima(torch.randn(6, 4), torch.randn(5, 4), torch.ones(5, dtype=torch.bool))
+    assert str(error.value) == ("cand_mask has shape (5,), which does not fit embeddings with leading dims () "
+                                "and length 6: expected [*P, 6] with P a prefix of ()")
+
+
+def test_pad_sequences_takes_the_weights_as_one_concatenated_tensor():
+    """Weights given as one [sum L] tensor (as score() holds them) are laid out text by text under the
+    mask, 0 on padding: fails if only a list of per-text weights is accepted."""
+    _, mask, weights = pad_sequences([torch.ones(3, 2), torch.ones(1, 2)], torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert mask.tolist() == [[True, True, True], [True, False, False]]
+    assert weights.tolist() == [[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]] and weights.dtype == torch.float32
