@@ -469,3 +469,13 @@ def test_pad_sequences_takes_the_weights_as_one_concatenated_tensor():
     _, mask, weights = pad_sequences([torch.ones(3, 2), torch.ones(1, 2)], torch.tensor([1.0, 2.0, 3.0, 4.0]))
     assert mask.tolist() == [[True, True, True], [True, False, False]]
     assert weights.tolist() == [[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]] and weights.dtype == torch.float32
+
+
+def test_pad_sequences_off_the_cpu_pads_under_the_mask():
+    """Texts on the meta device (a stand-in for an accelerator, where the embeddings are padded by one
+    indexed copy under the mask): embeddings, mask and weights all land there, in the padded shapes.
+    Fails if that route is not handed the mask."""
+    texts = [torch.empty(2, 3, 4, device="meta"), torch.empty(2, 1, 4, device="meta")]
+    embeddings, mask, weights = pad_sequences(texts, [torch.ones(3), torch.ones(1)])
+    assert [t.device.type for t in (embeddings, mask, weights)] == ["meta"] * 3
+    assert (tuple(embeddings.shape), tuple(mask.shape), tuple(weights.shape)) == ((2, 2, 3, 4), (2, 3), (2, 3))
