@@ -274,3 +274,17 @@ def test_an_assembly_indexes_the_states_with_indices_on_their_device() -> None:
             assembly.add(k, torch.empty(plan.window_lengths[k], 3, device="meta"))
     assert {name for name, _, _ in seen} == {"index_select", "index_copy_"}
     assert all(tensor == index == "meta" for _, tensor, index in seen), seen
+
+
+def test_a_stride_past_the_window_names_the_default_and_a_bad_length_its_name() -> None:
+    """The refusal of a stride above the window names the default stride, half the window at least 1
+    (3 for W = 7, 1 for W = 2, by hand); a float content length is refused under its name. Fails if the
+    default quoted is not W // 2 (at least 1) or the length's message names something else."""
+    for window, stride, default in ((7, 8, 3), (2, 3, 1)):
+        with pytest.raises(ValueError) as error:
+            resolve_stride(window, stride)
+        assert str(error.value) == (f"window_stride={stride} is invalid: it must satisfy 1 <= window_stride <= "
+                                    f"{window} (the window size); the default is {default} (half the window)")
+    with pytest.raises(TypeError) as error:
+        window_starts(1.5, 4)
+    assert str(error.value) == "content length must be an integer, got 1.5 (float)"
