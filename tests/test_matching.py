@@ -354,9 +354,9 @@ def test_a_weight_total_at_or_below_zero_gives_zero():
     both give 0, never a quotient. Fails if a zero or negative total is divided by."""
     from bertscore.matching import _weighted_mean
 
-    scores = torch.tensor([[0.5, 0.25], [0.5, 0.25], [0.5, 0.25]])
-    weights = torch.tensor([[0.0, 0.0], [-1.0, -1.0], [1.0, 3.0]])
-    assert _weighted_mean(scores, weights).tolist() == [0.0, 0.0, pytest.approx((0.5 + 0.75) / 4)]
+    scores = torch.tensor([[0.5, 0.25], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25]])
+    weights = torch.tensor([[0.0, 0.0], [-1.0, -1.0], [1.0, -1.0], [1.0, 3.0]])
+    assert _weighted_mean(scores, weights).tolist() == [0.0, 0.0, 0.0, pytest.approx((0.5 + 0.75) / 4)]
 
 
 def test_tiled_puts_cpu_weights_beside_embeddings_on_another_device():
@@ -479,3 +479,21 @@ def test_pad_sequences_off_the_cpu_pads_under_the_mask():
     embeddings, mask, weights = pad_sequences(texts, [torch.ones(3), torch.ones(1)])
     assert [t.device.type for t in (embeddings, mask, weights)] == ["meta"] * 3
     assert (tuple(embeddings.shape), tuple(mask.shape), tuple(weights.shape)) == ((2, 2, 3, 4), (2, 3), (2, 3))
+
+
+def test_tiled_indices_are_minus_one_at_padded_references():
+    """With a reference mask, each padded reference position has index -1 and maximum 0, whatever its
+    (zero) embedding scores; real positions hold the first argmax of a plain loop. Fails if the padded
+    reference indices are left as the tiles found them."""
+    generator = torch.Generator().manual_seed(4)
+    cand, ref = normalize(torch.randn(4, 3, generator=generator)), normalize(torch.randn(5, 3, generator=generator))
+    ref[3:] = 0.0
+    ref_mask = torch.tensor([True, True, True, False, False])
+    best_c, idx_c, best_r, idx_r = tiled_maxima(cand, ref, None, ref_mask, max_bytes=8, with_indices=True)
+    sim = [[sum(a * b for a, b in zip(c, r)) for r in ref.tolist()] for c in cand.tolist()]
+    for j in range(3):
+        column = [sim[i][j] for i in range(4)]
+        assert idx_r[j].item() == column.index(max(column)) and best_r[j].item() == pytest.approx(max(column), abs=1e-6)
+    assert idx_r[3:].tolist() == [-1, -1] and best_r[3:].tolist() == [0.0, 0.0]
+    for i in range(4):
+        assert idx_c[i].item() == sim[i][:3].index(max(sim[i][:3]))
