@@ -786,3 +786,19 @@ def test_standard_error_of_two_and_of_one_resample() -> None:
     # the 2.5% and 97.5% quantiles of two means are 0.95 of their gap apart; their sd is gap / sqrt(2)
     assert two.high > two.low
     assert two.stderr == pytest.approx((two.high - two.low) / 0.95 / math.sqrt(2), rel=1e-9)
+
+
+def test_paired_permutation_carries_its_settings_checks_its_seed_and_names_itself(caplog) -> None:
+    """paired_permutation's defaults (10,000 selectors, seed 0) and given settings are in its result; a
+    negative seed is refused by name; its warning about identical scores starts with its name. Fails if
+    a default changes, a field drops its value, the seed goes unchecked, or the warning names another."""
+    default = stats.paired_permutation(KIT[:20], UEDIN[:20])
+    assert (default.n_resamples, default.seed) == (10000, 0)
+    given_ = stats.paired_permutation(KIT[:20], UEDIN[:20], n_resamples=50, seed=7)
+    assert (given_.n_resamples, given_.seed) == (50, 7) and type(given_.n_resamples) is int
+    with pytest.raises(ValueError) as error:
+        stats.paired_permutation(KIT[:20], UEDIN[:20], seed=-1)
+    assert str(error.value) == "seed must be an integer >= 0 or None (fresh entropy); got -1"
+    with caplog.at_level(logging.WARNING, logger="bertscore.stats"):
+        stats.paired_permutation(KIT[:20], KIT[:20].copy(), 1000)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["paired_permutation"]
