@@ -332,3 +332,168 @@ def test_all_pairs_match_equals_the_plain_loop_for_every_pair(max_bytes, lengths
             for k in range(layers):
                 expected = loop_bertscore(c[k].tolist(), r[k].tolist(), cw.tolist(), rw.tolist())
                 assert got[i, j, k].tolist() == pytest.approx(expected, abs=1e-6), (i, j, k)
+
+
+def test_maxima_outside_a_cosines_range_are_clamped_on_both_sides():
+    """Maxima 1.5, -3 and 0.5 (float rounding of unit vectors gives 1.0000001; these exaggerate it), unit
+    weights: clamped to [-1, 1] the mean is (1 - 1 + 0.5) / 3 by hand, for precision and recall alike.
+    Fails if either bound of the clamp is dropped or widened."""
+    from bertscore.matching import _weighted_scores
+
+    maxima = torch.tensor([[1.5, -3.0, 0.5]])
+    ones = torch.ones(1, 3)
+    p, r, f = _weighted_scores(maxima, None, ones, maxima.clone(), None, ones)
+    assert p.tolist() == r.tolist() == f.tolist() == [pytest.approx(0.5 / 3, abs=1e-7)]
+    up, down = torch.tensor([[1.0000001, 1.0]]), torch.tensor([[-1.0000001, -1.0]])
+    assert _weighted_scores(up, None, torch.ones(1, 2), down, None, torch.ones(1, 2))[:2] == (
+        torch.tensor([1.0]), torch.tensor([-1.0]))
+
+
+def test_a_weight_total_at_or_below_zero_gives_zero():
+    """No positive weight, no mean: all-zero weights and (outside idf's range) weights summing below 0
+    both give 0, never a quotient. Fails if a zero or negative total is divided by."""
+    from bertscore.matching import _weighted_mean
+
+    scores = torch.tensor([[0.5, 0.25], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25]])
+    weights = torch.tensor([[0.0, 0.0], [-1.0, -1.0], [1.0, -1.0], [1.0, 3.0]])
+    assert _weighted_mean(scores, weights).tolist() == [0.0, 0.0, 0.0, pytest.approx((0.5 + 0.75) / 4)]
+
+
+def test_tiled_puts_cpu_weights_beside_embeddings_on_another_device():
+    """Embeddings on the meta device (a stand-in for an accelerator), weights given on the CPU: the
+    scores come out on the embeddings' device. Fails if the weights are left on the CPU (a device
+    mismatch in the weighted means)."""
+    cand, ref = torch.empty(6, 4, device="meta"), torch.empty(2, 5, 4, device="meta")
+    p, r, f = greedy_match_tiled(cand, None, torch.ones(6), ref[0], None, torch.ones(5), max_bytes=40)
+    assert p.device.type == r.device.type == f.device.type == "meta"
+
+
+def test_tiled_names_the_weights_that_do_not_fit():
+    """A reference weight vector of the wrong length is refused under its own name, with the shapes:
+    fails if the message names the wrong argument or none."""
+    cand, ref = normalize(torch.randn(6, 4)), normalize(torch.randn(5, 4))
+    with pytest.raises(ValueError) as error:
+        greedy_match_tiled(cand, None, torch.ones(6), ref, None, torch.ones(4))
+    assert str(error.value) == ("ref_weights has shape (4,), which does not fit embeddings with leading dims () "
+                                "and length 5: expected [*P, 5] with P a prefix of ()")
+    with pytest.raises(ValueError) as error:
+        greedy_match_tiled(cand, None, torch.ones(5), ref, None, torch.ones(5))
+    assert str(error.value).startswith("cand_weights has shape (5,)")
+
+
+@pytest.mark.parametrize("max_bytes", [1, 300, 1 << 20])
+def test_all_pairs_match_with_negative_similarities_and_half_precision(max_bytes):
+    """Candidates and references pointing apart (every real cosine < 0) in float16, texts of lengths
+    1..5: P, R, F equal loop_bertscore, in float32. Fails if the zero padding wins a max (a mask not
+    applied on either side) or the result takes the embeddings' half precision."""
+    generator = torch.Generator().manual_seed(8)
+    layers, cand_lengths, ref_lengths = 2, [3, 1, 5], [4, 1, 2]
+    cands = [normalize(torch.rand(layers, n, 6, generator=generator)).half() for n in cand_lengths]
+    refs = [-normalize(torch.rand(layers, n, 6, generator=generator)).half() for n in ref_lengths]
+    cand_w = [torch.rand(n, generator=generator) + 0.1 for n in cand_lengths]
+    ref_w = [torch.rand(n, generator=generator) + 0.1 for n in ref_lengths]
+    got = all_pairs_match(pad_sequences(cands, cand_w), pad_sequences(refs, ref_w), max_bytes=max_bytes)
+    assert got.dtype == torch.float32 and bool((got[..., :2] < 0).all())
+    for i, (c, cw) in enumerate(zip(cands, cand_w)):
+        for j, (r, rw) in enumerate(zip(refs, ref_w)):
+            for k in range(layers):
+                expected = loop_bertscore(c[k].float().tolist(), r[k].float().tolist(), cw.tolist(), rw.tolist())
+                assert got[i, j, k].tolist() == pytest.approx(expected, abs=2e-3), (i, j, k)
+
+
+@pytest.mark.parametrize("max_bytes", [1, 2 * 2 * 5 * 4 * 4, 3 * 2 * 5 * 4 * 4 + 3, 1 << 20])
+def test_all_pairs_match_blocks_follow_the_budget(monkeypatch, max_bytes):
+    """The blocks' products, recorded: as many references per block as the budget holds at the padded
+    size (K x Lc x Lr x 4 bytes a pair, at least one), then as many candidates as fit beside them, each
+    block cut to its longest texts (the rule of the docstring, walked by a plain loop here). Fails if a
+    block is larger than the budget allows, smaller than it allows, or not cut to its texts."""
+    products = []
+    real_bmm = torch.bmm
+
+    def recording_bmm(a, b):
+        out = real_bmm(a, b)
+        products.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(torch, "bmm", recording_bmm)
+    generator = torch.Generator().manual_seed(2)
+    layers, cand_lengths, ref_lengths, dim = 2, [3, 5, 1, 2, 4], [4, 1, 2, 1], 7
+    cands = [normalize(torch.rand(layers, n, dim, generator=generator)) for n in cand_lengths]
+    refs = [normalize(torch.rand(layers, n, dim, generator=generator)) for n in ref_lengths]
+    all_pairs_match(pad_sequences(cands, [torch.ones(n) for n in cand_lengths]),
+                    pad_sequences(refs, [torch.ones(n) for n in ref_lengths]), max_bytes=max_bytes)
+    per_pair = layers * 5 * 4 * 4  # padded lengths 5 x 4, fp32
+    ref_block = max(1, min(4, max_bytes // per_pair))
+    cand_block = max(1, min(5, max_bytes // (per_pair * ref_block)))
+    expected = []
+    for r0 in range(0, 4, ref_block):
+        rs = ref_lengths[r0:r0 + ref_block]
+        for c0 in range(0, 5, cand_block):
+            cs = cand_lengths[c0:c0 + cand_block]
+            expected.append((layers, len(cs) * max(cs), len(rs) * max(rs)))
+    assert products == expected
+
+
+def test_tile_sizes_fill_the_budget_in_fp32_elements():
+    """64 bytes hold 16 fp32 similarities (worked by hand): whole rows of 8 columns, two rows, one item;
+    12 bytes hold 3 columns of one row. Fails if the budget is counted in anything but 4-byte floats."""
+    from bertscore.matching import _tile_sizes
+
+    assert _tile_sizes(3, 10, 8, 64) == (1, 2, 8)
+    assert _tile_sizes(3, 10, 8, 12) == (1, 1, 3)
+    assert _tile_sizes(3, 2, 8, 4 * 8 * 2 * 2) == (2, 2, 8)
+
+
+def test_tiled_maxima_refuses_a_non_bool_mask_on_either_side():
+    """A float mask (1.0 / 0.0 instead of True / False) is refused under its own name, candidate or
+    reference: fails if one side's mask is not checked."""
+    cand, ref = normalize(torch.randn(4, 3)), normalize(torch.randn(5, 3))
+    for keywords, name in (({"cand_mask": torch.ones(4)}, "cand_mask"), ({"ref_mask": torch.ones(5)}, "ref_mask")):
+        with pytest.raises(TypeError) as error:
+            tiled_maxima(cand, ref, **keywords)
+        assert str(error.value) == f"{name} must be a bool tensor (True = real token), got torch.float32"
+
+
+def test_tiled_maxima_names_the_mask_that_does_not_fit():
+    """A candidate mask of the reference's length is refused under its own name, with the shapes: fails
+    if the message names the wrong argument or none."""
+    with pytest.raises(ValueError) as error:
+        tiled_maxima(torch.randn(6, 4), torch.randn(5, 4), torch.ones(5, dtype=torch.bool))
+    assert str(error.value) == ("cand_mask has shape (5,), which does not fit embeddings with leading dims () "
+                                "and length 6: expected [*P, 6] with P a prefix of ()")
+
+
+def test_pad_sequences_takes_the_weights_as_one_concatenated_tensor():
+    """Weights given as one [sum L] tensor (as score() holds them) are laid out text by text under the
+    mask, 0 on padding: fails if only a list of per-text weights is accepted."""
+    _, mask, weights = pad_sequences([torch.ones(3, 2), torch.ones(1, 2)], torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert mask.tolist() == [[True, True, True], [True, False, False]]
+    assert weights.tolist() == [[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]] and weights.dtype == torch.float32
+
+
+def test_pad_sequences_off_the_cpu_pads_under_the_mask():
+    """Texts on the meta device (a stand-in for an accelerator, where the embeddings are padded by one
+    indexed copy under the mask): embeddings, mask and weights all land there, in the padded shapes.
+    Fails if that route is not handed the mask."""
+    texts = [torch.empty(2, 3, 4, device="meta"), torch.empty(2, 1, 4, device="meta")]
+    embeddings, mask, weights = pad_sequences(texts, [torch.ones(3), torch.ones(1)])
+    assert [t.device.type for t in (embeddings, mask, weights)] == ["meta"] * 3
+    assert (tuple(embeddings.shape), tuple(mask.shape), tuple(weights.shape)) == ((2, 2, 3, 4), (2, 3), (2, 3))
+
+
+def test_tiled_indices_are_minus_one_at_padded_references():
+    """With a reference mask, each padded reference position has index -1 and maximum 0, whatever its
+    (zero) embedding scores; real positions hold the first argmax of a plain loop. Fails if the padded
+    reference indices are left as the tiles found them."""
+    generator = torch.Generator().manual_seed(4)
+    cand, ref = normalize(torch.randn(4, 3, generator=generator)), normalize(torch.randn(5, 3, generator=generator))
+    ref[3:] = 0.0
+    ref_mask = torch.tensor([True, True, True, False, False])
+    best_c, idx_c, best_r, idx_r = tiled_maxima(cand, ref, None, ref_mask, max_bytes=8, with_indices=True)
+    sim = [[sum(a * b for a, b in zip(c, r)) for r in ref.tolist()] for c in cand.tolist()]
+    for j in range(3):
+        column = [sim[i][j] for i in range(4)]
+        assert idx_r[j].item() == column.index(max(column)) and best_r[j].item() == pytest.approx(max(column), abs=1e-6)
+    assert idx_r[3:].tolist() == [-1, -1] and best_r[3:].tolist() == [0.0, 0.0]
+    for i in range(4):
+        assert idx_c[i].item() == sim[i][:3].index(max(sim[i][:3]))

@@ -674,3 +674,121 @@ def test_notes_and_refusals_of_the_scores_in_full() -> None:
         with pytest.raises(ValueError) as error:
             call()
         assert str(error.value) == message
+
+
+def test_results_carry_the_settings_they_were_computed_with() -> None:
+    """Each result records the settings of its call, the defaults (1000 resamples, 95%, seed 0) when
+    none are given: fails if a default changes or a field drops or replaces the value given."""
+    for call in (lambda **kw: stats.bootstrap_ci(KIT[:50], **kw),
+                 lambda **kw: stats.paired_bootstrap(KIT[:50], UEDIN[:50], **kw)):
+        default = call()
+        assert (default.n_resamples, default.confidence, default.seed) == (1000, 0.95, 0)
+        given_ = call(n_resamples=200, confidence=0.9, seed=7)
+        assert (given_.n_resamples, given_.confidence, given_.seed) == (200, 0.9, 7)
+        assert type(given_.n_resamples) is int and type(given_.confidence) is float
+        assert call(n_resamples=200, seed=None).seed is None
+
+
+def test_a_lone_interval_notes_name_the_interval() -> None:
+    """5 scores and 10 resamples: two notes, both about an interval (resampling 5 scores gives at most
+    C(9, 5) = 126 distinct means, worked by hand). Fails if a note is dropped or speaks of a paired test."""
+    notes: list[str] = []
+    stats.bootstrap_ci([0.1, 0.4, 0.2, 0.8, 0.5], n_resamples=10, notes=notes)
+    assert notes == [
+        "only 5 segments: a bootstrap interval from so few is too narrow, covering the mean less often than its "
+        "confidence says (resampling 5 scores gives at most 126 distinct means); score more segments",
+        "only 10 resamples: fewer than 1,000 make a bootstrap interval rough, moving with the seed; use 1,000 or more",
+    ]
+
+
+@pytest.mark.parametrize("keyword, value, message", [
+    ("seed", -1, "seed must be an integer >= 0 or None (fresh entropy); got -1"),
+    ("confidence", 1.5, "confidence must be between 0 and 1 (exclusive), e.g. 0.95; got 1.5"),
+    ("n_resamples", 0, "n_resamples must be an integer >= 1; got 0"),
+])
+def test_paired_bootstrap_refuses_bad_settings_by_name(keyword, value, message) -> None:
+    """paired_bootstrap checks every setting itself: fails if one is not passed to the check (numpy
+    would then fail later with its own message, or not at all)."""
+    with pytest.raises(ValueError) as error:
+        stats.paired_bootstrap(KIT[:20], UEDIN[:20], **{keyword: value})
+    assert str(error.value) == message
+
+
+def test_check_bootstrap_settings_refuses_as_bootstrap_ci_does() -> None:
+    """The early check says what bootstrap_ci would refuse, under the caller's name for confidence:
+    fails if it drops or swaps a setting or names it wrongly."""
+    assert stats.check_bootstrap_settings(1000, 0, 0.95) is None
+    assert stats.check_bootstrap_settings(1, None, 0.5, confidence_name="confidence_level") is None
+    cases = [
+        ((0, 0, 0.95), {}, "n_resamples must be an integer >= 1; got 0"),
+        ((10, -1, 0.95), {}, "seed must be an integer >= 0 or None (fresh entropy); got -1"),
+        ((10, 0, 1.5), {}, "confidence must be between 0 and 1 (exclusive), e.g. 0.95; got 1.5"),
+        ((10, 0, 1.5), {"confidence_name": "confidence_level"},
+         "confidence_level must be between 0 and 1 (exclusive), e.g. 0.95; got 1.5"),
+    ]
+    for arguments, keywords, message in cases:
+        with pytest.raises(ValueError) as error:
+            stats.check_bootstrap_settings(*arguments, **keywords)
+        assert str(error.value) == message
+
+
+def test_paired_bootstrap_names_itself_when_the_scores_are_identical(caplog) -> None:
+    """The warning about identical systems starts with the function's name: fails if it names nothing
+    or another function."""
+    with caplog.at_level(logging.WARNING, logger="bertscore.stats"):
+        stats.paired_bootstrap(KIT[:20], KIT[:20].copy(), 1000)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["paired_bootstrap"]
+
+
+def test_bootstrap_p_value_is_unchanged_by_a_common_offset() -> None:
+    """Adding 2^20 to both systems' scores (exact in float64: the scores are multiples of 1/64) leaves
+    the differences, hence the p-value, as they were: fails if the tie band is scaled by the scores
+    themselves (their sum) instead of their differences, which makes it 2e-3 wide and swallows the
+    statistics that exceed the observed difference."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 64, size=200) / 64
+    b = a + rng.integers(-40, 41, size=200) / 64
+    offset = 2.0 ** 20
+    plain = stats.paired_bootstrap(a, b, 1000, seed=1)
+    shifted = stats.paired_bootstrap(a + offset, b + offset, 1000, seed=1)
+    assert plain.p_value == shifted.p_value
+    assert plain.p_value == sacrebleu_paired_bs_p(a, b, 1000, 1)
+    rows = stats.compare_systems({"a": a + offset, "b": b + offset}, method="bootstrap", n_resamples=1000, seed=1)
+    assert rows[1].p_value == plain.p_value
+
+
+def test_a_statistic_equal_to_the_observed_gap_does_not_count() -> None:
+    """Resampled differences 0, 0, 3: |d*| - mean|d*| = -1, -1, 2 (exact); observed gap 2: no statistic is
+    strictly greater (sacrebleu's >), so p = (0 + 1) / (3 + 1). Fails if the tie band lowers the bar
+    below the observed gap (the tie then counts: p = 2/4)."""
+    assert stats._bootstrap_p_value(np.array([0.0, 0.0, 3.0]), 2.0, 1.0) == 0.25
+    assert stats._bootstrap_p_value(np.array([0.0, 0.0, 3.0]), 2.0 - 1e-6, 1.0) == 0.5
+
+
+def test_standard_error_of_two_and_of_one_resample() -> None:
+    """Two resampled means 1 and 3: standard deviation (ddof=1) sqrt(2) by hand; one resample: no spread,
+    0. Fails if two resamples are taken as too few, or one resample gives a nonzero error."""
+    assert stats._stderr(np.array([1.0, 3.0])) == pytest.approx(math.sqrt(2), rel=1e-15)
+    assert stats._stderr(np.array([5.0])) == 0.0
+    one = stats.bootstrap_ci(KIT[:20], n_resamples=1, notes=[])
+    assert one.stderr == 0.0 and one.low == one.high
+    two = stats.bootstrap_ci(KIT[:20], n_resamples=2, notes=[])
+    # the 2.5% and 97.5% quantiles of two means are 0.95 of their gap apart; their sd is gap / sqrt(2)
+    assert two.high > two.low
+    assert two.stderr == pytest.approx((two.high - two.low) / 0.95 / math.sqrt(2), rel=1e-9)
+
+
+def test_paired_permutation_carries_its_settings_checks_its_seed_and_names_itself(caplog) -> None:
+    """paired_permutation's defaults (10,000 selectors, seed 0) and given settings are in its result; a
+    negative seed is refused by name; its warning about identical scores starts with its name. Fails if
+    a default changes, a field drops its value, the seed goes unchecked, or the warning names another."""
+    default = stats.paired_permutation(KIT[:20], UEDIN[:20])
+    assert (default.n_resamples, default.seed) == (10000, 0)
+    given_ = stats.paired_permutation(KIT[:20], UEDIN[:20], n_resamples=50, seed=7)
+    assert (given_.n_resamples, given_.seed) == (50, 7) and type(given_.n_resamples) is int
+    with pytest.raises(ValueError) as error:
+        stats.paired_permutation(KIT[:20], UEDIN[:20], seed=-1)
+    assert str(error.value) == "seed must be an integer >= 0 or None (fresh entropy); got -1"
+    with caplog.at_level(logging.WARNING, logger="bertscore.stats"):
+        stats.paired_permutation(KIT[:20], KIT[:20].copy(), 1000)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["paired_permutation"]

@@ -239,3 +239,52 @@ def test_plan_refusals_and_the_stride_kept_in_full() -> None:
         assembly.add(0, torch.zeros(5, 4))
     assert str(error.value) == ("window 0: states of shape (5, 4), expected 11 positions on dim -2 (2 leading "
                                 "specials + 8 content tokens + 1 trailing specials)")
+
+
+def test_a_window_size_or_stride_of_the_wrong_type_is_refused_by_its_name() -> None:
+    """A float or a bool window size or stride is refused with the setting's own name: fails if a
+    message names the wrong setting or none."""
+    cases = [((1.5,), "window size must be an integer, got 1.5 (float)"),
+             ((True,), "window size must be an integer, got True"),
+             ((8, 2.0), "window_stride must be an integer, got 2.0 (float)")]
+    for arguments, message in cases:
+        with pytest.raises(TypeError) as error:
+            resolve_stride(*arguments)
+        assert str(error.value) == message
+
+
+def test_an_assembly_indexes_the_states_with_indices_on_their_device() -> None:
+    """Every index handed to index_select / index_copy_ lives on the states' device (meta here, a
+    stand-in for an accelerator, where a CPU index is refused): fails if the positions or the rows
+    stay on the CPU."""
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class IndexDevices(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in (torch.Tensor.index_select, torch.Tensor.index_copy_):
+                seen.append((func.__name__, args[0].device.type, args[2].device.type))
+            return func(*args, **(kwargs or {}))
+
+    plan = plan_windows(1, 30, 1, 8, 4)
+    assembly = WindowAssembly(plan)
+    with IndexDevices():
+        for k in range(plan.num_windows):
+            assembly.add(k, torch.empty(plan.window_lengths[k], 3, device="meta"))
+    assert {name for name, _, _ in seen} == {"index_select", "index_copy_"}
+    assert all(tensor == index == "meta" for _, tensor, index in seen), seen
+
+
+def test_a_stride_past_the_window_names_the_default_and_a_bad_length_its_name() -> None:
+    """The refusal of a stride above the window names the default stride, half the window at least 1
+    (3 for W = 7, 1 for W = 2, by hand); a float content length is refused under its name. Fails if the
+    default quoted is not W // 2 (at least 1) or the length's message names something else."""
+    for window, stride, default in ((7, 8, 3), (2, 3, 1)):
+        with pytest.raises(ValueError) as error:
+            resolve_stride(window, stride)
+        assert str(error.value) == (f"window_stride={stride} is invalid: it must satisfy 1 <= window_stride <= "
+                                    f"{window} (the window size); the default is {default} (half the window)")
+    with pytest.raises(TypeError) as error:
+        window_starts(1.5, 4)
+    assert str(error.value) == "content length must be an integer, got 1.5 (float)"
