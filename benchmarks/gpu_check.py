@@ -388,7 +388,7 @@ class Models:
         self._loaded: dict[tuple[str, str, str], Any] = {}
 
     def loaded(self, family: str, device: str, dtype: str = "float32") -> Any:
-        from bertscore.models import load_model
+        from bertscore.models.loading import load_model
 
         key = (family, device, dtype)
         if key not in self._loaded:
@@ -500,7 +500,7 @@ class Context:
         so that its 'device' side batches differ from the CPU side's (a batch-invariance check)."""
         import torch
 
-        from bertscore.embed import default_tokens_per_batch
+        from bertscore.scoring.embed import default_tokens_per_batch
 
         return {"max_tokens_per_batch": default_tokens_per_batch(torch.device("cuda"))}
 
@@ -560,7 +560,7 @@ def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) ->
 
 
 def section_parity(s: Section, ctx: Context) -> None:
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
 
     cands, refs = ctx.first(ctx.sizes.parity_pairs)
     multi = [[refs[i], refs[(i + 1) % len(refs)]] for i in range(len(refs))]
@@ -602,7 +602,7 @@ def section_parity(s: Section, ctx: Context) -> None:
 
 
 def section_precision(s: Section, ctx: Context) -> None:
-    from bertscore.embed import NonFiniteEmbeddingError
+    from bertscore.scoring.embed import NonFiniteEmbeddingError
 
     cands, refs = ctx.first(ctx.sizes.precision_pairs)
     s.note(f"{len(cands)} pairs on {ctx.device}; F of bf16 / fp16 against fp32 (same device)")
@@ -632,7 +632,7 @@ def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, flo
     step's end so that a step's device work counts in that step."""
     from host_speed import phase_times as host_phase_times
 
-    from bertscore import pipeline as pipeline_module
+    from bertscore.scoring import pipeline as pipeline_module
 
     embed, match = scorer.pipeline.embedder.embed, pipeline_module.match_pairs
 
@@ -877,7 +877,7 @@ def section_options(s: Section, ctx: Context) -> None:
     import torch
 
     from bertscore import BERTScorer
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
     from bertscore.explain import explain_pair
 
     cands, refs = ctx.first(ctx.sizes.option_pairs)
@@ -980,7 +980,7 @@ def _all_pairs_against_floor(s: Section, ctx: Context, scorer: Any, texts: list[
     flops) at the device's fp32 matmul rate, measured here."""
     from speed import make_floor
 
-    from bertscore import all_pairs
+    from bertscore.scoring import all_pairs
 
     spent = {"embed": 0.0, "match": 0.0}
     originals = {"embed": all_pairs._embed, "match": all_pairs._match}
@@ -1020,7 +1020,7 @@ def matmul_rate(ctx: Context) -> float:
     """The device's fp32 matmul rate (flop/s, full precision: no TF32), best of 5 products of N x N."""
     import torch
 
-    from bertscore.devices import full_fp32_precision
+    from bertscore.models.devices import full_fp32_precision
 
     size = ctx.sizes.matmul_size
     a = torch.randn(size, size, device=ctx.device)

@@ -26,8 +26,8 @@ from machine import add_output_options, machine_info, machine_line, output_folde
 from bertscore.output_files import write_text  # noqa: E402
 from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
 
-from bertscore.embed import default_tokens_per_batch  # noqa: E402
-from bertscore.models import load_model  # noqa: E402
+from bertscore.scoring.embed import default_tokens_per_batch  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 
 

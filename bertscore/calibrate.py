@@ -28,7 +28,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from .baseline_tables import BaselineTable
+from .scoring.baseline_tables import BaselineTable
 from .digests import text_digest
 from .inputs import InputError, InputTypeError
 from .scorer import BERTScorer

@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .idf import TokenWeights
+from .scoring.idf import TokenWeights
 from .inputs import InputError
 from .judgements import RELATIVE, Chunk, Judgements
-from .model_families import count_layers
+from .models.families import count_layers
 from .notes import report
 from .scorer import BERTScorer
 from .sources import load_config, resolve_source

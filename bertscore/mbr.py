@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Sequence
 
 import torch
 
-from .inputs import InputError, text_list
+from .inputs import InputError, check_whole_number, text_list
 from .reward import completion_text
 from .scorer import BERTScorer
 
@@ -81,8 +81,7 @@ def group_rewards(
     utility against the rest of its group (`expected_utilities`). Chat completions (lists of
     messages) are read as `BERTScoreReward` reads them; TRL's other columns (prompts, ...) are unused."""
     texts = [completion_text(c, i) for i, c in enumerate(completions)]
-    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
-        raise InputError(f"group_size must be a whole number >= 1, got {group_size!r}")
+    check_whole_number(group_size, "group_size")
     if not texts or len(texts) % group_size:
         raise InputError(f"got {len(texts)} completions, not a whole number of groups of {group_size} "
                          "(TRL's num_generations): pass every completion of each prompt, consecutively")

@@ -231,7 +231,7 @@ def test_official_hash_is_what_the_official_package_prints(minilm_scorer, tmp_pa
 
 
 def test_identical_texts_score_one_and_never_above(minilm_scorer):
-    from bertscore.matching import greedy_match, normalize, pad_sequences
+    from bertscore.scoring.matching import greedy_match, normalize, pad_sequences
 
     p, r, f = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0).score(SENTENCES, SENTENCES)
     scores = torch.stack([p, r, f])
@@ -254,7 +254,8 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
     import socket
     import time
 
-    from bertscore import models, sources
+    from bertscore import sources
+    from bertscore.models.loading import loading as models
 
     with socket.socket() as sock:  # a local port with nothing listening: connection refused at once
         sock.bind(("127.0.0.1", 0))
@@ -272,7 +273,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
 
 
 def test_lang_is_case_insensitive():
-    from bertscore.model_tables import default_model_for_lang
+    from bertscore.models.tables import default_model_for_lang
 
     assert default_model_for_lang("EN") == "roberta-large" and default_model_for_lang("Zh") == "bert-base-chinese"
 

@@ -20,7 +20,7 @@ import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore import notes as notes_module
-from bertscore.idf import TokenWeights
+from bertscore.scoring.idf import TokenWeights
 from conftest import REPO_ROOT, SENTENCES
 
 MODEL = EMBEDDED_MODEL_NAME
@@ -62,7 +62,8 @@ def test_notes_repeat_every_call_at_the_users_line_and_the_process_is_left_as_fo
         import evaluate
         import transformers  # its import sets up its own logger: before the snapshot
         import bertscore
-        from bertscore import BERTScorer, devices, score
+        from bertscore import BERTScorer, score
+        from bertscore.models.loading import devices
         from bertscore.notes import BERTScoreNote
 
         def state():
@@ -204,7 +205,7 @@ def test_cli_notes_spell_cli_options_name_lines_and_show_once(tmp_path, capsys):
 
 
 def test_cli_shows_a_repeated_note_once_per_run(monkeypatch, tmp_path, capsys):
-    from bertscore import devices
+    from bertscore.models.loading import devices
     from bertscore.cli import main
 
     monkeypatch.setattr(devices, "cpu_slowdown", lambda dtype: 3.0)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, score
-from bertscore.embed import Embedder
+from bertscore.scoring.embed import Embedder
 from bertscore.pool import ScorerPool
 from bertscore.reward import BERTScoreReward
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 import torch
 
-from bertscore import tokenize_ahead
+from bertscore.scoring import tokenize_ahead
 
 CANDS = [f"candidate {i}" for i in range(10)]
 REFS = [f"reference {i}" for i in range(10)]
@@ -130,7 +130,7 @@ def test_the_pipeline_tokenizes_ahead_serially_only_for_an_encoder_on_the_cpu(mo
     user's setting where it runs on an accelerator (a stand-in pipeline: no device is touched)."""
     from types import SimpleNamespace
 
-    from bertscore import pipeline as pipeline_module
+    from bertscore.scoring import pipeline as pipeline_module
 
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)

@@ -22,6 +22,7 @@ import traceback
 from typing import IO, Any, Callable, Iterator, NoReturn, Sequence
 
 from ..inputs import InputError
+from ..notes import Spelling, command_line
 
 STRING_MODE_HINT = (
     "-c and -r take files, one text per line; the official bert-score command's mode that scores an argument "
@@ -56,6 +57,11 @@ class CommandParser(argparse.ArgumentParser):
             kwargs.setdefault("suggest_on_error", True)
         super().__init__(*args, **kwargs)
         self.short_usage = short_usage
+
+    def spelling(self) -> Spelling:
+        """How notes name options while this command runs: by this parser's own flags (`--model`)."""
+        return command_line({action.dest: max(action.option_strings, key=len)
+                             for action in self._actions if action.option_strings})
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         self.exit(2, f"usage: {self.prog} {self.short_usage}  (every option: {self.prog} --help)\n"

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
-from ..notes import CLI, spelled
+from ..notes import spelled
 from .corpus import check_baseline_output, read_corpus
 from .io import CommandParser, as_program, check_extension, cli_logging, run_command, shows_progress
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layer_scores import score_layers
     from ..layers import agreement_report
     from ..output_files import check_output, write_text
-    from ..settings import resolve_model_type
+    from ..scoring.settings import resolve_model_type
 
     check_options(args)
     inputs = [args.data, *(args.baseline_corpus or [])]
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_baseline(measured: Any, layer: int, lines: list[str], args: argparse.Namespace) -> str:
-    from ..baseline_tables import write_baseline
+    from ..scoring.baseline_tables import write_baseline
     from ..calibrate import compute_baseline
 
     table = compute_baseline(lines, scorer=measured.all_layers_scorer, num_pairs=args.baseline_pairs,
@@ -214,10 +214,11 @@ def render(report: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
 
     def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(parser.spelling()):
             return run(args)
 
     return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")

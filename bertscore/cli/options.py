@@ -172,8 +172,8 @@ def check_statistics_options(args: argparse.Namespace) -> None:
 def check_baseline_file(args: argparse.Namespace) -> None:
     """A malformed --baseline-path file, or one without a row for the layer asked (--num-layers, or
     the model's known default), is named before any model loads."""
-    from ..baseline_tables import baseline_rows, load_baseline
-    from ..model_tables import MODEL_TO_LAYERS, default_model_for_lang
+    from ..scoring.baseline_tables import baseline_rows, load_baseline
+    from ..models.tables import MODEL_TO_LAYERS, default_model_for_lang
 
     table = load_baseline(args.baseline_path)
     model_type = args.model_type or default_model_for_lang(args.lang)

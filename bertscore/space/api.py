@@ -13,8 +13,8 @@ import functools
 import inspect
 from typing import Any, NamedTuple
 
-from ..serving import QueueFull
-from .messages import API_TERMS, COMPUTE_SPELLING, UserError, shortened
+from .serving import QueueFull
+from .messages import COMPUTE_SPELLING, UserError, shortened
 from .user_input import api_texts
 from .service import ScoringService
 
@@ -94,7 +94,7 @@ class ComputeEndpoint:
         """A checked request with its scorer, or its answer when it has no predictions."""
         cands, groups = api_texts(self.config, predictions, references)
         scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride,
-                                            terms=API_TERMS)
+                                            spelling=COMPUTE_SPELLING)
         request = ApiRequest(scorer, cands, groups, notes)
         return request if cands else self._result(request, ([], [], []))
 

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import torch
 
 from .devices import full_fp32_precision
-from .matching import normalize
+from ..scoring.matching import normalize
 
 logger = logging.getLogger(__name__)
 

@@ -18,18 +18,18 @@ import sys
 
 import torch
 
-from . import dropin_helpers
-from .devices import resolve_placement
-from .dropin_helpers import (  # noqa: F401 - the official names, re-exported by the drop-in
+from . import helpers as dropin_helpers
+from ..models.devices import resolve_placement
+from .helpers import (  # noqa: F401 - the official names, re-exported by the drop-in
     bert_cos_score_idf, bert_encode, collate_idf, get_bert_embedding, get_idf_dict, get_model, get_tokenizer,
     greedy_cos_idf, padding, score_with_helpers, sent_encode,
 )
-from .model_tables import DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL, MODEL_TO_LAYERS
-from .models import load_model
-from .official import IMPLEMENTATION_VERSION, official_hash_text
-from .pipeline import Scores
-from .scorer import BERTScorer as _Scorer
-from .settings import lang_default_failure
+from ..models.tables import DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL, MODEL_TO_LAYERS
+from ..models.loading import load_model
+from ..official import IMPLEMENTATION_VERSION, official_hash_text
+from ..scoring.pipeline import Scores
+from ..scorer import BERTScorer as _Scorer
+from ..scoring.settings import lang_default_failure
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
     from matplotlib.figure import Figure

@@ -22,15 +22,15 @@ import torch
 
 from .bert_encoder import BertEncoder, load_bert
 from .devices import DTYPES, with_index
-from .inputs import InputError
-from .model_families import (
+from ..inputs import InputError
+from .families import (
     ENCODER_ONLY_T5_TYPES, attention_mode_for, count_layers, has_position_limit, pad_to_blocks, resolve_max_length,
     truncate_to_layers,
 )
-from .model_tables import MODEL_TO_LAYERS
-from .model_tokenizer import fast_backend, load_tokenizer, prepared_backend, special_layout
+from .tables import MODEL_TO_LAYERS
+from .tokenizer import fast_backend, load_tokenizer, prepared_backend, special_layout
 from .padding import PROBE_TEXT, padding_is_safe
-from .sources import hub_kwargs, load_config, resolve_source
+from ..sources import hub_kwargs, load_config, resolve_source
 
 logger = logging.getLogger(__name__)
 
