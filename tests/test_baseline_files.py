@@ -208,8 +208,8 @@ def test_files_the_official_reader_accepts_read_as_the_plain_file(kind, tmp_path
 
 def test_the_cli_names_too_few_rows_before_any_model_loads(tmp_path, monkeypatch, capsys) -> None:
     """The layer asked (-l, or the model's known default) is checked against the file up front."""
-    from bertscore.models.loading import loading as models
-    from bertscore.models.loading import shared as shared_models
+    from bertscore.models import loading as models
+    from bertscore.models import shared as shared_models
     from bertscore.cli import main
 
     def refuse(*args, **kwargs):

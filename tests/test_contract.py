@@ -255,7 +255,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
     import time
 
     from bertscore import sources
-    from bertscore.models.loading import loading as models
+    from bertscore.models import loading as models
 
     with socket.socket() as sock:  # a local port with nothing listening: connection refused at once
         sock.bind(("127.0.0.1", 0))

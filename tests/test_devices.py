@@ -227,7 +227,7 @@ def test_the_reduced_precision_calibration_is_a_batch_where_native_and_a_quarter
     9, 7, 8, 12, 10), so the ratio is known whatever the machine: best of 5 over best of 5 = 7 / 2.
     Fails if the ratio is inverted (float32 over bfloat16), takes the mean or the worst run, or times
     only the first run."""
-    from bertscore.models.loading import devices
+    from bertscore.models import devices
 
     shapes = []
     real_linear = torch.nn.functional.linear

@@ -415,8 +415,8 @@ class _NoModel(Exception):
 
 @pytest.fixture
 def no_model(monkeypatch):
-    from bertscore.models.loading import loading as models
-    from bertscore.models.loading import shared as shared_models
+    from bertscore.models import loading as models
+    from bertscore.models import shared as shared_models
 
     def refuse(*args, **kwargs):
         raise _NoModel("a model was loaded before the output was checked")

@@ -12,7 +12,7 @@ import logging
 import pytest
 import torch
 
-from bertscore.models.loading import padding
+from bertscore.models import padding
 from bertscore.models.padding import ALONE_TOLERANCE, CONTENT_TOLERANCE, PROBE_PADDING, padding_is_safe, padding_probe
 
 CPU = torch.device("cpu")

@@ -19,7 +19,7 @@ import torch
 import bertscore.pool
 import bertscore.scorer
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, release_models, score, sources
-from bertscore.models.loading import shared as shared_models
+from bertscore.models import shared as shared_models
 from bertscore.models.loading import load_model
 from conftest import SENTENCES
 
