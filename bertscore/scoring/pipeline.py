@@ -324,8 +324,7 @@ def score_in_blocks(
     else:
         device = pipeline.model.device
         ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(device)
-        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead,
-                                                 serial=device.type == "cpu")
+        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead)
     with contextlib.closing(blocks):  # leaving early: the block in flight is waited for
         for block, block_ids in blocks:
             positions = order[block.start:block.stop]
