@@ -2,10 +2,28 @@
 
 A `Pipeline` is the settings (frozen, see `settings.py`) plus an `Embedder`. Its public steps
 serve `BERTScorer.score`, `explain_pair` and the distributed path alike, so that each of them
-computes what `score()` computes. The work runs in chunks of pairs (embed, match, release),
-so peak memory depends on the chunk and batch budgets (`plan.py`), not on the corpus;
-embeddings are reused through a bounded cache, and within a call a text that returns in a
-later chunk is embedded once (`reuse.py`).
+computes what `score()` computes.
+
+The schedule: one call's pairs are grouped four levels deep, each level bounding one thing.
+
+1. Stream blocks (`score_in_blocks`, `plan.stream_blocks`): a call longer than a chunk is put in
+   `plan.stream_order` (by reference length in characters: the tokens are not known yet) and cut
+   into blocks growing from FIRST_STREAM_BLOCK pairs; block k + 1 is tokenized while block k is
+   scored (`tokenize_ahead`). They bound the tokens held and let tokenizing overlap scoring.
+2. Chunks (`Pipeline.score_pairs`, `plan.chunks`): a block's pairs, sorted by token length and
+   reference (`plan.sort_pairs`, so a shared reference sits in one chunk), taken up to
+   `chunk_size` pairs and CHUNK_EMBEDDING_BYTES of embeddings; a chunk's texts are embedded
+   together (token-budget batches, `embed.py`), matched, and released. They bound peak memory.
+3. Match batches (`match_pairs`, `plan.match_batches`): a chunk's pairs padded together up to
+   MATCH_BATCH_BYTES of embeddings and similarities. They bound one matching step.
+4. Tiles (`matching.greedy_match_tiled`): a pair too large for a match batch alone
+   (`plan.needs_tiling`) is matched over tiles of its similarity matrix.
+
+Embeddings are kept in two places: the scorer's `EmbeddingCache` (across calls, bounded, off in
+module-level `score()`) and the call's `CallReuse` (`reuse.py`: a text that returns in a later
+chunk of the same call is kept until its last use, so it is embedded once per call even with the
+cache off). Encoders are kept apart from embeddings: `models/shared.py` (one per settings in the
+process) and `pool.py` (scorers for changing settings).
 """
 
 from __future__ import annotations
