@@ -59,7 +59,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
+from bertscore import BERTScorer  # noqa: E402
+from bertscore.scoring import tokenize_ahead  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402

@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import logging
 import sys
 from typing import Any, Sequence
 
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
-from ..notes import spelled
 from .corpus import check_baseline_output, read_corpus
-from .io import CommandParser, as_program, check_extension, cli_logging, run_command, shows_progress
+from .io import CommandParser, as_program, check_extension, run_subcommand, shows_progress
 
 PROGRAM = "bertscore layers"
 
@@ -214,14 +212,8 @@ def render(report: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-
-    def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(parser.spelling()):
-            return run(args)
-
-    return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")
+    return run_subcommand(PROGRAM, build_parser(), argv, run,
+                          lambda args: f": {args.json_output} is left as it was" if args.json_output else "")
 
 
 if __name__ == "__main__":
