@@ -7,8 +7,8 @@ below it import `baseline_tables`; `calibrate` needs a scorer, so it sits above 
 
 from __future__ import annotations
 
+from .calibrate import compute_baseline
 from .scoring import baseline_tables as _tables
 from .scoring.baseline_tables import *  # noqa: F401,F403  (the public names of the tables, listed in its __all__)
-from .calibrate import compute_baseline
 
 __all__ = [*_tables.__all__, "compute_baseline"]

@@ -33,9 +33,9 @@ from .inputs import InputError
 from .judgements import DIRECT, Judgements, judgements_from_lists, read_judgements
 from .layer_scores import COLUMNS, LayerScores, score_layers
 from .models.tables import MODEL_TO_LAYERS
+from .notes import report
 from .scoring.settings import resolve_model_type
 from .stats import check_bootstrap_settings, compare_systems, few_resamples_note
-from .notes import report
 
 SIGNIFICANCE = 0.05
 PERMUTATIONS = 10000

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Hashable
 
-from .scoring import baseline_tables
-from .models.devices import resolve_device, resolve_placement
 from .digests import text_digest
-from .scoring.embed import DEFAULT_CACHE_BYTES, EmbeddingCache
-from .scorer import BERTScorer
-from .scoring.settings import resolve_model_type
+from .models.devices import resolve_device, resolve_placement
 from .models.shared import LRU, SHARED_MODELS, encoder_key, free_dropped_encoders
+from .scorer import BERTScorer
+from .scoring import baseline_tables
+from .scoring.embed import DEFAULT_CACHE_BYTES, EmbeddingCache
+from .scoring.settings import resolve_model_type
 
 
 def _freeze(value: Any) -> Hashable:

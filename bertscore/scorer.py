@@ -13,21 +13,21 @@ from typing import Any, Sequence
 
 import torch
 
-from .scoring import all_pairs
+from .inputs import check_whole_number, normalize_inputs
 from .models.devices import resolve_placement
-from .scoring.embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
 from .models.fork_safety import fork_safe
+from .models.loading import LoadedModel
+from .models.shared import SHARED_MODELS
+from .official import OfficialSurface
+from .scoring import all_pairs
+from .scoring.embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
 from .scoring.hashcode import ScoreSettings
 from .scoring.idf import TokenWeights
-from .inputs import check_whole_number, normalize_inputs
-from .models.loading import LoadedModel
-from .official import OfficialSurface
 from .scoring.pipeline import Pipeline, Scores
 from .scoring.plan import DEFAULT_CHUNK_PAIRS
 from .scoring.settings import (
     check_loaded_model, check_long_texts, lang_default_failure, resolve_model_type, resolve_settings,
 )
-from .models.shared import SHARED_MODELS
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class BERTScorer(OfficialSurface):
         if loaded_model is not None:
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
-            # The encoder already loaded in this process for these settings, if any (shared_models.py).
+            # The encoder already loaded in this process for these settings, if any (models/shared.py).
             try:
                 self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
             except OSError as error:

@@ -4,7 +4,7 @@ Code written against the official internals runs on them unedited: mbrs encodes 
 with a scorer's `_model` and `_tokenizer` and matches them with `greedy_cos_idf`; scripts build a
 model with `get_model` and score with `bert_cos_score_idf`; evaluate's tests patch those two names
 in `bert_score.scorer`. Each keeps its official name, arguments and result layout; the models and
-tokenizers are this package's (`models.py`, `model_tokenizer.py`), the matching is `matching.py`'s.
+tokenizers are this package's (`models/loading.py`, `models/tokenizer.py`), the matching is `scoring/matching.py`'s.
 Where the official numbers are wrong (a padded position's similarity of 0 wins a max when every
 real similarity is negative) these return the real maximum; docs/existing-code.md lists the rest.
 """
@@ -18,13 +18,13 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..models.devices import full_fp32_precision
-from ..scoring.idf import TokenWeights
 from ..inputs import normalize_inputs
-from ..scoring.matching import greedy_match, harmonic_mean, normalize, pad_sequences
-from ..models.tokenizer import load_tokenizer, special_layout
+from ..models.devices import full_fp32_precision
 from ..models.loading import load_model
+from ..models.tokenizer import load_tokenizer, special_layout
 from ..official import weights_as_dict
+from ..scoring.idf import TokenWeights
+from ..scoring.matching import greedy_match, harmonic_mean, normalize, pad_sequences
 from ..sources import resolve_source
 
 logger = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from typing import Generic, Hashable, TypeVar
 
 import torch
 
-from .devices import with_index
-from .tables import MODEL_TO_LAYERS
-from .loading import LoadedModel, load_model
 from ..sources import resolve_source
+from .devices import with_index
+from .loading import LoadedModel, load_model
+from .tables import MODEL_TO_LAYERS
 
 DEFAULT_KEPT_MODELS = 1  # encoders kept after their last scorer is gone (the most recently used)
 K = TypeVar("K", bound=Hashable)

@@ -18,10 +18,10 @@ from typing import Sequence
 from matplotlib.figure import Figure
 
 from ..explain import Explanation, explain_pair
-from .fonts import families_for
 from ..output_files import write_bytes
 from ..scoring.pipeline import HasPipeline
 from ..wording import a_type
+from .fonts import families_for
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from typing import Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from ..models.devices import full_fp32_precision, resolve_device
 from ..inputs import InputError
-from .matching import normalize_with_norms, pinned_to_device
+from ..models.devices import full_fp32_precision, resolve_device
 from ..models.loading import LoadedModel
+from .matching import normalize_with_norms, pinned_to_device
 from .windows import WindowAssembly, plan_windows
 
 logger = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from typing import Sequence
 import numpy as np
 
 from ..models.devices import reduced_precision_note
-from .idf import TokenWeights
 from ..models.tables import unknown_layer_message
 from ..notes import advice, name_some, report, setting
+from .idf import TokenWeights
 from .settings import Settings
 from .tokens import TokenStore
 

@@ -36,13 +36,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import baseline_tables, input_notes, plan, tokenize_ahead
 from ..models.devices import full_fp32_precision
+from ..models.loading import LoadedModel
+from ..notes import name_some, report
+from . import baseline_tables, input_notes, plan, tokenize_ahead
 from .embed import Embedder, Fetch
 from .idf import TokenWeights
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
-from ..models.loading import LoadedModel
-from ..notes import name_some, report
 from .reuse import CallReuse
 from .settings import Settings
 from .tokens import TokenStore

@@ -16,19 +16,19 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from . import baseline_tables
 from ..digests import text_digest
-from .hashcode import ScoreSettings
-from .idf import TokenWeights
 from ..inputs import InputError, InputTypeError, as_list, check_text, check_whole_number
+from ..models.loading import LoadedModel
 from ..models.tables import default_model_for_lang
 from ..models.tokenizer import tokenizer_library_versions
-from ..models.loading import LoadedModel
 from ..notes import setting
-from .tokens import TokenStore
 from ..version import __version__
-from .windows import WindowSettingError, resolve_stride
 from ..wording import a_type
+from . import baseline_tables
+from .hashcode import ScoreSettings
+from .idf import TokenWeights
+from .tokens import TokenStore
+from .windows import WindowSettingError, resolve_stride
 
 logger = logging.getLogger(__name__)
 

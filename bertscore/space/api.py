@@ -13,10 +13,10 @@ import functools
 import inspect
 from typing import Any, NamedTuple
 
-from .serving import QueueFull
 from .messages import COMPUTE_SPELLING, UserError, shortened
-from .user_input import api_texts
 from .service import ScoringService
+from .serving import QueueFull
+from .user_input import api_texts
 
 
 class ApiRequest(NamedTuple):

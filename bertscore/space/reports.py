@@ -13,9 +13,9 @@ from typing import Sequence
 import pandas as pd
 
 from ..explain import Explanation
-from .markup import shown_as_typed
 from ..output_files import write_text
 from ..stats import bootstrap_ci, compare_systems
+from .markup import shown_as_typed
 from .messages import ERROR_TITLE, shortened
 
 TOKEN_COLUMNS = ["side", "#", "token", "weight", "best match", "cosine"]

@@ -10,16 +10,16 @@ from __future__ import annotations
 import logging
 from typing import Any, NamedTuple
 
-from ..scoring.baseline_tables import packaged_languages
 from ..inputs import InputError
 from ..models.families import count_layers
 from ..models.tables import MODEL_TO_LAYERS
 from ..notes import Spelling
 from ..pool import ScorerPool
-from .serving import RequestQueue
+from ..scoring.baseline_tables import packaged_languages
 from ..sources import hub_kwargs, load_config, resolve_source
 from .config import AppConfig
 from .messages import PAIR_SPELLING, UserError, load_failure
+from .serving import RequestQueue
 from .user_input import parse_layer
 
 logger = logging.getLogger(__name__)

@@ -45,18 +45,18 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
         'project run  pip install ".[torchmetrics]"  (or pip install "torchmetrics>=1.3")', name="torchmetrics",
     ) from None
 
-from ..models.devices import resolve_device
 from ..distributed import local_device, rank, score_distributed, world_size
 from ..inputs import InputError
-from .arguments import check_arguments, shortened
-from .dtypes import FloatScores
-from .states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
-                            kept_pairs, named_by_pairs, pair_digests, pair_labels, split_groups)
+from ..models.devices import resolve_device
 from ..notes import Site, Spelling, caller_site, noted_at, spelled
 from ..pool import ScorerPool
 from ..scorer import BERTScorer
 from ..scoring.settings import resolve_model_type
 from ..sources import embedded_model_hint
+from .arguments import check_arguments, shortened
+from .dtypes import FloatScores
+from .states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
+                            kept_pairs, named_by_pairs, pair_digests, pair_labels, split_groups)
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
@@ -298,7 +298,7 @@ class BERTScore(FloatScores, _Machinery, Metric):
         return result
 
     def _kept_pairs(self) -> torch.Tensor | None:
-        """Positions of the pairs to score (`metric_states.kept_pairs`)."""
+        """Positions of the pairs to score (`states.kept_pairs`)."""
         return kept_pairs(*(self._cat(name) for name in PAIR_STATES))
 
     def _score(self, candidates: list[str], groups: list[list[str]], synced: bool,

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from ..digests import text_digest
-from ..scoring.idf import TokenWeights
 from ..inputs import InputError, check_text, normalize_batch, normalize_group
 from ..notes import Place, Spelling
+from ..scoring.idf import TokenWeights
 
 NO_INDEX = -1  # the index state of a pair given without `indexes`
 
