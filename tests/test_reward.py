@@ -281,7 +281,8 @@ def test_notes_are_one_short_line_per_call_with_the_count_at_every_rl_entry_poin
     assert lines == [[expected]] * 3 and len(expected) < 200
     # a few: every one named, "is" for one
     assert notes_of(lambda: consensus(completions=["a", "", "c", ""], prompts=["p"] * 4)) == [
-        "2 of 4 completions are empty: completions[1], [3] (no content tokens: raw score 0, as in the official package)"]
+        "2 of 4 completions are empty: completions[1], [3] "
+        "(no content tokens: raw score 0, as in the official package)"]
     assert notes_of(lambda: reward(completions=["a", ""], reference=["x", ""])) == [
         "1 of 2 completions and 1 of 2 reference entries are empty: completions[1], reference[1] "
         "(no content tokens: raw score 0, as in the official package)"]
