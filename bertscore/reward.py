@@ -236,6 +236,9 @@ def dataset_column(dataset: Any, name: str) -> tuple[set[str] | None, list[Any] 
         names = set.intersection(*(set(row) for row in rows)) if rows else set()
         return names, ([row[name] for row in rows] if name in names else None)
     columns = getattr(dataset, "column_names", None)  # datasets.Dataset / IterableDataset
+    if isinstance(columns, Mapping):  # a DatasetDict: its splits' columns
+        raise InputTypeError(f"dataset holds the splits {sorted(columns)}: pass the one the trainer trains on, "
+                             "e.g. dataset['train']")
     if columns is None and hasattr(dataset, "columns") and hasattr(dataset, "iloc"):  # a pandas DataFrame
         columns = [str(c) for c in dataset.columns]
     if columns is None:

@@ -190,6 +190,8 @@ def test_the_dataset_is_checked_before_the_rollout_with_the_rewards_message(rewa
         reward.check_dataset([{"prompt": "p", "reference": "x"}, {"prompt": "q", "reference": None}])
     with pytest.raises(InputError, match="dataset is an int"):
         reward.check_dataset(3)
+    with pytest.raises(InputError, match=r"dataset holds the splits \['train'\]: pass the one the trainer trains on"):
+        reward.check_dataset(datasets.DatasetDict({"train": datasets.Dataset.from_list(good[:1])}))
 
 
 # ----- the consensus reward: groups named by TRL's prompts ----------------------------------
@@ -293,6 +295,18 @@ def test_notes_are_one_short_line_per_call_with_the_count_at_every_rl_entry_poin
     (cut,) = notes_of(lambda: consensus(completions=[long, long, "a", "b"], prompts=["p"] * 4))
     assert cut == ("2 of 4 completions were truncated at the model's limit of 510 content tokens: completions[0], [1] "
                    "(pass long_texts='window' to score them whole)")
+
+
+def test_every_cause_has_its_brief_line(reward) -> None:
+    """Mostly unknown texts (a word longer than WordPiece reads is [UNK]) and all-0 token weights
+    (idf over one distinct reference): one line each, the count and the places, as for empty texts."""
+    assert notes_of(lambda: reward(completions=["a" * 150, "fine text", "b" * 150], reference=["x", "y", "z"])) == [
+        "2 of 3 completions are mostly the unknown token '[UNK]': completions[0], [2] "
+        "(they score as if mostly one token)"]
+    idf = BERTScoreReward(EMBEDDED_MODEL_NAME, num_layers=4, device="cpu", idf=True, pool=reward.pool)
+    assert notes_of(lambda: idf(completions=["the cat", "the cat", "a dog"], reference=["the cat"] * 3)) == [
+        "2 of 3 completions and 3 of 3 reference entries have token weights all 0: completions[0], [1], "
+        "reference[0], [1], [2] (idf over 1 distinct reference: raw F1 0)"]
 
 
 def test_notes_obey_the_warnings_filters(reward) -> None:
