@@ -226,6 +226,9 @@ def completion_text(completion: Any, index: int) -> str:
 def dataset_column(dataset: Any, name: str) -> tuple[set[str] | None, list[Any] | None]:
     """A dataset's column names (None where unknown: a streamed dataset may not know them) and the
     values of column `name` (None where absent or not readable without iterating the dataset)."""
+    if isinstance(getattr(dataset, "column_names", None), Mapping):  # a DatasetDict: its splits' columns
+        raise InputTypeError(f"dataset holds the splits {sorted(dataset.column_names)}: pass the one the trainer "
+                             "trains on, e.g. dataset['train']")
     if isinstance(dataset, Mapping):  # a mapping of columns (a dict of lists, a datasets row batch)
         return set(dataset), (dataset[name] if name in dataset else None)
     rows = as_list(dataset, "dataset") if isinstance(dataset, (list, tuple)) else None
@@ -236,9 +239,6 @@ def dataset_column(dataset: Any, name: str) -> tuple[set[str] | None, list[Any] 
         names = set.intersection(*(set(row) for row in rows)) if rows else set()
         return names, ([row[name] for row in rows] if name in names else None)
     columns = getattr(dataset, "column_names", None)  # datasets.Dataset / IterableDataset
-    if isinstance(columns, Mapping):  # a DatasetDict: its splits' columns
-        raise InputTypeError(f"dataset holds the splits {sorted(columns)}: pass the one the trainer trains on, "
-                             "e.g. dataset['train']")
     if columns is None and hasattr(dataset, "columns") and hasattr(dataset, "iloc"):  # a pandas DataFrame
         columns = [str(c) for c in dataset.columns]
     if columns is None:
