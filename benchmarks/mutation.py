@@ -11,7 +11,8 @@ equivalent). Survivors left alive on purpose say why in mutation_survivors.json.
 
 The record (mutation.json's "functions") holds, per mutated function, its qualified name, a sha256 of
 its source (of its syntax tree, as mutmut hashes it: comments, layout and the module it sits in do not
-count), a sha256 of the test files that gave its verdicts, and the mutants' verdicts by number.
+count), a sha256 of the test files of the latest run that gave it verdicts, and the mutants' verdicts
+by number.
 Records are matched to the code by (name, source digest), never by path: a function moved unchanged
 to another module keeps its verdicts; one whose source changed is stale until mutmut reruns it.
 
@@ -158,7 +159,8 @@ def load_record(path: Path = RECORD) -> dict[tuple[str, str], dict[str, Any]]:
     """(name, source sha256) -> the committed record of that function."""
     if not path.is_file():
         return {}
-    return {(f["function"], f["source_sha256"]): f for f in json.loads(path.read_text(encoding="utf-8")).get("functions", [])}
+    functions = json.loads(path.read_text(encoding="utf-8")).get("functions", [])
+    return {(f["function"], f["source_sha256"]): f for f in functions}
 
 
 def stale_functions(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]]) -> list[Function]:
@@ -223,7 +225,8 @@ def summarise(functions: list[dict[str, Any]], equivalent: dict[str, Any], survi
                 counts["total"] += 1
                 counts[kind_now] += 1
                 if kind_now in ("survived", "no_tests"):
-                    known = survivors.get(key) if (survivors.get(key) or {}).get("function_sha256") == f["source_sha256"] else None
+                    known = survivors.get(key)
+                    known = known if known and known.get("function_sha256") == f["source_sha256"] else None
                     text = (diff(f, number) if diff else "") or (old_alive.get(key) or {}).get("diff") or \
                         (known or argued or {}).get("diff", "")
                     alive[key] = {"module": f["module"], "outcome": kind_now, "diff": text,

@@ -527,7 +527,8 @@ def test_the_tiled_path_stays_fp32_under_a_float64_default_dtype():
     return the fp32 values they return under the float32 default. Fails if the running maxima start
     in the default dtype (they would come back float64)."""
     generator = torch.Generator().manual_seed(3)
-    cand, ref = normalize(torch.randn(2, 4, 8, generator=generator)), normalize(torch.randn(2, 6, 8, generator=generator))
+    cand = normalize(torch.randn(2, 4, 8, generator=generator))
+    ref = normalize(torch.randn(2, 6, 8, generator=generator))
     cand_mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
     ref_mask = torch.tensor([[True] * 6, [True, True, False, False, False, False]])
     cand_w, ref_w = torch.rand(2, 4, generator=generator) * cand_mask, torch.rand(2, 6, generator=generator) * ref_mask
