@@ -168,16 +168,22 @@ bench: setup
 
 # Mutation testing of the core math (matching, idf, padding, windows, tokens, resampling, stats): mutmut 3
 # (the [mutation] extra) plants small bugs one at a time and runs the fast tests that reach each (settings:
-# [tool.mutmut] in pyproject.toml; no model loads), caching verdicts in mutants/ (git-ignored) so that a
-# rerun checks only what changed; then benchmarks/mutation.py writes the score per module to
-# benchmarks/results/mutation.{json,md} (tests/test_mutation_score.py checks it). Not part of make test:
-# a first full run takes hours on a loaded 2-core machine (docs/testing.md).
+# [tool.mutmut] in pyproject.toml; no model loads). The committed record (benchmarks/results/mutation.json)
+# holds each mutated function's source digest beside its verdicts, so only the functions it does not
+# describe (changed or new: `mutation.py --stale`) are rerun, plus any mutmut patterns in MUTANTS (e.g.
+# MUTANTS='bertscore.scoring.matching.x_greedy_match__mutmut_*' after adding a test); then benchmarks/mutation.py
+# merges the fresh verdicts into the record and writes the score per module to
+# benchmarks/results/mutation.{json,md} (tests/test_mutation_score.py checks it against the code).
+# Not part of make test: a run from scratch takes hours on a loaded 2-core machine (docs/testing.md).
 MUTATION_CHILDREN ?= 2
 MUTATION_FLAGS ?= --update-results
+MUTANTS ?=
 .PHONY: mutation
 mutation: setup
 	$(BIN)/pip install -e ".[mutation]" -c constraints.txt
-	$(BIN)/mutmut run --max-children $(MUTATION_CHILDREN)
+	set -f; names="$$($(BIN)/python benchmarks/mutation.py --stale) $(MUTANTS)"; set -- $$names; \
+	if [ $$# -gt 0 ]; then $(BIN)/mutmut run --max-children $(MUTATION_CHILDREN) "$$@"; \
+	else echo "make mutation: the record describes every mutated function, nothing to rerun"; fi
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_FLAGS)
 
 clean:

@@ -1,14 +1,23 @@
 """The mutation score of the core math: how many small bugs planted by mutmut the fast tests catch.
 
-`make mutation` runs `mutmut run` (its settings: [tool.mutmut] in pyproject.toml: the modules it
-mutates, the fast tests it runs, no model loaded), then this script, which reads mutmut's results
-(mutants/**/*.py.meta) and writes per module: mutants in all, killed (a test failed, or the mutant
-hung past mutmut's timeout), survived, argued equivalent (a survivor that no input can tell from
-the original: its one-line argument is in benchmarks/results/mutation_equivalent.json, keyed by
-mutant id, with the mutant's diff), no tests (no selected test reached the function) and not
-checked (the run stopped early). score = killed / (all - argued equivalent).
+`make mutation` asks this script which functions of the mutated modules ([tool.mutmut] only_mutate in
+pyproject.toml) the committed record does not describe (`--stale`: a function whose source changed,
+or a new one), runs mutmut on those alone, then merges mutmut's fresh verdicts (mutants/**/*.py.meta)
+into the record and writes per module: mutants in all, killed (a test failed, or the mutant hung past
+mutmut's timeout), survived, argued equivalent (a survivor that no input through any public door can
+tell from the original: its one-line argument is in benchmarks/results/mutation_equivalent.json), no
+tests (no selected test reached the function) and not checked. score = killed / (all - argued
+equivalent). Survivors left alive on purpose say why in mutation_survivors.json.
+
+The record (mutation.json's "functions") holds, per mutated function, its qualified name, a sha256 of
+its source (of its syntax tree, as mutmut hashes it: comments, layout and the module it sits in do not
+count), a sha256 of the test files of the latest run that gave it verdicts, and the mutants' verdicts
+by number.
+Records are matched to the code by (name, source digest), never by path: a function moved unchanged
+to another module keeps its verdicts; one whose source changed is stale until mutmut reruns it.
 
     .venv/bin/python benchmarks/mutation.py [--update-results | --out FOLDER]
+    .venv/bin/python benchmarks/mutation.py --stale   # mutmut patterns of the functions to rerun
 
 Writes mutation.md and mutation.json to benchmarks/scratch/ (git-ignored), or to
 benchmarks/results/ with --update-results, or to --out FOLDER.
@@ -17,10 +26,12 @@ benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,68 +39,239 @@ sys.path.insert(0, str(ROOT))
 from machine import RESULTS, add_output_options, output_folder, write_results  # noqa: E402
 
 MUTANTS = ROOT / "mutants"
+RECORD = RESULTS / "mutation.json"  # the committed record the fresh verdicts are merged into
 EQUIVALENT = RESULTS / "mutation_equivalent.json"  # the arguments, kept with the figures
+SURVIVORS = RESULTS / "mutation_survivors.json"  # survivors left alive, with why
 # mutmut's exit codes (mutmut.stats.status_by_exit_code), as the outcomes counted here
 KILLED_CODES = {1, 3, 36, 37, -24, 24, 152, 255, -11, -9}  # failed, pytest error, timeout, type check, crash
 SURVIVED_CODES = {0}
 NO_TESTS_CODES = {5, 33}
+VERDICTS = ("killed", "survived", "no_tests")  # what the record keeps per mutant
 OUTCOMES = ("killed", "survived", "equivalent", "no_tests", "not_checked")
+CLASS_SEPARATOR = "ǁ"  # mutmut's, in a method's mangled name: xǁClassǁmethod
 
 
-def read_results(mutants: Path) -> dict[str, dict[str, int | None]]:
-    """module (bertscore/x.py) -> {mutant id: mutmut's exit code (None: not checked)}."""
-    results = {}
+class Function(NamedTuple):
+    """A function of a mutated module as the code holds it now."""
+
+    module: str  # the file's stem (matching), the key of the per-module figures
+    dotted: str  # the module's import path (bertscore.scoring.matching), the prefix of mutmut's mutant names
+    name: str  # qualified name: greedy_match, TokenWeights.__init__
+    sha256: str  # of ast.dump(node, annotate_fields=False), as mutmut's own function hash
+
+    @property
+    def mangled(self) -> str:
+        """mutmut's name of the function: x_greedy_match, xǁTokenWeightsǁ__init__."""
+        *classes, name = self.name.split(".")
+        if not classes:
+            return f"x_{name}"
+        return f"x{CLASS_SEPARATOR}{'.'.join(classes)}{CLASS_SEPARATOR}{name}"
+
+    @property
+    def pattern(self) -> str:
+        """The `mutmut run` pattern of every mutant of this function."""
+        return f"{self.dotted}.{self.mangled}__mutmut_*"
+
+
+def settings() -> dict[str, Any]:
+    """pyproject.toml's [tool.mutmut]."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+
+
+def source_digests(source: str) -> dict[str, str]:
+    """Qualified name -> sha256 of each function and method (classes nested as mutmut walks them)."""
+    digests: dict[str, str] = {}
+
+    def visit(statements: list[ast.stmt], prefix: str) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                dump = ast.dump(node, annotate_fields=False)
+                digests[prefix + node.name] = hashlib.sha256(dump.encode()).hexdigest()
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+
+    visit(ast.parse(source).body, "")
+    return digests
+
+
+def code_functions(paths: list[str] | None = None) -> list[Function]:
+    """Every function of the mutated modules (only_mutate), wherever they sit."""
+    functions = []
+    for path in paths if paths is not None else settings()["only_mutate"]:
+        relative = Path(path)
+        dotted = ".".join(relative.with_suffix("").parts)
+        source = (ROOT / relative).read_text(encoding="utf-8")
+        functions += [Function(relative.stem, dotted, name, sha) for name, sha in source_digests(source).items()]
+    return functions
+
+
+def tests_digest() -> str:
+    """sha256 of the test files mutmut runs (the selection, and conftest.py that shapes them)."""
+    files = sorted({*settings()["pytest_add_cli_args_test_selection"], "tests/conftest.py"})
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(f"{name}\0{hashlib.sha256((ROOT / name).read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+def mutant_key(function: str, number: int | str) -> str:
+    """The id of a mutant in the record and the argument files: greedy_match__mutmut_67."""
+    return f"{function}__mutmut_{number}"
+
+
+class Fresh(NamedTuple):
+    """mutmut's verdicts for one function in mutants/: its hash of the source it mutated, and the exit
+    code by mutant number (None: not run)."""
+
+    mutmut_hash: str
+    codes: dict[int, int | None]
+
+
+def read_fresh(mutants: Path) -> dict[tuple[str, str], Fresh]:
+    """(dotted module, mangled function) -> mutmut's verdicts in its folder (none without one)."""
+    fresh: dict[tuple[str, str], Fresh] = {}
     for meta in sorted(mutants.rglob("*.py.meta")):
-        module = meta.relative_to(mutants).as_posix()[: -len(".meta")]
-        results[module] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-    return results
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        hashes = data.get("hash_by_function_name", {})
+        for mutant, code in data["exit_code_by_key"].items():
+            head, number = mutant.rsplit("__mutmut_", 1)
+            dotted, mangled = head.rsplit(".", 1)
+            entry = fresh.setdefault((dotted, mangled), Fresh(hashes.get(mangled, ""), {}))
+            entry.codes[int(number)] = code
+    return fresh
 
 
-def outcome(code: int | None, mutant: str, equivalent: dict[str, Any]) -> str:
+def verdict(code: int | None) -> str:
     if code in KILLED_CODES:
         return "killed"
     if code in SURVIVED_CODES:
-        return "equivalent" if mutant in equivalent else "survived"
+        return "survived"
     if code in NO_TESTS_CODES:
         return "no_tests"
     return "not_checked"
 
 
-def diff_of(mutant: str, module: str) -> str:
-    """mutmut's diff of one mutant (the lines it changed), as `mutmut show` prints it."""
-    from mutmut.mutation.diff_apply import get_diff_for_mutant
+def load_record(path: Path = RECORD) -> dict[tuple[str, str], dict[str, Any]]:
+    """(name, source sha256) -> the committed record of that function."""
+    if not path.is_file():
+        return {}
+    functions = json.loads(path.read_text(encoding="utf-8")).get("functions", [])
+    return {(f["function"], f["source_sha256"]): f for f in functions}
 
-    lines = get_diff_for_mutant(mutant, path=module).splitlines()
-    return "\n".join(line for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+def stale_functions(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]]) -> list[Function]:
+    """The functions of the code that no record describes (changed or new)."""
+    return [f for f in functions if (f.name, f.sha256) not in record]
 
 
-def summarise(results: dict[str, dict[str, int | None]], equivalent: dict[str, Any],
-              with_diffs: bool = True) -> dict[str, Any]:
-    """Per module and in all: the counts of each outcome and the score; the ids (and diffs) left alive."""
-    modules, alive = {}, {}
-    for module, codes in results.items():
-        counts = dict.fromkeys(OUTCOMES, 0)
-        for mutant, code in codes.items():
-            kind = outcome(code, mutant, equivalent)
-            counts[kind] += 1
-            if kind in ("survived", "no_tests"):
-                alive[mutant] = {"outcome": kind, "diff": diff_of(mutant, module) if with_diffs else ""}
-        modules[module] = {"total": len(codes), **counts, "score": score(len(codes), counts)}
+def merge(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]],
+          fresh: dict[tuple[str, str], Fresh], tests_sha256: str) -> list[dict[str, Any]]:
+    """Per function of the code: the recorded verdicts where its source is unchanged, overwritten by
+    mutmut's fresh ones for the same source; mutants neither holds stay not checked."""
+    merged = []
+    for f in functions:
+        old = record.get((f.name, f.sha256))
+        verdicts: dict[int, str] = {}
+        tests = old["tests_sha256"] if old else None
+        if old:
+            verdicts = {n: kind for kind in VERDICTS for n in old[kind]}
+            verdicts.update({n: "not_checked" for n in old.get("not_checked", [])})
+        new = fresh.get((f.dotted, f.mangled))
+        # only mutmut's verdicts on this very source (its hash is the first 12 digits of ours), so a
+        # leftover mutants/ of older code is never taken for this one
+        if new is not None and new.mutmut_hash == f.sha256[:12]:
+            for number, code in new.codes.items():
+                if code is not None or number not in verdicts:
+                    verdicts[number] = verdict(code)
+                    tests = tests_sha256 if code is not None else tests
+        elif not old:
+            verdicts = {n: "not_checked" for n in _mutant_numbers(f)}
+        by_kind = {kind: sorted(n for n, v in verdicts.items() if v == kind) for kind in (*VERDICTS, "not_checked")}
+        merged.append({"module": f.module, "function": f.name, "source_sha256": f.sha256,
+                       "tests_sha256": tests, **by_kind})
+    return merged
+
+
+def _mutant_numbers(function: Function) -> list[int]:
+    """The numbers of the mutants mutmut makes of one function (mutmut generates them, no test runs)."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    path = Path(*function.dotted.split(".")).with_suffix(".py")
+    names = mutate_file_contents(str(path), (ROOT / path).read_text(encoding="utf-8")).mutant_names
+    prefix = f"{function.mangled}__mutmut_"
+    return [int(name[len(prefix):]) for name in names if name.startswith(prefix)]
+
+
+def summarise(functions: list[dict[str, Any]], equivalent: dict[str, Any], survivors: dict[str, Any],
+              old_alive: dict[str, Any], diff: Any = None) -> dict[str, Any]:
+    """Per module and in all: the counts of each outcome and the score; the mutants left alive (and
+    their diffs: mutmut's where it ran, else the record's or the argument's)."""
+    modules: dict[str, dict[str, Any]] = {}
+    alive = {}
+    for f in functions:
+        counts = modules.setdefault(f["module"], dict.fromkeys(("total", *OUTCOMES), 0))
+        for kind in (*VERDICTS, "not_checked"):
+            for number in f[kind]:
+                key = mutant_key(f["function"], number)
+                argued = equivalent.get(key)
+                if kind == "survived" and argued and argued.get("function_sha256") == f["source_sha256"]:
+                    kind_now = "equivalent"
+                else:
+                    kind_now = kind
+                counts["total"] += 1
+                counts[kind_now] += 1
+                if kind_now in ("survived", "no_tests"):
+                    known = survivors.get(key)
+                    known = known if known and known.get("function_sha256") == f["source_sha256"] else None
+                    text = (diff(f, number) if diff else "") or (old_alive.get(key) or {}).get("diff") or \
+                        (known or argued or {}).get("diff", "")
+                    alive[key] = {"module": f["module"], "outcome": kind_now, "diff": text,
+                                  **({"why": known["why"]} if known else {})}
+    for counts in modules.values():
+        counts["score"] = score(counts)
+    modules = dict(sorted(modules.items()))
     totals = {key: sum(m[key] for m in modules.values()) for key in ("total", *OUTCOMES)}
-    totals["score"] = score(totals["total"], totals)
-    return {"tool": tool_version(), "modules": modules, "all": totals, "alive": alive}
+    totals["score"] = score(totals)
+    return {"modules": modules, "all": totals, "alive": dict(sorted(alive.items()))}
 
 
-def score(total: int, counts: dict[str, int]) -> float:
+def score(counts: dict[str, int]) -> float:
     """killed / (all - argued equivalent), 0 where nothing is left to kill."""
-    considered = total - counts["equivalent"]
+    considered = counts["total"] - counts["equivalent"]
     return round(counts["killed"] / considered, 4) if considered else 0.0
 
 
-def tool_version() -> str:
-    from importlib.metadata import version
+def mutmut_diff(mutants: Path, functions: list[Function]) -> Any:
+    """mutmut's diff of one mutant (the lines it changed), as `mutmut show` prints it; "" where mutmut
+    has none (no mutants/ folder, or a mutant of code it did not mutate this time)."""
+    by_record = {(f.name, f.sha256): f for f in functions}
 
-    return f"mutmut {version('mutmut')}"
+    def diff(function: dict[str, Any], number: int) -> str:
+        code = by_record.get((function["function"], function["source_sha256"]))
+        if code is None or not mutants.is_dir():
+            return ""
+        try:
+            from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+            path = str(Path(*code.dotted.split(".")).with_suffix(".py"))
+            lines = get_diff_for_mutant(f"{code.dotted}.{code.mangled}__mutmut_{number}", path=path).splitlines()
+        except Exception:  # noqa: BLE001 - mutmut has no such mutant this time: the record's diff stands
+            return ""
+        return "\n".join(line for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return diff
+
+
+def tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mutmut {version('mutmut')}"
+    except PackageNotFoundError:
+        return json.loads(RECORD.read_text(encoding="utf-8"))["tool"] if RECORD.is_file() else "mutmut"
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -102,20 +284,39 @@ def markdown(summary: dict[str, Any]) -> str:
         "# Mutation score of the core math\n\n"
         f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).\n"
         "score = killed / (mutants - argued equivalent); a mutant that hangs past mutmut's timeout counts as killed.\n"
-        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json.\n\n"
+        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json (no input through any\n"
+        "public door tells it from the original); survivors left alive say why in mutation_survivors.json.\n"
+        "mutation.json records each function's source digest beside its verdicts: tests/test_mutation_score.py\n"
+        "fails when the code no longer matches them.\n\n"
         + "\n".join(rows) + "\n"
     )
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_output_options(parser)
     parser.add_argument("--mutants", type=Path, default=MUTANTS, help="mutmut's folder (default: mutants/)")
+    parser.add_argument("--stale", action="store_true",
+                        help="print the mutmut patterns of the functions the record does not describe, and stop")
     args = parser.parse_args()
+    functions = code_functions()
+    record = load_record()
+    if args.stale:
+        stale = [f for f in stale_functions(functions, record) if _mutant_numbers(f)]
+        print(" ".join(f.pattern for f in stale))
+        for f in stale:
+            print(f"stale: {f.module}.{f.name}", file=sys.stderr)
+        return
     folder = output_folder(args)
-    equivalent = json.loads(EQUIVALENT.read_text(encoding="utf-8")) if EQUIVALENT.is_file() else {}
-    summary = summarise(read_results(args.mutants), equivalent)
-    write_results(folder, "mutation", summary, markdown(summary))
+    merged = merge(functions, record, read_fresh(args.mutants), tests_digest())
+    summary = summarise(merged, read_json(EQUIVALENT), read_json(SURVIVORS), read_json(RECORD).get("alive", {}),
+                        mutmut_diff(args.mutants, functions))
+    write_results(folder, "mutation", {"tool": tool_version(), **summary, "functions": merged}, markdown(
+        {"tool": tool_version(), **summary}))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ given) records that line with `caller_site()` and points its notes there with `n
 Notes that suggest an option name it in the spelling of the door in use (`long_texts='window'`
 in Python, `--long-texts window` at the CLI, the control's label in the Space): each door sets
 its `Spelling` with `spelled(...)`, and note texts are built with `setting()` / `advice()`.
+A door called at every step of a training loop (the RL rewards) spells its notes `brief`: one
+short line per cause, with the count and the first few places (`brief_places`), not every place.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from types import FrameType
 from typing import Any, Callable, Iterator, Mapping
 
 MAX_NAMED = 20  # indices named in one note before "... (N in all)"
+BRIEF_NAMED = 3  # places a brief note names per side before "..."
 
 
 class BERTScoreNote(UserWarning):
@@ -156,7 +159,9 @@ class Spelling:
     (`predictions[3]` at evaluate's compute(), `completions[3]` in a reward function); `place`,
     when given, writes each place whole instead (a page says "row 2 (candidate)", counting from 1).
     `segments`: what the door calls the scored items of a corpus in statistics' notes ("rows" on a
-    page of rows). `names`: options a page names by its controls' labels (`num_layers` -> "Layer").
+    page of rows). `brief`: one short line per cause, giving the count and the first few places
+    (a door called at every step of a training loop, whose log a long list would flood). `names`:
+    options a page names by its controls' labels (`num_layers` -> "Layer").
     """
 
     door: str
@@ -167,6 +172,7 @@ class Spelling:
     references: str = "references"
     place: Callable[[Place], str] | None = None
     segments: str = "segments"
+    brief: bool = False
     names: Mapping[str, str] = field(default_factory=dict)
 
     def name(self, option: str) -> str:
@@ -197,6 +203,9 @@ class Spelling:
 _PLACE = re.compile(r"\b(candidates|references)\[(\d+)\](?:\[(\d+)\])?")
 
 PYTHON = Spelling("python")
+# The RL rewards (`reward.BERTScoreReward`, `mbr.ConsensusReward`, `mbr.group_rewards`): a reward sets
+# `references` to its dataset column.
+REWARD = Spelling("reward", candidates="completions", brief=True)
 EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()", candidates="predictions")
 
 
@@ -221,6 +230,43 @@ def spelled(spelling: Spelling) -> Iterator[None]:
 def setting(option: str, value: Any) -> str:
     """`option` set to `value`, as the door in use writes it."""
     return _SPELLING.get().setting(option, value)
+
+
+def is_brief() -> bool:
+    """Whether the door in use wants brief notes (`Spelling.brief`)."""
+    return _SPELLING.get().brief
+
+
+@dataclass(frozen=True)
+class BriefPlaces:
+    """What a brief note says of its places: `subject` ("3 of 32 completions"), `examples`
+    ("candidates[1], [2], [3], ...": `report` spells the first as the door names it) and whether
+    one text is meant (`one`: "is", else "are")."""
+
+    subject: str
+    examples: str
+    one: bool
+
+
+def brief_places(where: list[str], totals: Mapping[str, int]) -> BriefPlaces:
+    """`where` (places as `note_texts` writes them: `candidates[i]`, `references[i][j]`) counted per
+    side against `totals` (rows per side) with the first BRIEF_NAMED places of each side."""
+    spelling = _SPELLING.get()
+    by_side: dict[str, list[re.Match[str]]] = {}
+    for place in where:
+        match = _PLACE.fullmatch(place)
+        if match is None:  # pragma: no cover - note_texts writes places only
+            raise ValueError(f"not a place: {place!r}")
+        by_side.setdefault(match.group(1), []).append(match)
+    subjects, examples, rows = [], [], 0
+    for side, found in by_side.items():
+        count = len({int(match.group(2)) for match in found})
+        rows += count
+        word = spelling.candidates if side == "candidates" else f"{spelling.references} entries"
+        subjects.append(f"{count} of {totals[side]} {word}")
+        shown = [found[0].group(0)] + [match.group(0)[len(side):] for match in found[1:BRIEF_NAMED]]
+        examples.append(", ".join(shown) + (", ..." if len(found) > BRIEF_NAMED else ""))
+    return BriefPlaces(" and ".join(subjects), ", ".join(examples), rows == 1)
 
 
 def segments() -> str:

@@ -1,28 +1,31 @@
-"""BERTScore as the reward of TRL's GRPOTrainer (recipe + a tiny offline demo).
+"""BERTScore as the rewards of TRL's GRPOTrainer (recipe + a tiny offline demo; docs/rl.md).
 
 Recipe: the training dataset has a `prompt` column and a `reference` column; TRL passes every
-column except the prompt to the reward functions, one entry per completion.
+column except the prompt to the reward functions, one entry per completion, and the prompts.
 
+    from bertscore.mbr import ConsensusReward
     from bertscore.reward import BERTScoreReward
     from trl import GRPOConfig, GRPOTrainer
 
     reward = BERTScoreReward("roberta-large", reference_column="reference",
                              rescale_with_baseline=True, lang="en")   # or model_type=..., idf=..., output="recall"
-    trainer = GRPOTrainer(model=policy, reward_funcs=reward, train_dataset=dataset,
+    consensus = ConsensusReward("roberta-large", rescale_with_baseline=True, lang="en")  # no reference needed
+    reward.check_dataset(dataset)                     # a missing reference column fails here, not at step 1
+    trainer = GRPOTrainer(model=policy, reward_funcs=[reward, consensus], train_dataset=dataset,
                           args=GRPOConfig(num_generations=8, ...))
-    trainer.train()                                   # logs rewards/bertscore_f1/mean and /std
+    trainer.train()                                   # logs rewards/bertscore_f1/mean, .../bertscore_consensus_f1/mean
 
-The encoder loads once (when the reward is built) and its embedding cache persists across
-steps: each prompt's reference, repeated `num_generations` times per step, is embedded once.
+The encoder loads once (when the first reward is built; the second shares it) and its embedding cache
+persists across steps: each prompt's reference, repeated `num_generations` times per step, is embedded once.
 
 Demo (CPU, offline, a few seconds; needs `pip install trl`): a tiny random GPT-2 policy over
-a word-level vocabulary runs 2 GRPO steps with the embedded MiniLM as the reward model:
+a word-level vocabulary runs 3 GRPO steps with both rewards on the embedded MiniLM:
 
     HF_HUB_OFFLINE=1 python examples/grpo_reward.py [--output-dir DIR]
 
-With `--output-dir`, TRL's completion logs (every completion and its logged reward, per step)
+With `--output-dir`, TRL's completion logs (every completion and its logged rewards, per step)
 are kept in DIR/completions/*.parquet and the trainer's log history in DIR/log_history.json
-(tests/test_reward.py checks those rewards against `bertscore.score`).
+(tests/test_reward.py checks those rewards against the official bert-score package).
 """
 
 from __future__ import annotations
@@ -68,28 +71,39 @@ def build_tiny_policy(folder: Path) -> Path:
     return folder
 
 
-def make_trainer(output_dir: str, max_steps: int = 2) -> tuple[Any, Any]:
-    """(GRPOTrainer, reward) for the demo: tiny policy, 2 prompts x NUM_GENERATIONS per step, CPU."""
+def make_trainer(output_dir: str, max_steps: int = 3, group_size: int | None = None,
+                 only_eos: bool = False, consensus: bool = True) -> tuple[Any, list[Any]]:
+    """(GRPOTrainer, rewards) for the demo: tiny policy, 2 prompts x NUM_GENERATIONS per step, CPU.
+    `group_size`: passed to the consensus reward (checked against TRL's prompts); `only_eos`: the
+    policy may emit nothing but its end token (every completion empty); `consensus=False`: the
+    reference reward alone."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
+    from bertscore.mbr import ConsensusReward
     from bertscore.reward import BERTScoreReward
 
     policy_dir = build_tiny_policy(Path(output_dir) / "policy")
-    reward = BERTScoreReward(EMBEDDED_MODEL, reference_column="reference", device="cpu")
+    tokenizer = AutoTokenizer.from_pretrained(policy_dir)
+    dataset = Dataset.from_list(ROWS)
+    rewards = [BERTScoreReward(EMBEDDED_MODEL, reference_column="reference", device="cpu")]
+    rewards[0].check_dataset(dataset)  # a missing or misnamed reference column fails here, before any rollout
+    if consensus:
+        rewards.append(ConsensusReward(EMBEDDED_MODEL, device="cpu", group_size=group_size))
+    generation = ({"suppress_tokens": [i for i in range(len(tokenizer)) if i != tokenizer.eos_token_id]}
+                  if only_eos else None)
     args = GRPOConfig(
         output_dir=output_dir, max_steps=max_steps, per_device_train_batch_size=2 * NUM_GENERATIONS,
         num_generations=NUM_GENERATIONS, max_completion_length=8, temperature=1.0, learning_rate=1e-3,
         use_cpu=True, report_to=[], save_strategy="no", logging_steps=1, disable_tqdm=True, seed=0,
-        log_completions=True, num_completions_to_print=0, dataloader_num_workers=0,
+        log_completions=True, num_completions_to_print=0, dataloader_num_workers=0, generation_kwargs=generation,
     )
     trainer = GRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(policy_dir),
-        processing_class=AutoTokenizer.from_pretrained(policy_dir),
-        reward_funcs=reward, train_dataset=Dataset.from_list(ROWS), args=args,
+        model=AutoModelForCausalLM.from_pretrained(policy_dir), processing_class=tokenizer,
+        reward_funcs=rewards, train_dataset=dataset, args=args,
     )
-    return trainer, reward
+    return trainer, rewards
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,14 +112,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         output_dir = args.output_dir or scratch
-        trainer, reward = make_trainer(output_dir)
+        trainer, rewards = make_trainer(output_dir)
         trainer.train()
         history = trainer.state.log_history
         Path(output_dir, "log_history.json").write_text(json.dumps(history, indent=1), encoding="utf-8")
         for entry in history:
-            if f"rewards/{reward.__name__}/mean" in entry:
-                print(f"step {entry['step']}: {reward.__name__} mean {entry[f'rewards/{reward.__name__}/mean']:.4f}")
-        print(f"reward hash: {reward.hash}")
+            means = [f"{r.__name__} mean {entry[f'rewards/{r.__name__}/mean']:.4f}" for r in rewards
+                     if f"rewards/{r.__name__}/mean" in entry]
+            if means:
+                print(f"step {entry['step']}: {', '.join(means)}")
+        print(f"reward hash: {rewards[0].hash}")
 
 
 if __name__ == "__main__":

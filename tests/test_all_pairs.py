@@ -149,7 +149,7 @@ def test_mbr_picks_the_argmax_of_the_flattened_scores(minilm_scorer, texts):
 def test_group_rewards_score_each_group_against_itself(minilm_scorer, texts):
     completions = texts[0][:6]
     chats = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": c}] for c in completions[3:]]
-    rewards = group_rewards(completions[:3] + chats, 3, scorer=minilm_scorer, prompts=["p"] * 6)
+    rewards = group_rewards(completions[:3] + chats, 3, scorer=minilm_scorer, prompts=["p0"] * 3 + ["p1"] * 3)
     expected = []
     for group in (completions[:3], completions[3:]):
         f1 = flattened(minilm_scorer, group, group)[2]

@@ -497,3 +497,96 @@ def test_tiled_indices_are_minus_one_at_padded_references():
     assert idx_r[3:].tolist() == [-1, -1] and best_r[3:].tolist() == [0.0, 0.0]
     for i in range(4):
         assert idx_c[i].item() == sim[i][:3].index(max(sim[i][:3]))
+
+
+def test_padded_idf_weights_through_the_dropin_give_the_official_numbers():
+    """A caller of the drop-in's `greedy_cos_idf` may pad idf with ones (mbrs pads with eps): the padded
+    weights count in each text's normaliser and their positions score 0, as in the official helper
+    (`bert_score.utils.greedy_cos_idf`, the reference). Fails if a padded position scores its clamped
+    -inf (-1) or 1 instead of 0, on the candidate side (lengths 3 and 5) or the reference side (5 and 3)."""
+    bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
+    from bertscore.dropin import greedy_cos_idf
+
+    generator = torch.Generator().manual_seed(7)
+    hyp, ref = torch.rand(2, 5, 6, generator=generator) + 0.1, torch.rand(2, 5, 6, generator=generator) + 0.1
+    hyp_mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    ref_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    hyp_idf, ref_idf = torch.ones(2, 5), torch.ones(2, 5)  # padded with ones, not 0
+    ours = torch.stack(greedy_cos_idf(ref, ref_mask, ref_idf, hyp, hyp_mask, hyp_idf))
+    official = torch.stack(bert_score.utils.greedy_cos_idf(
+        *(t.clone() for t in (ref, ref_mask, ref_idf, hyp, hyp_mask, hyp_idf))))
+    # every similarity is positive (positive vectors), so the official padded 0 never wins a max
+    assert (ours - official).abs().max() <= 1e-6
+    # the padding counts: the length-3 text's precision is its 3 real maxima over 5, not over 3
+    assert official[0, 0] < 0.62 and ours[0, 0] < 0.62
+
+
+def test_the_tiled_path_stays_fp32_under_a_float64_default_dtype():
+    """torch's default dtype set to float64 by the caller (a supported guest setting) changes nothing:
+    `tiled_maxima` and `greedy_match_tiled` (taken when a pair's similarities exceed their tile budget)
+    return the fp32 values they return under the float32 default. Fails if the running maxima start
+    in the default dtype (they would come back float64)."""
+    generator = torch.Generator().manual_seed(3)
+    cand = normalize(torch.randn(2, 4, 8, generator=generator))
+    ref = normalize(torch.randn(2, 6, 8, generator=generator))
+    cand_mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    ref_mask = torch.tensor([[True] * 6, [True, True, False, False, False, False]])
+    cand_w, ref_w = torch.rand(2, 4, generator=generator) * cand_mask, torch.rand(2, 6, generator=generator) * ref_mask
+
+    def run():
+        return (*tiled_maxima(cand, ref, cand_mask, ref_mask, max_bytes=64, with_indices=True),
+                *greedy_match_tiled(cand, cand_mask, cand_w, ref, ref_mask, ref_w, max_bytes=64))
+
+    expected = run()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = run()
+    finally:
+        torch.set_default_dtype(previous)
+    assert [t.dtype for t in got] == [torch.float32, torch.long, torch.float32, torch.long] + [torch.float32] * 3
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+
+
+def test_a_real_token_with_nothing_real_to_match_has_index_minus_one():
+    """`tiled_maxima(with_indices=True)` gives -1 where a token has no match: padding, and a real token
+    whose other side has no real token (pair 0: no real reference token; pair 1: no real candidate).
+    Fails if the indices start at any other value, which then survives where no tile overwrites it."""
+    cand, ref = normalize(torch.randn(2, 3, 4)), normalize(torch.randn(2, 5, 4))
+    cand_mask = torch.tensor([[True, True, True], [False, False, False]])
+    ref_mask = torch.tensor([[False] * 5, [True] * 5])
+    _, cand_best, _, ref_best = tiled_maxima(cand, ref, cand_mask, ref_mask, max_bytes=32, with_indices=True)
+    assert cand_best.tolist() == [[-1, -1, -1], [-1, -1, -1]]
+    assert ref_best.tolist() == [[-1] * 5, [-1] * 5]
+
+
+class _CudaCopyStandIn:
+    """What `pinned_to_device` does to a host tensor bound for CUDA, without a GPU: `pin_memory()`
+    and `.to(...)` are recorded, and `.to`'s arguments go through torch's own argument parser (on the
+    CPU), which rejects what CUDA's copy would (e.g. `non_blocking=None`: TypeError)."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor, self.calls = tensor, []
+
+    def pin_memory(self) -> "_CudaCopyStandIn":
+        self.calls.append("pin_memory")
+        return self
+
+    def to(self, device, *args, **kwargs) -> torch.Tensor:
+        self.calls.append(("to", device, args, kwargs))
+        return self.tensor.to(torch.device("cpu"), *args, **kwargs)
+
+
+def test_the_copy_to_cuda_is_pinned_and_non_blocking():
+    """To CUDA: pinned first, then one `.to(device, non_blocking=True)` that torch accepts; to the CPU
+    a plain `.to(device)`. Fails if the CUDA copy is not pinned, not asynchronous, goes elsewhere, or
+    passes torch a `non_blocking` it rejects."""
+    from bertscore.scoring.matching import pinned_to_device
+
+    cuda, host = torch.device("cuda", 0), torch.arange(4.0)
+    stand_in = _CudaCopyStandIn(host)
+    assert torch.equal(pinned_to_device(stand_in, cuda), host)
+    assert stand_in.calls == ["pin_memory", ("to", cuda, (), {"non_blocking": True})]
+    assert stand_in.calls[1][3]["non_blocking"] is True
+    cpu = torch.device("cpu")
+    assert pinned_to_device(host, cpu) is host  # already there: no copy

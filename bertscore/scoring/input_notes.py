@@ -7,13 +7,13 @@ by `notes.places`) and goes to the call's `notes` list or out as a `BERTScoreNot
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..models.devices import reduced_precision_note
 from ..models.tables import unknown_layer_message
-from ..notes import advice, name_some, report, setting
+from ..notes import BriefPlaces, advice, brief_places, is_brief, name_some, report, setting
 from .idf import TokenWeights
 from .settings import Settings
 from .tokens import TokenStore
@@ -78,8 +78,10 @@ def note_texts(
     notes: list[str] | None = None,
 ) -> None:
     """Notes naming every empty text, texts whose token weights are all 0, truncated texts and
-    texts that are mostly the unknown token, each by its place in the call's inputs."""
+    texts that are mostly the unknown token, each by its place in the call's inputs. A brief door
+    (`notes.is_brief`: the RL rewards) gets one short line per cause: the count and the first places."""
     model = settings.model
+    totals = {"candidates": len(candidates), "references": len(groups)}
 
     def places(selected: set[str]) -> list[str]:
         found = [f"candidates[{i}]" for i, c in enumerate(candidates) if c.strip() in selected]
@@ -89,34 +91,36 @@ def note_texts(
         ]
         return found
 
-    if findings.empty:
-        report(
-            f"no content tokens (empty, whitespace or characters the tokenizer drops) in "
-            f"{name_some(places(findings.empty))}: their raw scores are 0, as in the official package",
-            notes,
-        )
-    if findings.cut:
-        report(truncation_note(settings, places(findings.cut)), notes)
-    if findings.unknown:
-        report(
-            f"mostly unknown tokens (more than half of the content tokens are the tokenizer's unknown token "
-            f"{model.tokenizer.unk_token!r}: a script it cannot read, or a word too long for it) in "
-            f"{name_some(places(findings.unknown))}: each unknown token is the same token whatever it stood for, "
-            "so these texts score as if their content were mostly one token",
-            notes,
-        )
-    if findings.unweighted:
-        distinct = len({r.strip() for group in groups for r in group})
-        cause = (
-            "idf over 1 distinct reference gives every token in it weight 0"
-            if settings.idf_is_per_call and distinct == 1
-            else "every one of their tokens weighs 0 (under idf: it occurs in every reference)"
-        )
-        report(
-            f"token weights are all 0 in {name_some(places(findings.unweighted))} ({cause}): their raw "
-            "precision (candidates) or recall (references) is 0, and so is F1",
-            notes,
-        )
+    def say(selected: set[str], full: Callable[[list[str]], str], brief: Callable[[BriefPlaces], str]) -> None:
+        if selected:
+            where = places(selected)
+            report(brief(brief_places(where, totals)) if is_brief() else full(where), notes)
+
+    say(findings.empty, lambda where: (
+        f"no content tokens (empty, whitespace or characters the tokenizer drops) in "
+        f"{name_some(where)}: their raw scores are 0, as in the official package"
+    ), lambda b: (f"{b.subject} {'is' if b.one else 'are'} empty: {b.examples} (no content tokens: raw score 0, "
+                  "as in the official package)"))
+    say(findings.cut, lambda where: truncation_note(settings, where), lambda b: brief_truncation_note(settings, b))
+    say(findings.unknown, lambda where: (
+        f"mostly unknown tokens (more than half of the content tokens are the tokenizer's unknown token "
+        f"{model.tokenizer.unk_token!r}: a script it cannot read, or a word too long for it) in "
+        f"{name_some(where)}: each unknown token is the same token whatever it stood for, "
+        "so these texts score as if their content were mostly one token"
+    ), lambda b: (f"{b.subject} {'is' if b.one else 'are'} mostly the unknown token {model.tokenizer.unk_token!r}: "
+                  f"{b.examples} (they score as if mostly one token)"))
+
+    def one_reference() -> bool:  # idf over the call's references, all one text
+        return settings.idf_is_per_call and len({r.strip() for group in groups for r in group}) == 1
+
+    say(findings.unweighted, lambda where: (
+        f"token weights are all 0 in {name_some(where)} ("
+        + ("idf over 1 distinct reference gives every token in it weight 0" if one_reference()
+           else "every one of their tokens weighs 0 (under idf: it occurs in every reference)")
+        + "): their raw precision (candidates) or recall (references) is 0, and so is F1"
+    ), lambda b: (f"{b.subject} {'has' if b.one else 'have'} token weights all 0: {b.examples} "
+                  f"({'idf over 1 distinct reference' if one_reference() else 'under idf: in every reference'}: "
+                  "raw F1 0)"))
 
 
 def mostly_unknown(settings: Settings, token_ids: TokenStore, keys: list[str], empty: set[str]) -> set[str]:
@@ -144,3 +148,12 @@ def truncation_note(settings: Settings, where: list[str]) -> str:
         f"(max_length={model.max_length} with its special tokens) {were} truncated there, as in the official "
         f"package: {name_some(where)}; {hint}"
     )
+
+
+def brief_truncation_note(settings: Settings, where: BriefPlaces) -> str:
+    """The truncation note of a brief door: one line, the count and the first places."""
+    model = settings.model
+    hint = (f"{advice('long_texts', 'window')} to score them whole" if model.position_limit
+            else "as in the official package")
+    return (f"{where.subject} {'was' if where.one else 'were'} truncated at the model's limit of "
+            f"{model.content_limit} content tokens: {where.examples} ({hint})")
