@@ -74,13 +74,15 @@ BAD_REFERENCE_GROUPS = [
 
 def door_errors(minilm_scorer, metric, refs) -> dict[str, tuple[type, str]]:
     """The error each door raises for `refs` (one candidate, "a"), its own name for the references
-    written as REFS: the Python API, the evaluate module, the torchmetrics metric, a datasets map
-    function and its idf texts (where Arrow can hold the column), the drop-in's `bert_score.score`.
+    written as REFS: the Python API, the evaluate module, the torchmetrics metric, the RL reward, a
+    datasets map function and its idf texts (where Arrow can hold the column), the drop-in's `bert_score.score`.
     (The CLI and the Space read files and forms: their errors name rows and lines, tests/test_tables.py.)"""
     import datasets
 
     from bertscore.dataset_map import column_texts, score_columns
     from bertscore.dropin import score as dropin_score
+    from bertscore.pool import ScorerPool
+    from bertscore.reward import BERTScoreReward
     from bertscore.torchmetrics import BERTScore
 
     doors = {
@@ -89,6 +91,8 @@ def door_errors(minilm_scorer, metric, refs) -> dict[str, tuple[type, str]]:
         "torchmetrics": (lambda: BERTScore(EMBEDDED_MODEL_NAME, num_layers=4, device="cpu").update(["a"], refs), "target"),
         "datasets map": (lambda: score_columns(minilm_scorer)({"prediction": ["a"], "reference": refs}), "references"),
         "bert_score.score": (lambda: dropin_score(["a"], refs, **MODEL), "references"),
+        "reward": (lambda: BERTScoreReward(pool=ScorerPool(), reference_column="answer", **MODEL)(["a"], answer=refs),
+                   "answer"),
     }
     try:  # a column Arrow can hold (not a list mixing texts and numbers)
         column = datasets.Dataset.from_dict({"reference": refs})
