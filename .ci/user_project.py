@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,10 @@ def readme_install_block() -> list[str]:
 def run(command: list[str] | str, **kwargs) -> subprocess.CompletedProcess:
     shown = command if isinstance(command, str) else " ".join(command)
     print(f"user project: $ {shown}", flush=True)
-    return subprocess.run(command, check=True, **kwargs)
+    start = time.monotonic()
+    done = subprocess.run(command, check=True, **kwargs)
+    print(f"user project: ({time.monotonic() - start:.0f} s)", flush=True)
+    return done
 
 
 def frozen(python: Path) -> dict[str, str]:

@@ -73,7 +73,6 @@ def build_trainer(output_dir: str, tokenizer, compute_metrics):
                       num_decoder_layers=1, num_heads=2, pad_token_id=tokenizer.pad_token_id,
                       eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.pad_token_id)
     model = T5ForConditionalGeneration(config)
-    model.generation_config.max_new_tokens = 8
     model.generation_config.eos_token_id = tokenizer.sep_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.decoder_start_token_id = tokenizer.pad_token_id
@@ -87,7 +86,7 @@ def build_trainer(output_dir: str, tokenizer, compute_metrics):
     data = data.map(encode, batched=True, remove_columns=["source", "target"])
     args = Seq2SeqTrainingArguments(output_dir=output_dir, eval_strategy="steps", eval_steps=2, max_steps=4,
                                     per_device_train_batch_size=3, per_device_eval_batch_size=3, learning_rate=1e-2,
-                                    predict_with_generate=True, use_cpu=True, report_to=[], save_strategy="no",
+                                    predict_with_generate=True, generation_max_length=8, use_cpu=True, report_to=[], save_strategy="no",
                                     disable_tqdm=True, seed=0)
     return Seq2SeqTrainer(model=model, args=args, train_dataset=data, eval_dataset=data, processing_class=tokenizer,
                           data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
