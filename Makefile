@@ -17,7 +17,8 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-ray test-compat test-matrix test-hub browser bench clean test-isa test-unprivileged
+.PHONY: setup demo app test test-ray test-compat test-matrix test-hub browser bench clean test-isa test-unprivileged \
+	test-user-project
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -158,6 +159,13 @@ test-compat: test-matrix
 test-hub: setup
 	BERTSCORE_HUB_REHEARSAL=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_hub_rehearsal.py
 
+# A user's project, tested as used (.ci/user_project.py): a fresh venv on Python 3.13 with PyPI's torch 2.14.1
+# (the CUDA build, as the newest cell: one download for both), transformers, datasets, evaluate and accelerate
+# first; then README.md's install as printed, torch, numpy and transformers unchanged; then a Seq2SeqTrainer
+# script run from a folder outside the clone, against the official bert-score (a few minutes past the download).
+test-user-project:
+	$(PYTHON) .ci/user_project.py --python 3.13 --torch torch==2.14.1 --venv .venv-user
+
 # Benchmarks write to benchmarks/scratch/ (git-ignored); make bench BENCH_FLAGS=--update-results
 # rewrites the tracked figures in benchmarks/results/.
 BENCH_FLAGS ?=
@@ -187,4 +195,4 @@ mutation: setup
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_FLAGS)
 
 clean:
-	rm -rf $(VENV) .venv-matrix build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-matrix .venv-user build *.egg-info .pytest_cache
