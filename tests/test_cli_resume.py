@@ -524,3 +524,21 @@ def test_resume_refuses_another_chunk_size(small, capsys) -> None:
     assert main(args) == 2
     assert "was started with --chunk-size 2, now 3: continue it with --chunk-size 2" in capsys.readouterr().err
     assert small["output"].read_bytes() == kept
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv"])
+def test_a_resume_with_idf_and_rescaling_equals_an_uninterrupted_run(small, fmt) -> None:
+    """idf is counted over every reference line before the first chunk, and rescaling is per row: a run
+    cut inside its second chunk and resumed ends byte for byte as the uninterrupted run. Fails when a
+    resume counts idf over the remaining lines only, or rescales twice, or re-batches the torn chunk."""
+    extra = ("--idf", "--rescale-with-baseline", "--lang", "en")
+    small["output"] = small["output"].with_suffix(f".{fmt}")
+    assert main(_small_args(small, *extra, fmt=fmt)) == 0
+    complete = small["output"].read_bytes()
+    lines = complete.splitlines(keepends=True)
+    head = 1 if fmt == "tsv" else 0
+    small["output"].write_bytes(b"".join(lines[:head + 3]) + lines[head + 3][:5])  # 3 rows and a torn one
+    assert main(_small_args(small, *extra, fmt=fmt)) == 0
+    assert small["output"].read_bytes() == complete
+    plain = json.loads(small["complete"].splitlines()[0])["f1"]
+    assert (float(lines[head].split(b"\t")[3]) if fmt == "tsv" else json.loads(lines[0])["f1"]) != pytest.approx(plain)
