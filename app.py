@@ -16,8 +16,10 @@ describes each parameter (from `ComputeEndpoint.compute`'s docstring).
 
 `predictions` is a JSON list of strings or one plain text; `references` a JSON list (one
 string or a list of strings per prediction) or, for one prediction, a plain text (one
-reference per line). Returns {"precision": [...], "recall": [...], "f1": [...],
-"hashcode": str, "model": str, "rescaled": bool} or {"error": message}.
+reference per line; the answer's notes say so). Returns {"precision": [...], "recall": [...], "f1": [...],
+"hashcode": str, "model": str, "rescaled": bool, "notes": [...]} or {"error": message}. A request may
+stop after any value from `references` on, over plain HTTP too (`SpaceBlocks`): the rest take their
+defaults.
 
 `/compute` requests with the same options are merged into one scoring call while they wait
 (`bertscore.serving`); one whose expected wait exceeds BERTSCORE_APP_MAX_WAIT_S is refused at
