@@ -465,7 +465,7 @@ def test_ctrl_c_on_a_long_run_keeps_its_rows_says_how_many_and_resumes_exactly(t
 
     assert main(argv) == 0  # the resumed run (in this process, as the uninterrupted one)
     full = tmp_path / "full.jsonl"
-    assert main([*argv[:-3], str(full), "--resume"]) == 0
+    assert main([*argv[:-3], "-o", str(full), "--resume"]) == 0
     assert _complete_lines(output) == list(range(1, LONG_RUN + 1))
     assert output.read_bytes() == full.read_bytes()
 
@@ -532,7 +532,7 @@ def test_a_resume_with_idf_and_rescaling_equals_an_uninterrupted_run(small, fmt)
     cut inside its second chunk and resumed ends byte for byte as the uninterrupted run. Fails when a
     resume counts idf over the remaining lines only, or rescales twice, or re-batches the torn chunk."""
     extra = ("--idf", "--rescale-with-baseline", "--lang", "en")
-    small["output"] = small["output"].with_suffix(f".{fmt}")
+    small["output"] = small["output"].with_name(f"idf.{fmt}")  # a file of its own: these are other settings
     assert main(_small_args(small, *extra, fmt=fmt)) == 0
     complete = small["output"].read_bytes()
     lines = complete.splitlines(keepends=True)
