@@ -287,7 +287,7 @@ def interrupted_message(args: argparse.Namespace) -> str:
         return f": the rows written to {output} so far are kept; {again}"
     if count == 0:
         return f": no row was written yet, so {output} keeps none; {again}"
-    return f": {counted(count, 'row')} kept in {output} (lines 1 to {count:,}); {again} after them"
+    return f": {counted(count, 'row')} kept in {output} (lines 1 to {count}); {again} after them"
 
 
 def _parquet_rows(path: Path) -> int:
