@@ -232,6 +232,70 @@ def test_errors_are_messages_and_server_keeps_serving(server, tmp_path: Path) ->
     assert "error" not in ok and 0 < ok["f1"][0] <= 1
 
 
+def call_over_http(served, body: object) -> tuple[str, object]:
+    """What `curl -X POST URL/gradio_api/call/compute -d BODY` and then `curl -N
+    URL/gradio_api/call/compute/EVENT_ID` get, done as they do (urllib, no gradio_client, which
+    fills in left-out parameters itself): the stream's final event, its name and its data."""
+    import urllib.request
+
+    base = served[0].local_url.rstrip("/") + "/gradio_api/call/compute"
+    posted = urllib.request.Request(base, data=json.dumps(body).encode(), method="POST",
+                                    headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(posted, timeout=60) as response:
+        event_id = json.load(response)["event_id"]
+    with urllib.request.urlopen(f"{base}/{event_id}", timeout=300) as stream:
+        text = stream.read().decode("utf-8")
+    events = [dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+              for block in text.split("\n\n") if block.strip()]
+    final = [event for event in events if event.get("event") in ("complete", "error")]
+    assert len(final) == 1, text
+    return final[0]["event"], json.loads(final[0]["data"])
+
+
+def test_plain_http_requests_that_stop_early_get_scores_or_a_named_error(served) -> None:
+    """docs/space.md: clients that stop at `lang` keep working. Over plain HTTP a request sends only the
+    values it has; gradio answered 7 of 9 with `event: error`, `data: {"error": null}`. Now the left-out
+    parameters take their defaults (the scores equal score()'s), and too few or too many values get one
+    error naming what is missing or extra."""
+    cands, refs = json.dumps(CANDS), json.dumps(REFS)
+    expected_p, expected_r, expected_f = bertscore.score(CANDS, REFS, model_type=MODEL, idf=True)
+    for values in ([cands, refs, MODEL, "", True, False, ""],  # stops at lang: the 7 values the docs promise
+                   [cands, refs, MODEL, "", True, False, "", "truncate", ""]):  # all 9
+        event, data = call_over_http(served, {"data": values})
+        assert event == "complete", data
+        result = data[0]
+        assert "error" not in result, result
+        assert result["f1"] == pytest.approx(expected_f.tolist(), abs=1e-6)
+        assert result["precision"] == pytest.approx(expected_p.tolist(), abs=1e-6)
+        assert result["recall"] == pytest.approx(expected_r.tolist(), abs=1e-6)
+    # Only the two texts: every setting at its default (the app's default model, raw, no idf).
+    event, data = call_over_http(served, {"data": [cands, refs]})
+    (_, _, f), hashcode = bertscore.score(CANDS, REFS, model_type=MODEL, return_hash=True)
+    assert event == "complete" and data[0]["f1"] == pytest.approx(f.tolist(), abs=1e-6)
+    assert data[0]["hashcode"] == hashcode and data[0]["rescaled"] is False
+    form = ("/compute takes predictions, references (required), then model, num_layers, idf, rescale, lang, "
+            "long_texts, window_stride (optional, in this order; a request may stop after any of them)")
+    assert call_over_http(served, {"data": [cands]}) == ("complete", [{"error": f"references is missing: {form}"}])
+    assert call_over_http(served, {"data": []}) == (
+        "complete", [{"error": f"predictions and references are missing: {form}"}])
+    event, data = call_over_http(served, {"data": [cands, refs, MODEL, "", False, False, "", "truncate", "", "x"]})
+    assert event == "error" and data["error"] == f"10 values for 9 parameters: {form}", data
+
+
+def test_plain_text_references_get_a_note_saying_how_they_were_read(served) -> None:
+    """A references value that is not JSON is read as the page reads its box, one reference per line:
+    the answer says so (and scores it so), where it used to be scored with no word."""
+    event, data = call_over_http(served, {"data": ["the cat sat", "a cat sat\n\nthe dog sat\n"]})
+    assert event == "complete"
+    result = data[0]
+    f = bertscore.score(["the cat sat"], [["a cat sat", "the dog sat"]], model_type=MODEL)[2]
+    assert result["f1"] == pytest.approx(f.tolist(), abs=1e-6)
+    assert result["notes"] == ["references is plain text, not a JSON list: read as the page reads its box, one "
+                               "reference per non-blank line (2 references)"]
+    as_json = call_over_http(served, {"data": ['["the cat sat"]', '[["a cat sat", "the dog sat"]]']})[1][0]
+    assert as_json["notes"] == [] and as_json["f1"] == result["f1"]
+
+
 def test_batch_endpoint_good_upload(server, tmp_path: Path) -> None:
     """Fails when the batch endpoint puts another score in the F1 column, averages wrongly, or drops
     the multi-reference row; figures checked to 4 decimals against score() (`shows`)."""
