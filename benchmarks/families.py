@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import official_scorer, table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
@@ -87,15 +88,11 @@ def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> di
     return row
 
 
-def timed(fn, rounds: int) -> dict[str, float]:
+def best_of(fn, rounds: int) -> dict[str, float]:
     """The best of `rounds` runs of fn(): wall seconds and this process's CPU seconds (on a shared
     machine the CPU time is the steadier figure: other processes stretch the wall time)."""
-    wall = cpu = float("inf")
-    for _ in range(rounds):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        fn()
-        wall, cpu = min(wall, time.perf_counter() - started), min(cpu, time.process_time() - started_cpu)
-    return {"wall": wall, "cpu": cpu}
+    runs = [timed(fn, cpu=True)[:2] for _ in range(rounds)]
+    return {"wall": min(wall for wall, _ in runs), "cpu": min(cpu for _, cpu in runs)}
 
 
 def one_length_cost(root: Path, rounds: int) -> dict:
@@ -122,7 +119,7 @@ def one_length_cost(root: Path, rounds: int) -> dict:
     batches = {label: len(list(token_budget_batches(lengths, budget, None, one_length=label == "one length")))
                for label in scorers}
     scores = {label: s.score(cands, refs) for label, s in scorers.items()}  # also the warm-up
-    seconds = {label: timed(lambda s=s: s.score(cands, refs), rounds) for label, s in scorers.items()}
+    seconds = {label: best_of(lambda s=s: s.score(cands, refs), rounds) for label, s in scorers.items()}
     alone = BERTScorer(model_type=model.name, loaded_model=model, cache_bytes=0, device="cpu").score(
         cands, refs, batch_size=1)
     return {"pairs": len(cands), "padding_safe": model.is_padding_safe(), "seconds": seconds, "batches": batches,
@@ -139,14 +136,14 @@ def probe_cost(rounds: int) -> dict:
     probe = padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device)
     wall, cpu = [], []
     for _ in range(max(5, rounds)):
-        once = timed(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
+        once = best_of(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
         wall.append(once["wall"])
         cpu.append(once["cpu"])
-    load = timed(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
+    load = best_of(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
     cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
     scorer.score(cands[:16], refs[:16])
-    score_seconds = timed(lambda: scorer.score(cands, refs), rounds)
+    score_seconds = best_of(lambda: scorer.score(cands, refs), rounds)
     return {"probe_seconds": {"wall": statistics.median(wall), "cpu": statistics.median(cpu)},
             "load_seconds": load,
             "score_300_pairs_seconds": score_seconds, "padding_safe": model.is_padding_safe(), **probe}
@@ -154,9 +151,7 @@ def probe_cost(rounds: int) -> dict:
 
 def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
     """The official package (unpatched) on block-sparse BigBird: its first call against its second."""
-    import bert_score
-
-    official = bert_score.BERTScorer(model_type=str(build("bigbird-sparse", root)), num_layers=LAYER, device="cpu")
+    official = official_scorer(build("bigbird-sparse", root), LAYER)
     first = official.score(cands, refs, batch_size=1)
     return max_delta(first, official.score(cands, refs, batch_size=1))
 
@@ -164,13 +159,11 @@ def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
 def exactness_table(rows: list[dict]) -> str:
     """The family table of docs/exactness.md, from this benchmark's rows (tests/test_families.py
     checks that the doc quotes the committed results/families.json exactly)."""
-    lines = ["| family | official models of this kind | tokenizer | no idf | idf | all layers | batches |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        name = r["family"] + (" (final norm)" if r["final_norm"] else "")
-        lines.append(f"| {name} | {', '.join(r['examples'])} | {r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} "
-                     f"| {r['all_layers']:.1e} | {'padded' if r['padding_safe'] else 'one length'} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(table(
+        ["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batches"],
+        [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
+          f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}",
+          "padded" if r["padding_safe"] else "one length"] for r in rows])) + "\n"
 
 
 def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: dict) -> str:
@@ -183,16 +176,13 @@ def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: d
         "Batching: ours default vs one text a batch vs the input reversed. Batches: what the padding probe chose. "
         f"Row {LAYER} vs L{LAYER}: ours, `all_layers` row {LAYER} against `num_layers={LAYER}` (docs/parameters.md, "
         "Layer numbering; the official package gives the same).", "",
-        "| family | official models of this kind | tokenizer | no idf | idf | all layers | batching | token ids "
-        f"| batches | row {LAYER} vs L{LAYER} |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *table(["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batching",
+                "token ids", "batches", f"row {LAYER} vs L{LAYER}"],
+               [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
+                 f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}", f"{r['batching']:.1e}",
+                 "equal" if r["token_ids_equal"] else "DIFFER", "padded" if r["padding_safe"] else "one length",
+                 f"{r['row_vs_num_layers']:.1e}"] for r in rows]),
     ]
-    for r in rows:
-        batches = "padded" if r["padding_safe"] else "one length"
-        lines.append(
-            f"| {r['family']}{' (final norm)' if r['final_norm'] else ''} | {', '.join(r['examples'])} | "
-            f"{r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} | {r['all_layers']:.1e} | {r['batching']:.1e} | "
-            f"{'equal' if r['token_ids_equal'] else 'DIFFER'} | {batches} | {r['row_vs_num_layers']:.1e} |")
     worst = max(max(r["no_idf"], r["idf"], r["all_layers"]) for r in rows)
     lines += [
         "", f"Largest difference against the official package: {worst:.1e}; largest batching difference: "

@@ -28,15 +28,17 @@ READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid
 
 
 # ----- time ------------------------------------------------------------------------------------
-def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None) -> tuple[float, Any]:
-    """(wall seconds, result) of one call; `sync` (a device synchronise) runs before and after."""
+def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None, cpu: bool = False) -> tuple[Any, ...]:
+    """(wall seconds, result) of one call, or with `cpu` (wall seconds, this process's CPU seconds,
+    result); `sync` (a device synchronise) runs before and after."""
     if sync is not None:
         sync()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     out = fn()
     if sync is not None:
         sync()
-    return time.perf_counter() - start, out
+    wall, used = time.perf_counter() - start, time.process_time() - start_cpu
+    return (wall, used, out) if cpu else (wall, out)
 
 
 def interleaved(methods: dict[str, Callable[[], Any]], rounds: int, collect: bool = False,
@@ -130,6 +132,12 @@ def wmt17_segments(data: Path, lp: str) -> Any:
     if not path.is_file():
         sys.exit(missing_data(f"{path.name} under {path.parent}"))
     return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+
+
+def wmt17_pairs(data: Path, lp: str = "de-en", limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The first `limit` (all: None) candidates and references of `wmt17_segments`, text as is."""
+    frame = wmt17_segments(data, lp).head(limit)
+    return frame.candidate.tolist(), frame.reference.tolist()
 
 
 # ----- the official package --------------------------------------------------------------------

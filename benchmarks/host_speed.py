@@ -61,9 +61,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
+from harness import interleaved, official_scorer, table  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
-
 
 
 def build_near_free_encoder(folder: Path) -> Path:
@@ -260,8 +260,6 @@ def main(argv: list[str] | None = None) -> int:
                              "65536 with --batch-size none is a GPU's budget mode)")
     add_output_options(parser)
     args = parser.parse_args(argv)
-    import bert_score
-
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     info = machine_info(torch.get_num_threads())
@@ -271,24 +269,20 @@ def main(argv: list[str] | None = None) -> int:
         folder = build_near_free_encoder(Path(tmp) / "near-free-bert")
         ours = BERTScorer(model_type=str(folder), num_layers=1, device="cpu", cache_bytes=0,
                           batch_size=args.batch_size, max_tokens_per_batch=args.tokens_per_batch)
-        official = bert_score.BERTScorer(model_type=str(folder), num_layers=1, device="cpu")
+        official = official_scorer(folder, 1)
         ours.score(cands[:50], refs[:50]), official.score(cands[:50], refs[:50])  # warm-up (probe, threads)
-        best = {"ours": float("inf"), "official": float("inf")}
-        for round_ in range(args.rounds):
-            for name, run in (("official", lambda: official.score(cands, refs)), ("ours", lambda: ours.score(cands, refs))):
-                start = time.perf_counter()
-                run()
-                best[name] = min(best[name], time.perf_counter() - start)
-                print(f"round {round_ + 1} {name}: {time.perf_counter() - start:.3f} s", flush=True)
+        calls = {"official": lambda: official.score(cands, refs), "ours": lambda: ours.score(cands, refs)}
+        rounds, _ = interleaved(calls, args.rounds, report=lambda round_, name, seconds, _: print(
+            f"round {round_ + 1} {name}: {seconds:.3f} s", flush=True))
+        best = {name: min(seconds) for name, seconds in rounds.items()}
         phases = min((phase_times(ours, cands, refs) for _ in range(args.rounds)), key=lambda p: p["total"])
         work = device_work_of(ours, official)
-        calls = {"ours": lambda: ours.score(cands, refs), "official": lambda: official.score(cands, refs)}
         host = {name: min((host_work(calls[name], work[name]) for _ in range(args.rounds)), key=lambda h: h["host"])
                 for name in ("official", "ours")}
         host_us = {name: 1e6 * h["host"] / len(cands) for name, h in host.items()}
         padding = padding_copies(ours, cands[:2000], refs[:2000])
         check = min(300, len(cands))
-        exact = bert_score.BERTScorer(model_type=str(folder), num_layers=1, device="cpu", batch_size=1)
+        exact = official_scorer(folder, 1, batch_size=1)
         delta = max(float((a - b).abs().max()) for a, b in zip(ours.score(cands[:check], refs[:check]),
                                                              exact.score(cands[:check], refs[:check])))
     ahead = ours.pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(ours.device)
@@ -308,10 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         f"tokenizer; CPU, float32; best of {args.rounds} alternating rounds. TOKENIZERS_PARALLELISM: {parallel}; "
         f"load average over the last minute at the end: {load:.1f} on {os.cpu_count()} logical CPUs (a shared "
         "machine: both sides ran under the same load, alternating).", "",
-        "| implementation | seconds | pairs/s |", "|---|---|---|",
-        f"| official bert-score 0.3.13 (batch_size=64) | {best['official']:.3f} | {rate['official']:,.0f} |",
-        f"| ours (batch_size={args.batch_size}, {ours.embedder.max_tokens_per_batch} tokens per encoder batch, "
-        f"cache off) | {best['ours']:.3f} | {rate['ours']:,.0f} |", "",
+        *table(["implementation", "seconds", "pairs/s"],
+               [["official bert-score 0.3.13 (batch_size=64)", f"{best['official']:.3f}", f"{rate['official']:,.0f}"],
+                [f"ours (batch_size={args.batch_size}, {ours.embedder.max_tokens_per_batch} tokens per encoder batch, "
+                 "cache off)", f"{best['ours']:.3f}", f"{rate['ours']:,.0f}"]]), "",
         f"**Ours / official: {ratio:.2f}x the pairs/s.**", "",
         "Our call by phase (best round): " + ", ".join(
             f"{name.replace('_', ' ')} {phases[name]:.3f} s"
@@ -333,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
         f"scores bit-identical between the routes: {padding['bit_identical']}.",
     ]
     markdown = "\n".join(lines) + "\n"
-    print(markdown)
     # The budget mode (a GPU's way) has its own results file beside the default mode's.
     write_results(output_folder(args), "host_speed" if args.batch_size is not None else "host_speed_budget",
                   result, markdown)

@@ -76,10 +76,9 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
 def measured(fn):
     """(seconds, CPU seconds, peak RSS bytes, result) of one call, after a garbage collection."""
     gc.collect()
-    cpu = time.process_time()
     with PeakRSS() as rss:
-        seconds, out = timed(fn)
-    return seconds, time.process_time() - cpu, rss.peak, out
+        seconds, cpu, out = timed(fn, cpu=True)
+    return seconds, cpu, rss.peak, out
 
 
 # ----- methods ---------------------------------------------------------------------------------
