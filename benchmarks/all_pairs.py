@@ -20,8 +20,6 @@ the difference is the figure ("above the loaded model").
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import json
 import os
 import subprocess
@@ -34,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from harness import official_scorer, table, timed, wmt17_segments  # noqa: E402
+from harness import official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
 from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
@@ -67,9 +65,7 @@ def wmt17_texts(data: Path, count: int) -> list[str]:
 
 def tatoeba_short_texts(data: Path, count: int) -> list[str]:
     """`count` distinct short English sentences from Tatoeba (the first ones of 5 to 15 words)."""
-    with gzip.open(data / "tatoeba" / "tatoeba_pairs.tsv.gz", "rt", encoding="utf-8") as handle:
-        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        texts = list(dict.fromkeys(r["english"] for r in rows if 5 <= len(r["english"].split()) <= 15))
+    texts = list(dict.fromkeys(text for text in tatoeba_english(data) if 5 <= len(text.split()) <= 15))
     return texts[:count]
 
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from harness import official_scorer, table, timed  # noqa: E402
+from harness import FIXTURE, official_scorer, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
@@ -51,7 +51,6 @@ from bertscore.embed import token_budget_batches  # noqa: E402
 from bertscore.models import load_model  # noqa: E402
 from bertscore.padding import PROBE_TEXT  # noqa: E402
 from bertscore.padding import padding_probe  # noqa: E402
-from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv  # noqa: E402
 from tiny_families import FAMILIES, build, official_scores, official_token_ids  # noqa: E402
 
 PAIRS = 40
@@ -109,7 +108,7 @@ def one_length_cost(root: Path, rounds: int) -> dict:
                             intermediate_size=1536, embedding_size=384, max_position_embeddings=512,
                             pad_token_id=tokenizer.pad_token_id)
     ConvBertModel(config).eval().save_pretrained(sized)
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    cands, refs = wmt17_pairs(FIXTURE, limit=300)
     model = load_model(str(sized), 6)
     padded = dataclasses.replace(model, padding_safe=True)
     scorers = {label: BERTScorer(model_type=m.name, loaded_model=m, cache_bytes=0, device="cpu")
@@ -140,7 +139,7 @@ def probe_cost(rounds: int) -> dict:
         wall.append(once["wall"])
         cpu.append(once["cpu"])
     load = best_of(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    cands, refs = wmt17_pairs(FIXTURE, limit=300)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
     scorer.score(cands[:16], refs[:16])
     score_seconds = best_of(lambda: scorer.score(cands, refs), rounds)
@@ -225,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.set_verbosity_error()  # the official runs on BigBird warn at every short text
     machine = machine_info()
     print(machine_line(machine), flush=True)
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, PAIRS)
+    cands, refs = wmt17_pairs(FIXTURE, limit=PAIRS)
     names = [n for n in args.families.split(",") if n] or list(FAMILIES)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -7,7 +7,7 @@ the WMT17 pairs, the official package, and the markdown table.
   in /proc/PID/status), reset at the start of a block (clear_refs 5): exact, never sampled.
   Other quantities are measured as what they are: GPU memory (torch.cuda), numpy's allocations
   (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
-- `wmt17_*`: the WMT17 to-English data under ../shared/data (shared_data.py says where).
+- `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
 - `table(headers, rows)`: markdown lines, a '|' inside a cell escaped.
 """
@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 
 from shared_data import missing_data
 
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "wmt17_de-en.first300.tsv"
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 
 
@@ -124,20 +125,32 @@ def wmt17_sample(data: Path, n: int, seed: int = 0) -> Any:
     return joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
 
 
-def wmt17_segments(data: Path, lp: str) -> Any:
-    """One language pair's DA segments (`wmt17_{lp}.tsv`: candidate, reference, human_score, ...)."""
+def wmt17_segments(data: Path, lp: str | None = None) -> Any:
+    """One language pair's DA segments (`wmt17_{lp}.tsv`: candidate, reference, human_score, ...);
+    with no `lp`, `data` is such a file (FIXTURE: the vendored first 300 de-en segments)."""
     import pandas as pd
 
-    path = data / "wmt17" / f"wmt17_{lp}.tsv"
+    path = data if lp is None else data / "wmt17" / f"wmt17_{lp}.tsv"
     if not path.is_file():
         sys.exit(missing_data(f"{path.name} under {path.parent}"))
     return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
 
 
-def wmt17_pairs(data: Path, lp: str = "de-en", limit: int | None = None) -> tuple[list[str], list[str]]:
+def wmt17_pairs(data: Path, lp: str | None = None, limit: int | None = None) -> tuple[list[str], list[str]]:
     """The first `limit` (all: None) candidates and references of `wmt17_segments`, text as is."""
     frame = wmt17_segments(data, lp).head(limit)
     return frame.candidate.tolist(), frame.reference.tolist()
+
+
+def tatoeba_english(data: Path) -> list[str]:
+    """The English side of the LASER Tatoeba test set, every row in file order, text as is."""
+    import gzip
+
+    path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
+    if not path.is_file():
+        sys.exit(missing_data(str(path), "tatoeba"))
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        return [row["english"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
 
 
 # ----- the official package --------------------------------------------------------------------

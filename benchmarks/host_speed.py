@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from harness import interleaved, official_scorer, table  # noqa: E402
+from harness import FIXTURE, interleaved, official_scorer, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -86,9 +86,7 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
 
         cands, refs, _ = load_pairs(data, n)
         return cands, refs, f"{n} seeded WMT17 to-English system outputs with their references"
-    from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv
-
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE)
+    cands, refs = wmt17_pairs(FIXTURE)
     repeat = -(-n // len(cands))
     return (cands * repeat)[:n], (refs * repeat)[:n], f"the vendored WMT17 de-en fixture cycled to {n} pairs"
 

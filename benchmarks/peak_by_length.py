@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import traceback
 import weakref
 from pathlib import Path
@@ -46,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import BERTScorer  # noqa: E402
+from harness import table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"
@@ -134,10 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.sets.split(","):
             chosen = sets[name]
             tracker = LiveStorages()
-            start = time.perf_counter()
             with tracker:
-                scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen])
-            seconds = time.perf_counter() - start
+                seconds, _ = timed(lambda: scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen]))
             groups: dict[tuple[str, str], list[int]] = {}
             for size, what, where in tracker.at_peak:  # by operator and line: a chunk's many embeddings as one
                 groups.setdefault((what.split(" ")[0], where), []).append(size)
@@ -156,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
              f"Random BERT, hidden 1024, 16 heads, FFN 4096, {args.layers} layer(s); float32, cache off, batch_size=64, "
              f"token budget 65,536; the first {args.large} carried WMT17 pairs (first: the first {args.small}; longest: "
              f"the {args.small} of them with the longest texts; all: every one).", "",
-             "| set | pairs | longest text (tokens) | peak live MiB | seconds |", "|---|---|---|---|---|"]
-    lines += [f"| {r['set']} | {r['pairs']} | {r['longest_tokens']} | {r['peak_mib']} | {r['seconds']} |" for r in rows_out]
+             *table(["set", "pairs", "longest text (tokens)", "peak live MiB", "seconds"],
+                    [[r["set"], r["pairs"], r["longest_tokens"], r["peak_mib"], r["seconds"]] for r in rows_out])]
     for name, top in details.items():
         lines += ["", f"Alive at the peak of '{name}' (largest first):", ""]
         lines += [f"- {t['mib']} MiB in {t['tensors']} tensor(s), largest {t['largest']}, made at {t['made_at']}"
