@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from harness import FIXTURE, official_scorer, table, timed, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, max_delta, official_scorer, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
@@ -55,10 +55,6 @@ from tiny_families import FAMILIES, build, official_scores, official_token_ids  
 
 PAIRS = 40
 LAYER = 2
-
-
-def max_delta(ours, theirs) -> float:
-    return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
 
 
 def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> dict:

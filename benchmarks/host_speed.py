@@ -60,23 +60,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
-from harness import FIXTURE, interleaved, official_scorer, table, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
-
-
-def build_near_free_encoder(folder: Path) -> Path:
-    """A random 1-layer BERT (hidden 32, 2 heads, FFN 64) with the MiniLM tokenizer, saved to `folder`."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
@@ -264,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line(info), flush=True)
     cands, refs, source = load_texts(args.data, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_near_free_encoder(Path(tmp) / "near-free-bert")
+        folder = random_bert(Path(tmp) / "near-free-bert", 32, 1, 2, 64)
         ours = BERTScorer(model_type=str(folder), num_layers=1, device="cpu", cache_bytes=0,
                           batch_size=args.batch_size, max_tokens_per_batch=args.tokens_per_batch)
         official = official_scorer(folder, 1)

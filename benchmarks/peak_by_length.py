@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import BERTScorer  # noqa: E402
-from harness import table, timed  # noqa: E402
+from harness import random_bert, table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"
@@ -95,18 +95,6 @@ class LiveStorages(TorchDispatchMode):
         return out
 
 
-def build_model(folder: Path, layers: int) -> Path:
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(str(CARRY / "tokenizer"))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=1024, num_hidden_layers=layers, num_attention_heads=16,
-                        intermediate_size=4096, max_position_embeddings=512)
-    BertModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=1)
@@ -124,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     cands, refs = [r["candidate"] for r in rows], [r["reference"] for r in rows]
     rows_out, details = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model(Path(tmp) / "bert", args.layers)
+        folder = random_bert(Path(tmp) / "bert", 1024, args.layers, 16, 4096, CARRY / "tokenizer")
         scorer = BERTScorer(model_type=str(folder), num_layers=args.layers, device="cpu", cache_bytes=0,
                             max_tokens_per_batch=65536, batch_size=64)
         tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
