@@ -159,7 +159,7 @@ def _official() -> Any:
     try:
         import bert_score
     except ImportError as error:
-        sys.exit(f"error: the official bert-score is not installed ({error}): pip install bert-score==0.3.13")
+        raise ImportError(f"the official bert-score is not installed ({error}): pip install bert-score==0.3.13") from None
     return bert_score
 
 
@@ -175,9 +175,11 @@ def official_score(cands: list[str], refs: list[Any], model: Path | str, layer: 
 
 
 # ----- models and numbers ----------------------------------------------------------------------
-def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int, tokenizer: Path | None = None) -> Path:
+def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int,
+                tokenizer: Path | None = None) -> tuple[Path, int]:
     """A random BertModel (seed 0) of this shape with a WordPiece tokenizer (the embedded MiniLM's, or
-    the folder `tokenizer`), saved to `folder`: a stand-in whose size matters, not its numbers."""
+    the folder `tokenizer`), saved to `folder`: a stand-in whose size matters, not its numbers.
+    Returns the folder and the model's parameter count."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
@@ -191,9 +193,10 @@ def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int, to
     config = BertConfig(vocab_size=len(words), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                         intermediate_size=ffn, max_position_embeddings=512, pad_token_id=words.pad_token_id)
     torch.manual_seed(0)
-    BertModel(config).eval().save_pretrained(folder)
+    model = BertModel(config).eval()
+    model.save_pretrained(folder)
     words.save_pretrained(folder)
-    return folder
+    return folder, sum(p.numel() for p in model.parameters())
 
 
 def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
-        model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)
+        model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)[0]
         script = tmp_path / "child.py"
         script.write_text(CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads))
         for n in sorted(set(sizes + official_sizes)):

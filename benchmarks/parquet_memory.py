@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="bertscore-parquet-") as tmp:
         tmp_path = Path(tmp)
-        model = random_bert(tmp_path / "model", 32, 1, 2, 64)
+        model = random_bert(tmp_path / "model", 32, 1, 2, 64)[0]
         for count in sizes:
             source, output = tmp_path / f"rows_{count}.parquet", tmp_path / f"scores_{count}.parquet"
             write_input(source, count, cands, refs)

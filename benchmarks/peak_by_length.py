@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     cands, refs = [r["candidate"] for r in rows], [r["reference"] for r in rows]
     rows_out, details = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = random_bert(Path(tmp) / "bert", 1024, args.layers, 16, 4096, CARRY / "tokenizer")
+        folder = random_bert(Path(tmp) / "bert", 1024, args.layers, 16, 4096, CARRY / "tokenizer")[0]
         scorer = BERTScorer(model_type=str(folder), num_layers=args.layers, device="cpu", cache_bytes=0,
                             max_tokens_per_batch=65536, batch_size=64)
         tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
