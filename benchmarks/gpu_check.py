@@ -596,27 +596,10 @@ def section_precision(s: Section, ctx: Context) -> None:
 
 
 def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """One call's wall time by step (host_speed.phase_times), with the device synchronised at each
-    step's end so that a step's device work counts in that step."""
+    """One call's wall time by step (host_speed.phase_times), the device synchronised at each step's end."""
     from host_speed import phase_times as host_phase_times
 
-    from bertscore import pipeline as pipeline_module
-
-    embed, match = scorer.pipeline.embedder.embed, pipeline_module.match_pairs
-
-    def synced(function: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            out = function(*args, **kwargs)
-            _sync()
-            return out
-        return wrapper
-
-    scorer.pipeline.embedder.embed, pipeline_module.match_pairs = synced(embed), synced(match)
-    try:
-        return host_phase_times(scorer, cands, refs)
-    finally:
-        vars(scorer.pipeline.embedder).pop("embed", None)
-        pipeline_module.match_pairs = match
+    return host_phase_times(scorer, cands, refs, _sync)
 
 
 def sdp_priority() -> str:

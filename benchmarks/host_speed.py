@@ -76,8 +76,9 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
     return (cands * repeat)[:n], (refs * repeat)[:n], f"the vendored WMT17 de-en fixture cycled to {n} pairs"
 
 
-def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods).
+def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str], sync: Any = None) -> dict[str, float]:
+    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); `sync` (a
+    device synchronise) ends the encode and match steps, so that a step's device work counts in it.
 
     tokenize_wait: the caller waiting for the block tokenized ahead (on the critical path when
     the background thread falls behind the scoring); it is not part of "other"."""
@@ -88,11 +89,14 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
     originals = (pipe.tokenize, pipe.embedder.embed, pipeline_module.match_pairs, ahead_module.tokenized_blocks)
 
-    def timed(name, function):
+    def clocked(name, function):
         def wrapper(*args, **kwargs):
             start, matched = time.perf_counter(), spent["match"]
             try:
-                return function(*args, **kwargs)
+                out = function(*args, **kwargs)
+                if sync is not None and name in ("encode", "match"):
+                    sync()
+                return out
             finally:  # tokenizing on the background thread overlaps the caller's work: apart
                 ahead = name == "tokenize" and threading.current_thread() is not threading.main_thread()
                 # The matching runs inside the embedding step (`Embedder.embed(before_check=...)`): its own phase.
@@ -115,9 +119,9 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
         finally:
             blocks.close()
 
-    pipe.tokenize = timed("tokenize", originals[0])
-    pipe.embedder.embed = timed("encode", originals[1])
-    pipeline_module.match_pairs = timed("match", originals[2])
+    pipe.tokenize = clocked("tokenize", originals[0])
+    pipe.embedder.embed = clocked("encode", originals[1])
+    pipeline_module.match_pairs = clocked("match", originals[2])
     ahead_module.tokenized_blocks = waited
     try:
         start = time.perf_counter()
@@ -167,7 +171,7 @@ def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]
     spent = {"device": 0.0}
     originals = [(owner, name, getattr(owner, name)) for owner, name in device_work]
 
-    def timed(function: Any) -> Any:
+    def clocked(function: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             start = time.thread_time()
             try:
@@ -179,7 +183,7 @@ def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]
     depth = [0]
 
     def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
-        inner = timed(function)
+        inner = clocked(function)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             depth[0] += 1
