@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
               "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}, "machine": machine}
     lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
              machine_line(machine), "",
-             f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", "",
+             f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", ""]
     low = {p: min(best[(p, b)] for b in budgets) for p in models}
     lines += [*table(["budget", "fp32 s", "fp32 rel", "bf16 s", "bf16 rel"],
                      [[b, f"{best[('fp32', b)]:.2f}", f"{best[('fp32', b)] / low['fp32']:.2f}", f"{best[('bf16', b)]:.2f}",
