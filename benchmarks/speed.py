@@ -47,7 +47,7 @@ from bertscore.models import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import PeakRSS, timed, wmt17_joined  # noqa: E402
+from harness import PeakRSS, table, timed, wmt17_joined  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6
@@ -309,20 +309,17 @@ def render(r: dict) -> str:
         machine_line(m) + f" bert-score {m['bert_score']}; load average at the end "
         f"{tuple(round(x, 1) for x in m['load_average_at_end'])} (machine shared).",
         "",
-        "| method | seconds (best) | CPU s | pairs/s | throughput vs official | time vs floor (same precision) | peak RSS (MiB) | all rounds (s) |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    extra: list[str] = []
-    for name, row in r["methods"].items():
-        xo = f"{row['x_official_throughput']:.2f}x" if row.get("x_official_throughput") else "-"
-        xf = f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-"
-        if "x_own_encoder_time" in row:
-            extra.append(f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
-                         f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)")
-        lines.append(
-            f"| {name} | {row['seconds']:.2f} | {row['cpu_seconds']:.1f} | {row['pairs_per_s']:.1f} | {xo} | {xf} | "
-            f"{row['peak_rss_mib']:.0f} | {', '.join(f'{x:.1f}' for x in row['all_seconds'])} |"
-        )
+    extra = [f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
+             f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
+             for name, row in r["methods"].items() if "x_own_encoder_time" in row]
+    lines += table(
+        ["method", "seconds (best)", "CPU s", "pairs/s", "throughput vs official", "time vs floor (same precision)",
+         "peak RSS (MiB)", "all rounds (s)"],
+        [[name, f"{row['seconds']:.2f}", f"{row['cpu_seconds']:.1f}", f"{row['pairs_per_s']:.1f}",
+          f"{row['x_official_throughput']:.2f}x" if row.get("x_official_throughput") else "-",
+          f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", f"{row['peak_rss_mib']:.0f}",
+          ", ".join(f"{x:.1f}" for x in row["all_seconds"])] for name, row in r["methods"].items()])
     rep = r["repeat"]
     lines += [""] + extra + [
         "",
@@ -332,14 +329,11 @@ def render(r: dict) -> str:
         f"Bound: the second call still embeds its new candidates, so at best it is {rep['token_bound']:.2f}x faster "
         "(tokens embedded by the first call / by the second).",
         "",
-        "| check | value |",
-        "|---|---|",
+        *table(["check", "value"], [[key, f"{value:.3g}"] for key, value in r["deltas"].items()]),
+        "",
+        *table(["target", "measured", "met"],
+               [[key, value["measured"], "yes" if value["met"] else "NO"] for key, value in r["targets"].items()]),
     ]
-    for key, value in r["deltas"].items():
-        lines.append(f"| {key} | {value:.3g} |")
-    lines += ["", "| target | measured | met |", "|---|---|---|"]
-    for key, value in r["targets"].items():
-        lines.append(f"| {key} | {value['measured']} | {'yes' if value['met'] else 'NO'} |")
     lines += [
         "",
         "torchmetrics: speed only (it has a known pair-misalignment bug; its numbers are not compared).",
