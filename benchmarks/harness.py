@@ -16,7 +16,6 @@ the WMT17 pairs, the official package, and the markdown table.
 from __future__ import annotations
 
 import csv
-import gc
 import re
 import sys
 import time
@@ -43,16 +42,14 @@ def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None, cpu: bo
     return (wall, used, out) if cpu else (wall, out)
 
 
-def interleaved(methods: dict[str, Callable[[], Any]], rounds: int, collect: bool = False,
+def interleaved(methods: dict[str, Callable[[], Any]], rounds: int,
                 report: Callable[[int, str, float, Any], None] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """Every method once per round, in the same order: {name: seconds per round}, {name: last result}.
-    `collect` runs the garbage collector before each call; `report(round, name, seconds, result)` after it."""
+    """Every method once per round, in the same order: {name: seconds per round}, {name: last result};
+    `report(round, name, seconds, result)` runs after each call."""
     seconds: dict[str, list[float]] = {name: [] for name in methods}
     outputs: dict[str, Any] = {}
     for round_ in range(rounds):
         for name, fn in methods.items():
-            if collect:
-                gc.collect()
             took, outputs[name] = timed(fn)
             seconds[name].append(took)
             if report is not None:
