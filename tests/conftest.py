@@ -24,7 +24,7 @@ pytest.register_assert_rewrite("parallel", "own_caches")
 import parallel  # noqa: E402,F401  (first: it sets the workers' thread count before torch loads)
 import own_caches  # noqa: E402,F401  (before huggingface_hub, evaluate, datasets, matplotlib load: their caches)
 
-pytest_plugins = ["parallel", "cpu_profile", "own_caches"]
+pytest_plugins = ["parallel", "cpu_profile", "own_caches", "uncovered"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

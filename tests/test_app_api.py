@@ -398,6 +398,28 @@ def test_comparison_of_identical_systems_says_no_difference() -> None:
     assert "(significant at p < 0.05;" in comparison_md(f1, better)
 
 
+HANG_GUARD_S = 300  # the waits below only end a hung test, saying what they waited for: none is a timing bet
+
+
+def _gated(gate: threading.Event, call):
+    """`call`, held until the test opens `gate` (each test opens it in a `finally`, whatever happens)."""
+    def held(*args, **kwargs):
+        if not gate.wait(HANG_GUARD_S):
+            raise RuntimeError(f"a scoring call waited {HANG_GUARD_S} s for the test to open its gate (gate.set(), "
+                               "done once every request is queued, or on the test's way out): the test hung before")
+        return call(*args, **kwargs)
+    return held
+
+
+def _wait_until(condition, what: str) -> None:
+    """Until `condition()` holds (polled: the queue has no event to wait on); a hang guard fails saying `what`."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {HANG_GUARD_S} s for {what}")
+        time.sleep(0.01)  # the polling interval: the outcome does not depend on it
+
+
 def _solo(**options):
     """A scorer of its own (no cache, no queue) for these options: each request's expected numbers."""
     key = tuple(sorted(options.items()))
@@ -441,22 +463,21 @@ def test_concurrent_requests_merge_and_each_equals_its_solo_result(served, wmt17
 
     # Every scoring call waits at a gate until all requests are in the queue (waiting or held in a
     # call), so which requests meet in the queue does not depend on the machine's speed.
-    gate, unguarded = threading.Event(), bertscore.BERTScorer.score
-    monkeypatch.setattr(bertscore.BERTScorer, "score",
-                        lambda self, *args, **kwargs: gate.wait(120) and unguarded(self, *args, **kwargs))
+    gate = threading.Event()
+    monkeypatch.setattr(bertscore.BERTScorer, "score", _gated(gate, bertscore.BERTScorer.score))
     total = sum(len(g) if isinstance(g, list) else 1 for _, (_, groups) in requests for g in groups)
     queue = demo.bertscore_service.requests
-    jobs = [send(*requests[0])]
-    deadline = time.monotonic() + 60
-    while queue.pending_pairs == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    jobs += [send(options, body) for options, body in requests[1:]]
-    while queue.pending_pairs < total and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert queue.pending_pairs == total
-    gate.set()
+    try:
+        jobs = [send(*requests[0])]
+        _wait_until(lambda: queue.pending_pairs > 0, "the first request to reach the server's queue")
+        jobs += [send(options, body) for options, body in requests[1:]]
+        _wait_until(lambda: queue.pending_pairs >= total, f"all {total} pairs of the requests to be queued "
+                    f"(at {queue.pending_pairs})")
+        assert queue.pending_pairs == total
+    finally:
+        gate.set()
     for job, (options, (c, g)) in zip(jobs, requests):
-        result = job.result(timeout=300)
+        result = job.result(timeout=HANG_GUARD_S)
         assert "error" not in result, result
         solo = _solo(**options)
         notes: list[str] = []
@@ -476,14 +497,12 @@ def test_a_busy_server_refuses_at_once_and_says_how_long_to_wait(wmt17_de_en) ->
                            "BERTSCORE_APP_PAIRS_PER_S": "5"})
     service = demo.bertscore_service
     scorer, _ = service.scorer(MODEL, "", False, False, "")  # the pool's scorer for the requests below
-    gate, score = threading.Event(), scorer.score
-    scorer.score = lambda *args, **kwargs: gate.wait(60) and score(*args, **kwargs)  # busy until the gate opens
+    gate = threading.Event()
+    scorer.score = _gated(gate, scorer.score)  # busy until the gate opens
     try:
         cands, refs = wmt17_de_en
         first = client.submit(json.dumps(cands[:20]), json.dumps(refs[:20]), MODEL, api_name="/compute")
-        deadline = time.monotonic() + 60
-        while service.requests.pending_pairs == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_until(lambda: service.requests.pending_pairs > 0, "the first request to reach the server's queue")
         refused = client.predict(json.dumps(cands[20:30]), json.dumps(refs[20:30]), MODEL, api_name="/compute")
         assert not first.done()  # at once: the first request is still held at the gate (no clock: any machine)
         assert refused["retry_after_s"] >= 1 and "the server is busy" in refused["error"]
@@ -493,7 +512,7 @@ def test_a_busy_server_refuses_at_once_and_says_how_long_to_wait(wmt17_de_en) ->
     finally:
         gate.set()
     try:
-        result = first.result(timeout=300)
+        result = first.result(timeout=HANG_GUARD_S)
         del scorer.score
         assert result["f1"] == pytest.approx(_solo().score(cands[:20], refs[:20])[2].tolist(), abs=1e-6)
     finally:

@@ -43,14 +43,8 @@ def official_example_scores(minilm_dir, idf: bool) -> list[tuple[float, float, f
     import oracle
 
     cands, refs = _lines(CANDS), _lines(REFS)
-
-    def compute():
-        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=4, batch_size=1, device="cpu",
-                                       idf=idf, idf_sents=refs if idf else None)
-        return tuple(scorer.score(cands, refs))
-
-    p, r, f = oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
-                            {"cands": cands, "refs": refs, "layer": 4}, compute)
+    p, r, f = oracle.call(oracle.scorer_score, cands, refs, model_type=str(minilm_dir), num_layers=4, batch_size=1,
+                          device="cpu", idf=idf, idf_sents=refs if idf else None)
     return list(zip(p.tolist(), r.tolist(), f.tolist()))
 
 
