@@ -271,14 +271,14 @@ def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
     )
     process.stdin.write("".join(f"candidate {i}\n" for i in range(3)))
     process.stdin.flush()  # stdin stays open: the run waits for more candidates
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 240  # a hang guard only: the assertion says what never happened
     while not any(p.name.endswith(".partial") and p.stat().st_size > 0 for p in pair_files.iterdir()):
         assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline, "the temporary output never filled"
-        time.sleep(0.05)
+        assert time.monotonic() < deadline, "the temporary output never filled (240 s)"
+        time.sleep(0.05)  # the polling interval: the outcome does not depend on it
     assert output.read_bytes() == b"old results\n"  # the target is not written during the run
     process.send_signal(signal.SIGINT)
-    process.wait(timeout=60)  # not communicate(): it closes stdin, and an end of input racing the
+    process.wait(timeout=60)  # (a hang guard) not communicate(): it closes stdin, and an end of input racing the
     err = process.stderr.read()  # signal made the run stop on '3 candidates but more references'
     process.stdin.close()
     assert process.returncode == 130, err

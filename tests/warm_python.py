@@ -156,7 +156,7 @@ class WarmPython:
             request = {"text": text, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
             server.stdin.write((json.dumps(request) + "\n").encode())
             server.stdin.flush()
-            pid = json.loads(self._reply(server, 60))["pid"]
+            pid = json.loads(self._reply(server, 60))["pid"]  # _reply's bounds are hang guards (TimeoutExpired)
             if ready is not None:
                 self._await(ready, server)
             try:
