@@ -324,7 +324,7 @@ def test_ctrl_c_that_python_drops_in_a_finalizer_still_stops_the_run(pair_files)
     process.stdin.write("candidate 0\n")
     process.stdin.flush()  # stdin stays open: a run that missed the interrupt waits here for ever
     try:
-        process.wait(timeout=300)
+        process.wait(timeout=300)  # a hang guard: the bug is a wait for ever, and the failure says so
     except subprocess.TimeoutExpired:
         process.kill()
         pytest.fail(f"the interrupt was lost: the run waited for more stdin\n{process.communicate()[1]}")
