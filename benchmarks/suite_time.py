@@ -63,7 +63,9 @@ def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm
             loop.kill()
             loop.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+    # pytest's summary line: the last one that says it (tests/uncovered.py prints what was not covered after it)
+    tail = next((line for line in reversed(done.stdout.strip().splitlines()) if SUMMARY.search(line)),
+                done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:])
     summary = SUMMARY.search(tail)
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail)}
     failures = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
