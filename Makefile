@@ -17,7 +17,8 @@ TORCH_INDEX := https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo app test test-ray test-compat test-matrix test-hub browser bench clean test-isa test-unprivileged
+.PHONY: setup demo app test test-ray test-compat test-matrix test-hub browser bench clean test-isa test-unprivileged \
+	test-user-project
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -112,7 +113,8 @@ CORE_TESTS := $(addprefix tests/,test_baselines.py test_cli.py test_contract.py 
 # on pyenv's Pythons and PyPI's torch (its Linux wheel is the CUDA build: it runs on CPU too, ~3 GB):
 #   floor   Python 3.10, every requirement of pyproject (dependencies and the app extra) at its floor
 #           (.ci/matrix.py floors), transformers 4.57.6 and gradio 6.0.0 among them
-#   newest  Python 3.13, the newest releases on PyPI (when last raised here; torch 2.14.1: see versions.md)
+#   newest  Python 3.13, the newest releases on PyPI (when last raised here; torch 2.14.1: see versions.md),
+#           the package installed without -e (pip install .)
 #   rl      Python 3.12, torch 2.14.0, the RL stacks' pin (vLLM 0.33)
 # make test-matrix-CELL runs one; each records what it ran in benchmarks/results/matrix/CELL.json (the
 # versions, the hash and the F1 of examples/); test-matrix records make test's environment too (suite.json)
@@ -131,16 +133,23 @@ MATRIX_PINS_newest := torch==2.14.1 transformers==5.25.0 tokenizers==0.23.3 hugg
 MATRIX_PINS_rl := torch==2.14.0 transformers==5.25.0 tokenizers==0.23.3 huggingface_hub==2.4.0 evaluate==0.4.6 \
 	datasets==5.2.0 gradio==6.31.0 numpy==2.5.5 sentencepiece==0.2.3 protobuf==7.36.2 tqdm==4.70.1 pyarrow==26.0.1
 MATRIX_ENV_floor := BERTSCORE_GRADIO_FLOOR=$(GRADIO_FLOOR)
+# How a cell installs the package: floor and rl editable (-e, the clone's source); newest as a user or a
+# packager tests an installed package (pip install ., into site-packages), reinstalled before each run
+# so that what it tests is the clone's current code.
+MATRIX_EDITABLE_floor := -e
+MATRIX_EDITABLE_newest :=
+MATRIX_EDITABLE_rl := -e
 
 .PRECIOUS: .venv-matrix/%/.installed
 .venv-matrix/%/.installed: pyproject.toml requirements.txt
 	rm -rf .venv-matrix/$*
 	python=$$($(PYTHON) .ci/matrix.py python $(MATRIX_PY_$*)) && "$$python" -m venv .venv-matrix/$*
 	.venv-matrix/$*/bin/pip install -q --upgrade pip
-	.venv-matrix/$*/bin/pip install -e ".[test,app]" $(MATRIX_PINS_$*)
+	.venv-matrix/$*/bin/pip install $(MATRIX_EDITABLE_$*) ".[test,app]" $(MATRIX_PINS_$*)
 	touch $@
 
 test-matrix-%: .venv-matrix/%/.installed
+	$(if $(MATRIX_EDITABLE_$*),,.venv-matrix/$*/bin/pip install -q --no-deps --force-reinstall .)
 	$(MATRIX_ENV_$*) .venv-matrix/$*/bin/python -m pytest -q -p no:cacheprovider -n 2 $(MATRIX_TESTS)
 	.venv-matrix/$*/bin/python .ci/matrix.py record $*
 
@@ -157,6 +166,13 @@ test-compat: test-matrix
 # Space's fresh venv from requirements.txt serving /compute. Minutes; skipped by a plain pytest run.
 test-hub: setup
 	BERTSCORE_HUB_REHEARSAL=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_hub_rehearsal.py
+
+# A user's project, tested as used (.ci/user_project.py): a fresh venv on Python 3.13 with PyPI's torch 2.14.1
+# (the CUDA build, as the newest cell: one download for both), transformers, datasets, evaluate and accelerate
+# first; then README.md's install as printed, torch, numpy and transformers unchanged; then a Seq2SeqTrainer
+# script run from a folder outside the clone, against the official bert-score (a few minutes past the download).
+test-user-project:
+	$(PYTHON) .ci/user_project.py --python 3.13 --torch torch==2.14.1 --venv .venv-user
 
 # Benchmarks write to benchmarks/scratch/ (git-ignored); make bench BENCH_FLAGS=--update-results
 # rewrites the tracked figures in benchmarks/results/.
@@ -187,4 +203,4 @@ mutation: setup
 	$(BIN)/python benchmarks/mutation.py $(MUTATION_FLAGS)
 
 clean:
-	rm -rf $(VENV) .venv-matrix build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-matrix .venv-user build *.egg-info .pytest_cache

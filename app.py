@@ -16,8 +16,10 @@ describes each parameter (from `ComputeEndpoint.compute`'s docstring).
 
 `predictions` is a JSON list of strings or one plain text; `references` a JSON list (one
 string or a list of strings per prediction) or, for one prediction, a plain text (one
-reference per line). Returns {"precision": [...], "recall": [...], "f1": [...],
-"hashcode": str, "model": str, "rescaled": bool} or {"error": message}.
+reference per line; the answer's notes say so). Returns {"precision": [...], "recall": [...], "f1": [...],
+"hashcode": str, "model": str, "rescaled": bool, "notes": [...]} or {"error": message}. A request may
+stop after any value from `references` on, over plain HTTP too (`SpaceBlocks`): the rest take their
+defaults.
 
 `/compute` requests with the same options are merged into one scoring call while they wait
 (`bertscore.space.serving`); one whose expected wait exceeds BERTSCORE_APP_MAX_WAIT_S is refused at
@@ -43,12 +45,12 @@ from bertscore.explain import explain_pair
 from bertscore.notes import spelled
 from bertscore.plot import heatmap_figure, heatmap_title, histogram_figure
 from bertscore.space import reports, user_input
-from bertscore.space.api import ComputeEndpoint, parameter_docs
+from bertscore.space.api import ComputeEndpoint, completed_values, parameter_docs
 from bertscore.space.batch import score_batch
 from bertscore.space.config import AppConfig
 from bertscore.space.layer_hint import layer_hint
 from bertscore.space.messages import (
-    IDF_LABEL, LANG_LABEL, LAYER_LABEL, PAIR_SPELLING, RESCALE_LABEL, WHOLE_TEXTS_LABEL, user_message,
+    IDF_LABEL, LANG_LABEL, LAYER_LABEL, PAIR_SPELLING, RESCALE_LABEL, WHOLE_TEXTS_LABEL, UserError, user_message,
 )
 from bertscore.space.service import ScorerSettings, ScoringService
 
@@ -150,11 +152,25 @@ def batch_help(config: AppConfig) -> str:
     )
 
 
+class SpaceBlocks(gr.Blocks):
+    """The app's Blocks: a /compute request that stops early (plain HTTP sends the values it has, where
+    gradio_client fills in the rest) gets its left-out parameters' defaults, not gradio's bare
+    `{"error": null}` (`completed_values`)."""
+
+    async def preprocess_data(self, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        if getattr(block_fn, "api_name", None) == "compute":
+            try:
+                inputs = completed_values(inputs)
+            except UserError as error:  # too many values: gradio would drop the extra ones unsaid
+                raise gr.Error(str(error), print_exception=False) from None
+        return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
+
+
 def build_demo(config: AppConfig | None = None) -> gr.Blocks:
     """The Blocks app (queue configured); `demo.launch()` to serve it."""
     config = config or AppConfig.from_env()
     handlers = Handlers(ScoringService(config))
-    with gr.Blocks(title="BERTScore") as demo:
+    with SpaceBlocks(title="BERTScore") as demo:
         gr.Markdown(
             f"# BERTScore\nToken-level similarity of a candidate text to reference texts with contextual "
             f"embeddings: each candidate token is matched to its most similar reference token (precision), "

@@ -10,8 +10,8 @@ CPU, cache off, batch_size=64 everywhere. Each size runs its methods in turn, `-
 its einsum holds N^2 L^2 floats), the official package only at `--official-sizes`.
 
 Peak memory runs in a fresh subprocess per size: the resident set after loading the model and
-scoring a 2 x 2 warm-up, then the process's peak (`ru_maxrss`) after `score_matrix`; the
-difference is the figure ("above the loaded model").
+scoring a 2 x 2 warm-up, then the process's own peak (VmHWM, harness.peak_rss) after `score_matrix`;
+the difference is the figure ("above the loaded model").
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
         [--memory-sizes 512,1024] [--repeats 3] [--update-results] [--render SAVED.json]
@@ -20,13 +20,10 @@ difference is the figure ("above the loaded model").
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,23 +32,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
+from harness import official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
 from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
 
 MEMORY_CHILD = r"""
-import json, resource, sys
-sys.path.insert(0, {root!r})
+import json, sys
+sys.path[:0] = [{root!r}, {benchmarks!r}]
 import psutil, torch
 torch.set_num_threads({threads})
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from harness import peak_rss
 texts = json.loads(sys.stdin.read())
 scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device="cpu")
 scorer.score_matrix(texts[:2], texts[:2], notes=[])
 before = psutil.Process().memory_info().rss
 P, R, F = scorer.score_matrix(texts, texts, notes=[])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = peak_rss()
 print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak, "shape": list(F.shape),
                   "nan": bool(torch.isnan(F).any())}}))
 """
@@ -59,9 +57,7 @@ print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak, "shape": 
 
 def wmt17_texts(data: Path, count: int) -> list[str]:
     """The first `count` distinct WMT17 de-en references."""
-    with open(data / "wmt17" / "wmt17_de-en.tsv", newline="", encoding="utf-8") as handle:
-        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        texts = list(dict.fromkeys(row["reference"] for row in rows))
+    texts = list(dict.fromkeys(wmt17_segments(data, "de-en").reference))
     if len(texts) < count:
         sys.exit(f"error: only {len(texts)} distinct WMT17 de-en references, {count} asked")
     return texts[:count]
@@ -69,16 +65,8 @@ def wmt17_texts(data: Path, count: int) -> list[str]:
 
 def tatoeba_short_texts(data: Path, count: int) -> list[str]:
     """`count` distinct short English sentences from Tatoeba (the first ones of 5 to 15 words)."""
-    with gzip.open(data / "tatoeba" / "tatoeba_pairs.tsv.gz", "rt", encoding="utf-8") as handle:
-        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        texts = list(dict.fromkeys(r["english"] for r in rows if 5 <= len(r["english"].split()) <= 15))
+    texts = list(dict.fromkeys(text for text in tatoeba_english(data) if 5 <= len(text.split()) <= 15))
     return texts[:count]
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 PLAIN_SCRIPT_SIZES = (64,)  # the issue's plain script pads all N texts into one batch: its einsum is N^2 L^2
@@ -109,7 +97,6 @@ def plain_script(tokenizer, model, texts: list[str]) -> tuple[torch.Tensor, torc
 
 
 def speed(args: argparse.Namespace) -> list[dict]:
-    import bert_score
     from transformers import AutoModel, AutoTokenizer
 
     from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
@@ -117,8 +104,7 @@ def speed(args: argparse.Namespace) -> list[dict]:
 
     # cache_bytes=0: what module-level `score()` runs (a text is still embedded once per call).
     ours = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, batch_size=64, device="cpu")
-    official = bert_score.BERTScorer(model_type=str(embedded_model_dir()), num_layers=LAYER, batch_size=64,
-                                     device="cpu")
+    official = official_scorer(embedded_model_dir(), LAYER, batch_size=64)
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir()))
     model = AutoModel.from_pretrained(str(embedded_model_dir())).eval()
     warm = wmt17_texts(args.data, 4)  # first calls pay one-off costs (thread pools, lazy imports): not timed
@@ -162,7 +148,7 @@ def memory(args: argparse.Namespace) -> list[dict]:
     rows = []
     for size in args.memory_sizes:
         texts = tatoeba_short_texts(args.data, size)
-        code = MEMORY_CHILD.format(root=str(ROOT), threads=args.threads)
+        code = MEMORY_CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads)
         done = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
                               text=True, check=True)
         row = json.loads(done.stdout.strip().splitlines()[-1])
@@ -192,27 +178,24 @@ def report(info: dict, speed_rows: list[dict], memory_rows: list[dict]) -> str:
         "checks): the speed of one matrix product. The official package runs at batch_size=64: its padded "
         "batches drift from its own batch_size=1 numbers (docs/exactness.md), which ours equal "
         "(tests/test_parity.py; `--render` re-reads a run's json).", "",
-        "| texts | N x N | score_matrix s | flattened s | plain s | official s | x vs flattened | x vs plain "
-        "| x vs official | max abs dF vs flattened | vs plain | vs official |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def delta(row: dict, name: str) -> str:
         return f"{row[name]:.1e}" if name in row else "not run"
 
-    for row in speed_rows:
-        s = row["seconds"]
-        lines.append(
-            f"| {row.get('texts', 'news')} | {row['size']} x {row['size']} | {spread(s['matrix'])} | "
-            f"{spread(s['flattened'])} | {spread(s.get('plain', []))} | {spread(s['official'])} | "
-            f"{spread(row['x_vs_flattened'], 'x')} | {spread(row.get('x_vs_plain', []), 'x')} | "
-            f"{spread(row['x_vs_official'], 'x')} | {delta(row, 'max_abs_delta_vs_flattened')} | "
-            f"{delta(row, 'max_abs_delta_vs_plain')} | {delta(row, 'max_abs_delta_vs_official')} |"
-        )
+    lines += table(
+        ["texts", "N x N", "score_matrix s", "flattened s", "plain s", "official s", "x vs flattened", "x vs plain",
+         "x vs official", "max abs dF vs flattened", "vs plain", "vs official"],
+        [[row.get("texts", "news"), f"{row['size']} x {row['size']}", spread(row["seconds"]["matrix"]),
+          spread(row["seconds"]["flattened"]), spread(row["seconds"].get("plain", [])),
+          spread(row["seconds"]["official"]), spread(row["x_vs_flattened"], "x"),
+          spread(row.get("x_vs_plain", []), "x"), spread(row["x_vs_official"], "x"),
+          delta(row, "max_abs_delta_vs_flattened"), delta(row, "max_abs_delta_vs_plain"),
+          delta(row, "max_abs_delta_vs_official")] for row in speed_rows])
     lines += ["", "Peak memory of score_matrix over N x N short texts (Tatoeba English, 5-15 words), "
               "in a fresh process: peak RSS minus the RSS with the model loaded.", "",
-              "| N x N | above the loaded model | NaN |", "|---|---|---|"]
-    lines += [f"| {r['size']} x {r['size']} | {r['above_model_gib']:.3f} GiB | {r['nan']} |" for r in memory_rows]
+              *table(["N x N", "above the loaded model", "NaN"],
+                     [[f"{r['size']} x {r['size']}", f"{r['above_model_gib']:.3f} GiB", r["nan"]] for r in memory_rows])]
     return "\n".join(lines) + "\n"
 
 

@@ -25,11 +25,8 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -43,8 +40,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from machine import add_output_options, output_folder  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
+from harness import table, tatoeba_english  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
@@ -52,51 +50,21 @@ TOLERANCE = 0.01
 
 # Runs the CLI in a child and reports the child's own CPU time and peak RSS.
 CHILD = r"""
-import json, resource, sys, time
-sys.path.insert(0, {root!r})
+import json, resource, sys
+sys.path[:0] = [{root!r}, {benchmarks!r}]
 import torch
 torch.set_num_threads({threads})
 from bertscore.cli.baseline import main
-start = time.perf_counter()
-code = main(sys.argv[1:])
+from harness import peak_rss, timed
+seconds, code = timed(lambda: main(sys.argv[1:]))
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({{"exit_code": code, "seconds": time.perf_counter() - start,
-                  "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": usage.ru_maxrss * 1024}}),
-      file=sys.stderr)
+print(json.dumps({{"exit_code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_bytes": peak_rss()}}), file=sys.stderr)
 """
 
 
-def tatoeba_english(data: Path) -> list[str]:
-    path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
-    if not path.is_file():
-        sys.exit(missing_data(str(path), "tatoeba"))
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
-        return [row["english"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
-
-
-def machine_info(threads: int) -> dict:
-    import torch
-    import transformers
-
-    cpu_model, flags = platform.machine(), []
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu_model == platform.machine():
-                cpu_model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                wanted = ("avx", "fma", "f16c", "amx", "sse4")
-                flags = sorted(f for f in line.split(":", 1)[1].split() if f.startswith(wanted))
-    except OSError:
-        pass
-    return {
-        "cpu_model": cpu_model, "cpu_flags": flags, "logical_cpus": os.cpu_count(), "torch_threads": threads,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "load_average_at_end": os.getloadavg(),
-        "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-    }
-
-
 def run_cli(argv: list[str], threads: int) -> dict:
-    child = CHILD.format(root=str(ROOT), threads=threads)
+    child = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=threads)
     done = subprocess.run([sys.executable, "-c", child, *argv], capture_output=True, text=True)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     if done.returncode != 0 or report["exit_code"] != 0:
@@ -160,7 +128,7 @@ def step_calibration(sentences: list[str], work: Path) -> dict:
     half = len(distinct) // 2
     half_a = [distinct[i] for i in order[:half]]
     half_b = [distinct[i] for i in order[half:]]
-    start = time.perf_counter()
+    start = time.perf_counter()  # the whole step, all its parts
     table_a = compute_baseline(half_a, model_type=MODEL, seed=0, lang="en", device="cpu")
     path_a = work / "half_a.tsv"
     baselines.write_baseline(table_a, path_a)
@@ -196,9 +164,8 @@ def render(r: dict) -> str:
         "",
         f"Corpus: every distinct English sentence of the LASER Tatoeba test set ({r['sentences']} lines, "
         f"{r['distinct']} distinct). Model {MODEL}, fp32, CPU, no idf, seed 0.",
-        f"Machine: {m['cpu_model']}, {m['logical_cpus']} logical CPUs (shared with other jobs), torch threads "
-        f"{m['torch_threads']}, {m['cpu_capability']}; flags {' '.join(m['cpu_flags'])}; torch {m['torch']}, "
-        f"transformers {m['transformers']}; load average at the end {tuple(round(x, 1) for x in m['load_average_at_end'])}.",
+        machine_line(m) + f" Load average at the end {tuple(round(x, 1) for x in m['load_average_at_end'])} "
+        "(the CPUs are shared with other jobs).",
         "",
     ]
     shipped = r.get("shipped")
@@ -226,13 +193,11 @@ def render(r: dict) -> str:
         lines += [
             "## 2. The shipped baseline and its standard errors",
             "",
-            "| layer | P | R | F | SE(P) | SE(R) | SE(F) |",
-            "|---|---|---|---|---|---|---|",
+            *table(["layer", "P", "R", "F", "SE(P)", "SE(R)", "SE(F)"],
+                   [[layer, *(f"{x:.4f}" for x in mean), *(f"{x:.5f}" for x in error)]
+                    for layer, (mean, error) in enumerate(zip(shipped["mean"], shipped["standard_error"]))]),
+            "",
         ]
-        for layer, (mean, error) in enumerate(zip(shipped["mean"], shipped["standard_error"])):
-            lines.append(f"| {layer} | " + " | ".join(f"{x:.4f}" for x in mean) + " | "
-                         + " | ".join(f"{x:.5f}" for x in error) + " |")
-        lines.append("")
     counts = r.get("pair_counts")
     if counts and shipped:
         lines += [
@@ -240,23 +205,21 @@ def render(r: dict) -> str:
             "",
             "Difference from the all-pairs F (absolute, and in units of the smaller run's own standard error of F).",
             "",
-            "| layer | F, all pairs | " + " | ".join(f"F, {n} pairs | diff" for n in counts) + " |",
-            "|---|---|" + "---|---|" * len(counts),
+            *table(["layer", "F, all pairs", *(h for n in counts for h in (f"F, {n} pairs", "diff"))],
+                   [[layer, f"{full[2]:.4f}", *(cell for run in counts.values() for cell in (
+                       f"{run['mean'][layer][2]:.4f}",
+                       f"{run['mean'][layer][2] - full[2]:+.4f} "
+                       f"({(run['mean'][layer][2] - full[2]) / run['standard_error'][layer][2]:+.1f} SE)"))]
+                    for layer, full in enumerate(shipped["mean"])]),
+            "", "Each run is a fresh `bertscore baseline` process (same corpus, seed 0, `--pairs N`):", "",
+            # a record from before the runs were separate processes has no cpu_seconds
+            *table(["pairs", "wall s", "CPU s", "peak RSS (MiB)", "SE(F), layer 6"],
+                   [[n, f"{run['seconds']:.0f}", f"{run['cpu_seconds']:.0f}", f"{run['peak_rss_bytes'] / 2**20:.0f}",
+                     f"{run['standard_error'][6][2]:.4f}"]
+                    for n, run in [*counts.items(), ("all " + str(shipped["num_pairs"]), shipped)]
+                    if "cpu_seconds" in run]),
+            "",
         ]
-        for layer, full in enumerate(shipped["mean"]):
-            cells = []
-            for n, table in counts.items():
-                diff = table["mean"][layer][2] - full[2]
-                cells.append(f"{table['mean'][layer][2]:.4f} | {diff:+.4f} ({diff / table['standard_error'][layer][2]:+.1f} SE)")
-            lines.append(f"| {layer} | {full[2]:.4f} | " + " | ".join(cells) + " |")
-        lines += ["", "Each run is a fresh `bertscore baseline` process (same corpus, seed 0, `--pairs N`):", "",
-                  "| pairs | wall s | CPU s | peak RSS (MiB) | SE(F), layer 6 |", "|---|---|---|---|---|"]
-        for n, run in [*counts.items(), ("all " + str(shipped["num_pairs"]), shipped)]:
-            if "cpu_seconds" not in run:  # a record from before the runs were separate processes
-                continue
-            lines.append(f"| {n} | {run['seconds']:.0f} | {run['cpu_seconds']:.0f} | {run['peak_rss_bytes'] / 2**20:.0f} | "
-                         f"{run['standard_error'][6][2]:.4f} |")
-        lines.append("")
     cal = r.get("calibration")
     if cal:
         worst = max(abs(row[2]) for row in cal["rescaled_b"]["mean"])
@@ -266,14 +229,13 @@ def render(r: dict) -> str:
             f"Baseline from half A ({cal['sentences_a']} sentences, {cal['pairs_a']} pairs); all {cal['pairs_b']} "
             f"random pairs of half B ({cal['sentences_b']} other sentences) rescaled with it (loaded from its file).",
             "",
-            "| layer | baseline F (A) | raw mean F (B) | rescaled mean F (B) ± SE | within 0.01 of 0 | identical pairs: max abs(x - 1) |",
-            "|---|---|---|---|---|---|",
+            *table(["layer", "baseline F (A)", "raw mean F (B)", "rescaled mean F (B) ± SE", "within 0.01 of 0",
+                    "identical pairs: max abs(x - 1)"],
+                   [[layer, f"{cal['baseline_a']['mean'][layer][2]:.4f}", f"{cal['raw_b']['mean'][layer][2]:.4f}",
+                     f"{row[2]:+.4f} ± {cal['rescaled_b']['standard_error'][layer][2]:.4f}",
+                     "yes" if abs(row[2]) <= TOLERANCE else "NO", f"{cal['identical_max_abs_deviation_from_1'][layer]:.1e}"]
+                    for layer, row in enumerate(cal["rescaled_b"]["mean"])]),
         ]
-        for layer, row in enumerate(cal["rescaled_b"]["mean"]):
-            lines.append(
-                f"| {layer} | {cal['baseline_a']['mean'][layer][2]:.4f} | {cal['raw_b']['mean'][layer][2]:.4f} | "
-                f"{row[2]:+.4f} ± {cal['rescaled_b']['standard_error'][layer][2]:.4f} | "
-                f"{'yes' if abs(row[2]) <= TOLERANCE else 'NO'} | {cal['identical_max_abs_deviation_from_1'][layer]:.1e} |")
         lines += ["", f"Largest |mean rescaled F| over the layers: **{worst:.4f}** (target <= {TOLERANCE}: "
                   f"{'met' if worst <= TOLERANCE else 'NOT met'}); identical pairs ({cal['identical_pairs']}) rescale "
                   f"to 1 within {max(cal['identical_max_abs_deviation_from_1']):.1e}.", ""]
@@ -302,7 +264,6 @@ def main() -> int:
     threads = torch.get_num_threads()
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus
-    from bertscore.output_files import write_text
 
     previous = args.out / "baselines.json"
     result = json.loads(previous.read_text()) if previous.is_file() and steps != {"shipped", "counts", "calibration"} else {}
@@ -311,12 +272,10 @@ def main() -> int:
     result.update({"commands": commands, "sentences": len(sentences),
                    "distinct": len(prepare_corpus(sentences).sentences)})
     result.pop("command", None)
-    args.out.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
-        result["machine"] = machine_info(threads)
-        write_text(args.out / "baselines.json", json.dumps(result, indent=2) + "\n")
-        write_text(args.out / "baselines.md", render(result))
+        result["machine"] = {**machine_info(threads), "load_average_at_end": os.getloadavg()}
+        write_results(args.out, "baselines", result, render(result))
 
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -332,7 +291,6 @@ def main() -> int:
         if "calibration" in steps:
             result["calibration"] = step_calibration(sentences, work)
             save()
-    print(render(result))
     return 0
 
 

@@ -26,7 +26,6 @@ import csv
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
+from harness import table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
@@ -92,14 +92,14 @@ def reading_check(folder: Path, frames: dict) -> dict:
 def score_model(model: str, frames: dict) -> tuple[dict[str, dict[str, float]], str, float]:
     """Bias of F1, precision and recall of one model: one BERTScorer, one call per file."""
     scorer = BERTScorer(model_type=model)
-    started = time.perf_counter()
-    metrics: dict[str, dict[str, float]] = {}
     prefix = "ours" if model == EMBEDDED_MODEL_NAME else model
-    for name, frame in frames.items():
-        columns = scorer.score(frame.candidate.tolist(), frame.reference.tolist())
-        for label, index in OURS.items():
-            metrics.setdefault(label.replace("ours", prefix, 1), {})[name] = bias_score(columns[index].tolist())
-    return metrics, scorer.hash, time.perf_counter() - started
+    seconds, columns = timed(lambda: {name: scorer.score(frame.candidate.tolist(), frame.reference.tolist())
+                                      for name, frame in frames.items()})
+    metrics: dict[str, dict[str, float]] = {}
+    for label, index in OURS.items():
+        metrics[label.replace("ours", prefix, 1)] = {name: bias_score(scores[index].tolist())
+                                                    for name, scores in columns.items()}
+    return metrics, scorer.hash, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,16 +188,12 @@ def render(r: dict) -> str:
         + "".join(f" `{m}`: hash `{h}`." for m, h in r["hashes"].items() if m != r["model"]),
         machine_line(r["machine"]),
         "",
-        "| metric | " + " | ".join(CATEGORIES) + " | mean |",
-        "|---|" + "---|" * (len(CATEGORIES) + 1),
+        *table(["metric", *CATEGORIES, "mean"],
+               [[f"**{name}**" if bold else name, *(f"**{row[c]:.2f}**" if bold else f"{row[c]:.2f}" for c in CATEGORIES),
+                 f"{sum(row[c] for c in CATEGORIES) / len(CATEGORIES):.2f}"]
+                for name, row, bold in ((n, r["metrics"][n], n.startswith("ours")) for n in names)]),
+        "",
     ]
-    for name in names:
-        row = r["metrics"][name]
-        mean = sum(row[c] for c in CATEGORIES) / len(CATEGORIES)
-        bold = name.startswith("ours")
-        cells = [f"**{row[c]:.2f}**" if bold else f"{row[c]:.2f}" for c in CATEGORIES]
-        lines.append(f"| {'**' + name + '**' if bold else name} | " + " | ".join(cells) + f" | {mean:.2f} |")
-    lines.append("")
     return "\n".join(lines)
 
 

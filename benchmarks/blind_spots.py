@@ -31,7 +31,6 @@ Writes blind_spots.json and .md to benchmarks/scratch/ (git-ignored), or to benc
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import re
 import sys
@@ -42,7 +41,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
-import pandas as pd
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +49,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import missing_data  # noqa: E402
-from system_level import DEFAULT_DATA, load_data  # noqa: E402
+from harness import table, tatoeba_english, timed, wmt17_syslevel  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 NEGATED = {"don": "do", "doesn": "does", "didn": "did", "isn": "is", "aren": "are", "wasn": "was", "weren": "were",
            "hasn": "has", "haven": "have", "hadn": "had", "couldn": "could", "wouldn": "would", "shouldn": "should",
@@ -95,12 +93,8 @@ def flip_negation(text: str) -> str | None:
 
 def tatoeba_names(data: Path) -> set[str]:
     """Words Tatoeba's English sentences write only capitalised, at least once mid-sentence."""
-    path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
-    if not path.is_file():
-        sys.exit(missing_data(f"{path} (the names the entity swap draws from)", "tatoeba"))
-    english = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, usecols=["english"])
     capitalised, lower = set(), set()
-    for sentence in english.english.drop_duplicates():
+    for sentence in dict.fromkeys(tatoeba_english(data)):
         for index, word in enumerate(re.findall(r"[A-Za-z]+", sentence)):
             if word.islower():
                 lower.add(word)
@@ -177,12 +171,10 @@ def compare(corrupted: list[str], references: list[str], systems: list[list[str]
     """Scores of corrupted vs reference, and of each item's system outputs vs the same reference."""
     sys_cands = [c for outputs in systems for c in outputs]
     sys_refs = [r for r, outputs in zip(references, systems) for _ in outputs]
-    started = time.perf_counter()
     notes: list[str] = []
-    scores = scorers.score(corrupted + sys_cands, references + sys_refs, window, notes)
+    seconds, scores = timed(lambda: scorers.score(corrupted + sys_cands, references + sys_refs, window, notes))
     owner = np.repeat(np.arange(len(corrupted)), [len(o) for o in systems])
-    result = {"texts": len(corrupted), "system_outputs": len(sys_cands), "seconds": round(time.perf_counter() - started, 1),
-              "notes": notes}
+    result = {"texts": len(corrupted), "system_outputs": len(sys_cands), "seconds": round(seconds, 1), "notes": notes}
     for metric in METRICS:
         mine, theirs = scores[metric][: len(corrupted)], scores[metric][len(corrupted):]
         result[metric] = {
@@ -213,12 +205,12 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    outputs, references, human = load_data(args.data)
+    outputs, references, human = wmt17_syslevel(args.data, human=True)
     judged = set(zip(human.LP, human.SYSTEM))
     outputs = outputs[[(lp, name) in judged for lp, name in zip(outputs.lp, outputs.sys)]]
     by_segment = outputs.groupby(["lp", "sid"]).candidate.apply(list).to_dict()
     systems_of = outputs.groupby("lp").sys.unique().to_dict()
-    table = {(lp, name): frame.set_index("sid").candidate.to_dict() for (lp, name), frame in outputs.groupby(["lp", "sys"])}
+    texts_of = {(lp, name): frame.set_index("sid").candidate.to_dict() for (lp, name), frame in outputs.groupby(["lp", "sys"])}
     references = references[[(lp, sid) in by_segment for lp, sid in zip(references.lp, references.sid)]]
     names = tatoeba_names(args.data)
     scorers = Scorers()
@@ -249,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             sids = ordered.sid.tolist()
             for start in range(0, len(sids) - size + 1, size):
                 chunk = sids[start:start + size]
-                if all(all(sid in table[(lp, name)] for sid in chunk) for name in systems_of[lp]):
+                if all(all(sid in texts_of[(lp, name)] for sid in chunk) for name in systems_of[lp]):
                     found.append((lp, chunk))
         return found
 
@@ -261,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             sentences = [refs_by[(lp, sid)] for sid in chunk]
             originals.append(" ".join(sentences))
             shuffled.append(" ".join(shuffle_sentences(sentences, rng)))
-            systems.append([" ".join(table[(lp, name)][sid] for sid in chunk) for name in systems_of[lp]])
+            systems.append([" ".join(texts_of[(lp, name)][sid] for sid in chunk) for name in systems_of[lp]])
         return originals, shuffled, systems
 
     limit = scorers.raw.model.content_limit
@@ -343,24 +335,19 @@ def render(r: dict) -> str:
         f"{s['long_doc_sentences']} consecutive references past the limit. Rules: see the script's docstring "
         f"(entity names: {r['entity_names']:,} words Tatoeba writes only capitalised).",
         "",
-        "| corruption | texts (system outputs) | F1: drop (x%) / below | F1 rescaled: drop (x%) / below | chrF: drop (x%) / below | "
-        "BLEU: drop (x%) / below |",
-        "|---|---|---|---|---|---|",
-    ]
-    for label, row in r["results"].items():
-        cells = [f"{row[m]['drop']:.{3 if m.startswith('f1') else 1}f} ({row[m]['drop_share_of_system_gap']:.0%}) / "
-                 f"{row[m]['share_systems_below']:.0%}" for m in METRICS]
-        lines.append(f"| {label} | {row['texts']} ({row['system_outputs']:,}) | " + " | ".join(cells) + " |")
-    lines += [
+        *table(["corruption", "texts (system outputs)", "F1: drop (x%) / below", "F1 rescaled: drop (x%) / below",
+                "chrF: drop (x%) / below", "BLEU: drop (x%) / below"],
+               [[label, f"{row['texts']} ({row['system_outputs']:,})",
+                 *(f"{row[m]['drop']:.{3 if m.startswith('f1') else 1}f} ({row[m]['drop_share_of_system_gap']:.0%}) / "
+                   f"{row[m]['share_systems_below']:.0%}" for m in METRICS)] for label, row in r["results"].items()]),
         "",
         "Mean score of the real system outputs on the same references (for scale):",
         "",
-        "| corruption | F1 | F1 rescaled | chrF | BLEU |",
-        "|---|---|---|---|---|",
+        *table(["corruption", "F1", "F1 rescaled", "chrF", "BLEU"],
+               [[label, f"{row['f1']['systems_mean']:.3f}", f"{row['f1_rescaled']['systems_mean']:.3f}",
+                 f"{row['chrf']['systems_mean']:.1f}", f"{row['bleu']['systems_mean']:.1f}"]
+                for label, row in r["results"].items()]),
     ]
-    for label, row in r["results"].items():
-        lines.append(f"| {label} | {row['f1']['systems_mean']:.3f} | {row['f1_rescaled']['systems_mean']:.3f} | "
-                     f"{row['chrf']['systems_mean']:.1f} | {row['bleu']['systems_mean']:.1f} |")
     lines += ["", "Examples (the shortest sampled reference of each rule):", ""]
     for label, example in r["examples"].items():
         lines += [f"- {label}: `{example['reference']}` -> `{example['corrupted']}`"]

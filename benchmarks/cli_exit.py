@@ -21,13 +21,13 @@ import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
+from harness import interleaved, table  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 ARGS = ["-c", "examples/candidates.txt", "-r", "examples/references.txt", "--model", EMBEDDED_MODEL_NAME]
@@ -38,15 +38,12 @@ WAYS = {
 }
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds of one run of the command, and its stdout."""
+def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """One run of the command: its CPU seconds and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=True)
-    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
 def main() -> None:
@@ -56,29 +53,29 @@ def main() -> None:
     args = parser.parse_args()
     folder = output_folder(args)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
-    walls: dict[str, list[float]] = {way: [] for way in WAYS}
     cpus: dict[str, list[float]] = {way: [] for way in WAYS}
     outputs = set()
-    for _ in range(args.rounds):
-        for way, command in WAYS.items():
-            wall, cpu, stdout = timed(command, env)
-            walls[way].append(wall)
-            cpus[way].append(cpu)
-            outputs.add(stdout)
+
+    def record(_: int, way: str, __: float, out: tuple[float, str]) -> None:
+        cpus[way].append(out[0])
+        outputs.add(out[1])
+
+    walls, _ = interleaved({way: lambda command=command: run(command, env) for way, command in WAYS.items()},
+                           args.rounds, report=record)
     assert len(outputs) == 1, f"the two ways printed different output: {outputs}"
     frozen, plain = WAYS
     ratio = statistics.median(walls[plain]) / statistics.median(walls[frozen])
     info = machine_info(torch_threads=None)
     result = {"command": f".venv/bin/python benchmarks/cli_exit.py --rounds {args.rounds}", "rounds": args.rounds,
               "wall_s": walls, "cpu_s": cpus, "median_wall_ratio": round(ratio, 3), "machine": info}
-    rows = "\n".join(f"| {way} | {statistics.median(walls[way]):.2f} | {min(walls[way]):.2f} | "
-                     f"{statistics.median(cpus[way]):.2f} |" for way in WAYS)
+    rows = "\n".join(table(["way", "median wall s", "best wall s", "median CPU s"],
+                           [[way, f"{statistics.median(walls[way]):.2f}", f"{min(walls[way]):.2f}",
+                             f"{statistics.median(cpus[way]):.2f}"] for way in WAYS]))
     markdown = (
         "# A short `bertscore` run, with and without the frozen collector at its exit\n\n"
         f"Reproduce: `{result['command']}`\n\n{machine_line(info)}\n\n"
         f"One run scores examples/ (4 pairs) with the embedded model; {args.rounds} rounds, alternating; "
         "the same output both ways.\n\n"
-        "| way | median wall s | best wall s | median CPU s |\n|---|---|---|---|\n"
         f"{rows}\n\nThe frozen exit makes the run {ratio:.2f}x as fast (median wall).\n")
     write_results(folder, "cli_exit", result, markdown)
 

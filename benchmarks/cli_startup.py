@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from io import BytesIO
 from pathlib import Path
 
@@ -36,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
+from harness import interleaved, table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 BASELINE_REV = "6e6959a"  # main's HEAD before issue 56: the CLI as it was
@@ -72,14 +72,12 @@ def baseline_tree(rev: str, into: Path) -> Path:
     return into
 
 
-def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    """Wall seconds of one run of the command (start to exit), and its stdout."""
-    start = time.perf_counter()
+def run(command: list[str], env: dict[str, str], cwd: Path) -> str:
+    """One run of the command (start to exit): its stdout."""
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return wall, done.stdout
+    return done.stdout
 
 
 def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
@@ -129,17 +127,12 @@ def main() -> None:
             "official bert-score CLI (0.3.13)": ([official, "-c", str(cands), "-r", str(refs), "-m", model_dir,
                                                   "--num_layers", "6"], base_env),
         }
-        walls: dict[str, list[float]] = {way: [] for way in ways}
         outputs: dict[str, set[str]] = {way: set() for way in ways}
-        for _ in range(args.rounds):
-            for way, (command, env) in ways.items():
-                wall, stdout = timed(command, env, scratch_path)
-                walls[way].append(wall)
-                outputs[way].add(stdout)
-        phases_start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", PHASES, str(cands), str(refs), EMBEDDED_MODEL_NAME], cwd=scratch,
-                              env=ours, capture_output=True, text=True, timeout=600, check=True)
-        phases_wall = time.perf_counter() - phases_start
+        walls, _ = interleaved({way: lambda c=c, e=e: run(c, e, scratch_path) for way, (c, e) in ways.items()},
+                               args.rounds, report=lambda _, way, __, stdout: outputs[way].add(stdout))
+        phases_wall, done = timed(lambda: subprocess.run(
+            [sys.executable, "-c", PHASES, str(cands), str(refs), EMBEDDED_MODEL_NAME], cwd=scratch, env=ours,
+            capture_output=True, text=True, timeout=600, check=True))
     profile = json.loads(done.stdout.splitlines()[-1])
     phases, model_classes = profile["phases"], profile["model_classes_imported"]
     phases.append(("the rest: interpreter start and exit", phases_wall - sum(s for _, s in phases)))
@@ -156,22 +149,21 @@ def main() -> None:
               "bar_holds": ratio_old <= BAR_VS_BASELINE and ratio_official <= BAR_VS_OFFICIAL,
               "phases_s": phases, "transformers_model_classes_imported": model_classes,
               "load_average": os.getloadavg(), "machine": info}
-    rows = "\n".join(f"| {way} | {median[way]:.2f} | {min(walls[way]):.2f} | {max(walls[way]):.2f} |" for way in ways)
-    phase_rows = "\n".join(f"| {name} | {seconds:.2f} | {100 * seconds / phases_wall:.0f}% |"
-                           for name, seconds in phases)
+    rows = "\n".join(table(["way", "median wall s", "best", "worst"], [
+        [way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]))
+    phase_rows = "\n".join(table(["phase", "s", "share"], [
+        [name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]))
     markdown = (
         "# Start-up: the first score of a 3-pair call, from a fresh process\n\n"
         f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"
         f"Each way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
         f"exits; {args.rounds} rounds, alternating; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.\n\n"
-        "| way | median wall s | best | worst |\n|---|---|---|---|\n"
         f"{rows}\n\n"
         f"This checkout's CLI takes {ratio_old:.2f}x the time of {args.baseline_rev}'s and {ratio_official:.2f}x "
         f"the official command's (median wall): issue 56's bar (at most {BAR_VS_BASELINE}x and "
         f"{BAR_VS_OFFICIAL}x) {'holds' if result['bar_holds'] else 'does not hold'}.\n\n"
         f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)\n\n"
-        "| phase | s | share |\n|---|---|---|\n"
         f"{phase_rows}\n\n"
         "transformers' model classes (`transformers.modeling_utils`) "
         f"{'were' if model_classes else 'were not'} imported: "

@@ -14,7 +14,6 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -24,7 +23,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
-import pandas as pd
 import torch
 from scipy.stats import pearsonr
 
@@ -33,17 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
+from harness import table, wmt17_segments  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
 # Published official sentBLEU r on this data (data README) for the sanity check.
 PUBLISHED_SENTBLEU = {"cs": 0.435, "de": 0.432, "fi": 0.571, "ru": 0.484, "tr": 0.538, "zh": 0.512}
-
-
-def read_tsv(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
 
 
 def pearson(x, y) -> float:
@@ -58,11 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out = output_folder(args)
 
-    folder = args.data / "wmt17"
-    missing = [lp for lp in PAIRS if not (folder / f"wmt17_{lp}-en.tsv").is_file()]
-    if missing:
-        print(missing_data(f"{', '.join(f'wmt17_{lp}-en.tsv' for lp in missing)} under {folder}"), file=sys.stderr)
-        return 2
+    frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in PAIRS}
 
     import sacrebleu
 
@@ -72,13 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         "bertscore_f1": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=False),
         "bertscore_f1_idf": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=True),
     }
-    official_path = folder / "wmt17_sentbleu_official_subset.tsv"
-    official = read_tsv(official_path) if official_path.is_file() else None
+    official_path = args.data / "wmt17" / "wmt17_sentbleu_official_subset.tsv"
+    official = wmt17_segments(args.data, "sentbleu_official_subset") if official_path.is_file() else None
 
     rows = []
     started = time.perf_counter()
-    for lp in PAIRS:
-        frame = read_tsv(folder / f"wmt17_{lp}-en.tsv")
+    for lp, frame in frames.items():
         cands, refs = frame["candidate"].tolist(), frame["reference"].tolist()
         human = frame["human_score"].astype(float).to_numpy()
         row: dict[str, object] = {"lp": f"{lp}-en", "n": len(frame)}
@@ -118,9 +107,6 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "hash": {k: s.hash for k, s in scorers.items()},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "correlation.json", json.dumps(result, indent=2) + "\n")
-
     def fmt(value) -> str:
         return "-" if value is None else f"{value:.3f}"
 
@@ -136,22 +122,15 @@ def main(argv: list[str] | None = None) -> int:
         "`sentence_bleu` / `sentence_chrf` defaults on the same (lowercased, tokenised) rows. "
         "Official sentBLEU: the WMT17 column, on the rows it covers (n shown).",
         "",
-        "| pair | BERTScore F1 | BERTScore F1 (idf) | sentBLEU (sacrebleu) | chrF (sacrebleu) | official sentBLEU (n) | published sentBLEU |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['lp']} | {fmt(r['bertscore_f1'])} | {fmt(r['bertscore_f1_idf'])} | {fmt(r['sentbleu_sacrebleu'])} | "
-            f"{fmt(r['chrf_sacrebleu'])} | {fmt(r.get('official_sentbleu'))} ({r.get('official_sentbleu_rows', 0)}) | "
-            f"{fmt(r['published_sentbleu'])} |"
-        )
-    lines.append(
-        f"| **mean** | **{fmt(mean['bertscore_f1'])}** | **{fmt(mean['bertscore_f1_idf'])}** | {fmt(mean['sentbleu_sacrebleu'])} | "
-        f"{fmt(mean['chrf_sacrebleu'])} | {fmt(mean.get('official_sentbleu'))} | |"
-    )
-    lines += ["", f"Scorer hashes: idf off `{result['hash']['bertscore_f1']}`, idf on `{result['hash']['bertscore_f1_idf']}`.", ""]
-    write_text(args.out / "correlation.md", "\n".join(lines))
-    print("\n".join(lines))
+        *table(["pair", "BERTScore F1", "BERTScore F1 (idf)", "sentBLEU (sacrebleu)", "chrF (sacrebleu)",
+                "official sentBLEU (n)", "published sentBLEU"],
+               [[r["lp"], fmt(r["bertscore_f1"]), fmt(r["bertscore_f1_idf"]), fmt(r["sentbleu_sacrebleu"]),
+                 fmt(r["chrf_sacrebleu"]), f"{fmt(r.get('official_sentbleu'))} ({r.get('official_sentbleu_rows', 0)})",
+                 fmt(r["published_sentbleu"])] for r in rows]
+               + [["**mean**", f"**{fmt(mean['bertscore_f1'])}**", f"**{fmt(mean['bertscore_f1_idf'])}**",
+                   fmt(mean["sentbleu_sacrebleu"]), fmt(mean["chrf_sacrebleu"]), fmt(mean.get("official_sentbleu")), ""]]),
+"", f"Scorer hashes: idf off `{result['hash']['bertscore_f1']}`, idf on `{result['hash']['bertscore_f1_idf']}`.", ""]
+    write_results(args.out, "correlation", result, "\n".join(lines))
     return 0
 
 

@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import table  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 
 def main() -> None:
@@ -120,16 +121,14 @@ def main() -> None:
     info = machine_info()
     result = {"machine": info, "seconds_per_mode": args.seconds, "block_seconds": args.block,
               "modes": {mode: {**counts[mode], "dropped_in": dict(dropped_in[mode])} for mode in counts}}
-    rows = "\n".join(
-        f"| {mode} | {counts[mode]['sent']} | {counts[mode]['surfaced']} | {counts[mode]['lost']} | "
-        f"{', '.join(f'{name} ({n})' for name, n in dropped_in[mode].items()) or '-'} |"
-        for mode in counts)
+    rows = "\n".join(table(["mode", "sent", "surfaced", "lost", "dropped by Python in"], [
+        [mode, counts[mode]["sent"], counts[mode]["surfaced"], counts[mode]["lost"],
+         ", ".join(f"{name} ({n})" for name, n in dropped_in[mode].items()) or "-"] for mode in counts]))
     markdown = (
         "# Ctrl-C while scoring: interrupts lost, without and with the CLI's guard\n\n"
         f"{machine_line(info)}\n\n"
         f"SIGINTs sent at random moments while scoring one short pair after another, {args.seconds:.0f} s per mode "
         f"in alternating {args.block:.0f} s blocks; lost: no KeyboardInterrupt within {args.wait:.0f} s.\n\n"
-        "| mode | sent | surfaced | lost | dropped by Python in |\n|---|---|---|---|---|\n"
         f"{rows}\n\n"
         "Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py"
         f" --seconds {args.seconds:g} --block {args.block:g}`\n")

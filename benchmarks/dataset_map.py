@@ -18,33 +18,19 @@ benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-
-FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
-
-
-def read_pairs(rows: int) -> tuple[list[str], list[str]]:
-    with FIXTURE.open(encoding="utf-8", newline="") as handle:
-        table = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))[:rows]
-    return [row["candidate"] for row in table], [row["reference"] for row in table]
+from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 
 def median_seconds(action: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return statistics.median(timed(action)[0] for _ in range(repeats))
 
 
 def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, Any]:
@@ -52,14 +38,10 @@ def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, A
 
     calls.clear()
     before = Hasher.hash(function)
-    started = time.perf_counter()
-    first = dataset.map(function, batched=True, batch_size=64)
-    first_s = time.perf_counter() - started
+    first_s, first = timed(lambda: dataset.map(function, batched=True, batch_size=64))
     scored = sum(calls)
     calls.clear()
-    started = time.perf_counter()
-    second = dataset.map(function, batched=True, batch_size=64)
-    second_s = time.perf_counter() - started
+    second_s, second = timed(lambda: dataset.map(function, batched=True, batch_size=64))
     return {
         "first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3),
         "rows_scored_first": scored, "rows_scored_second": sum(calls),
@@ -83,7 +65,7 @@ def main() -> None:
     from bertscore.dataset_map import score_columns
 
     datasets.disable_progress_bars()
-    candidates, references = read_pairs(args.rows)
+    candidates, references = wmt17_pairs(FIXTURE, limit=args.rows)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu")
     # the closure's scorer: the same encoder, an embedding cache of its own (its first map embeds anew)
     closure_scorer = BERTScorer(loaded_model=scorer.model, device="cpu")
@@ -125,13 +107,12 @@ def main() -> None:
         machine_line(info), "",
         f"{len(candidates)} WMT17 de-en pairs (tests/data), saved with save_to_disk and loaded back; "
         f"{EMBEDDED_MODEL_NAME}, default layer, CPU, map batch size 64.", "",
-        "| map function | first map | second map | rows scored (1st / 2nd) | cache hit | fingerprint kept after scoring |",
-        "|---|---|---|---|---|---|",
+        *table(["map function", "first map", "second map", "rows scored (1st / 2nd)", "cache hit",
+                "fingerprint kept after scoring"],
+               [[name, f"{run['first_map_s']:.2f} s", f"{run['second_map_s']:.3f} s",
+                 f"{run['rows_scored_first']} / {run['rows_scored_second']}", "yes" if run["cache_hit"] else "NO",
+                 "yes" if run["fingerprint_unchanged_by_scoring"] else "NO"] for name, run in runs.items()]),
     ]
-    for name, run in runs.items():
-        lines.append(f"| {name} | {run['first_map_s']:.2f} s | {run['second_map_s']:.3f} s | "
-                     f"{run['rows_scored_first']} / {run['rows_scored_second']} | {'yes' if run['cache_hit'] else 'NO'} | "
-                     f"{'yes' if run['fingerprint_unchanged_by_scoring'] else 'NO'} |")
     lines += [
         "",
         f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "

@@ -17,7 +17,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,9 +31,9 @@ def _sentences(count: int, rng: random.Random) -> list[str]:
 
 
 def _run(command: list[str], env: dict[str, str]) -> tuple[dict, float]:
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    from harness import timed
+
+    wall, done = timed(lambda: subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True))
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(Path(command[command.index("--out") + 1]).read_text()), wall
@@ -45,6 +44,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=600)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    from harness import table
     from machine import add_output_options, machine_info, machine_line, output_folder, write_results
 
     add_output_options(parser)
@@ -89,11 +89,10 @@ def main() -> None:
         "",
         machine_line(machine) + f" ({args.threads} torch threads in all, split between processes as the table shows.)",
         "",
-        "| run | torch threads per process | scoring s | wall s (incl. start-up, model load) |",
-        "|---|---|---|---|",
-        f"| 1 process | {args.threads} | {one['seconds']:.2f} | {one_wall:.1f} |",
-        f"| 1 process | {max(1, args.threads // args.ranks)} | {one_thin['seconds']:.2f} | {one_thin_wall:.1f} |",
-        f"| torchrun {args.ranks} ranks | {max(1, args.threads // args.ranks)} | {many['seconds']:.2f} | {many_wall:.1f} |",
+        *table(["run", "torch threads per process", "scoring s", "wall s (incl. start-up, model load)"],
+               [["1 process", args.threads, f"{one['seconds']:.2f}", f"{one_wall:.1f}"],
+                ["1 process", per_rank, f"{one_thin['seconds']:.2f}", f"{one_thin_wall:.1f}"],
+                [f"torchrun {args.ranks} ranks", per_rank, f"{many['seconds']:.2f}", f"{many_wall:.1f}"]]),
         "",
         f"- speedup of {args.ranks} ranks over 1 process with all threads (scoring): **{speedup:.2f}x**; "
         f"over the faster 1-process run: **{best_one / many['seconds']:.2f}x** (on a loaded machine, "

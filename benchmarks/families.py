@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import FIXTURE, max_delta, official_scorer, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
@@ -50,15 +51,10 @@ from bertscore.scoring.embed import token_budget_batches  # noqa: E402
 from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.models.padding import PROBE_TEXT  # noqa: E402
 from bertscore.models.padding import padding_probe  # noqa: E402
-from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv  # noqa: E402
 from tiny_families import FAMILIES, build, official_scores, official_token_ids  # noqa: E402
 
 PAIRS = 40
 LAYER = 2
-
-
-def max_delta(ours, theirs) -> float:
-    return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
 
 
 def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> dict:
@@ -87,15 +83,11 @@ def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> di
     return row
 
 
-def timed(fn, rounds: int) -> dict[str, float]:
+def best_of(fn, rounds: int) -> dict[str, float]:
     """The best of `rounds` runs of fn(): wall seconds and this process's CPU seconds (on a shared
     machine the CPU time is the steadier figure: other processes stretch the wall time)."""
-    wall = cpu = float("inf")
-    for _ in range(rounds):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        fn()
-        wall, cpu = min(wall, time.perf_counter() - started), min(cpu, time.process_time() - started_cpu)
-    return {"wall": wall, "cpu": cpu}
+    runs = [timed(fn, cpu=True)[:2] for _ in range(rounds)]
+    return {"wall": min(wall for wall, _ in runs), "cpu": min(cpu for _, cpu in runs)}
 
 
 def one_length_cost(root: Path, rounds: int) -> dict:
@@ -112,7 +104,7 @@ def one_length_cost(root: Path, rounds: int) -> dict:
                             intermediate_size=1536, embedding_size=384, max_position_embeddings=512,
                             pad_token_id=tokenizer.pad_token_id)
     ConvBertModel(config).eval().save_pretrained(sized)
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    cands, refs = wmt17_pairs(FIXTURE, limit=300)
     model = load_model(str(sized), 6)
     padded = dataclasses.replace(model, padding_safe=True)
     scorers = {label: BERTScorer(model_type=m.name, loaded_model=m, cache_bytes=0, device="cpu")
@@ -122,7 +114,7 @@ def one_length_cost(root: Path, rounds: int) -> dict:
     batches = {label: len(list(token_budget_batches(lengths, budget, None, one_length=label == "one length")))
                for label in scorers}
     scores = {label: s.score(cands, refs) for label, s in scorers.items()}  # also the warm-up
-    seconds = {label: timed(lambda s=s: s.score(cands, refs), rounds) for label, s in scorers.items()}
+    seconds = {label: best_of(lambda s=s: s.score(cands, refs), rounds) for label, s in scorers.items()}
     alone = BERTScorer(model_type=model.name, loaded_model=model, cache_bytes=0, device="cpu").score(
         cands, refs, batch_size=1)
     return {"pairs": len(cands), "padding_safe": model.is_padding_safe(), "seconds": seconds, "batches": batches,
@@ -139,14 +131,14 @@ def probe_cost(rounds: int) -> dict:
     probe = padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device)
     wall, cpu = [], []
     for _ in range(max(5, rounds)):
-        once = timed(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
+        once = best_of(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
         wall.append(once["wall"])
         cpu.append(once["cpu"])
-    load = timed(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, 300)
+    load = best_of(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
+    cands, refs = wmt17_pairs(FIXTURE, limit=300)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
     scorer.score(cands[:16], refs[:16])
-    score_seconds = timed(lambda: scorer.score(cands, refs), rounds)
+    score_seconds = best_of(lambda: scorer.score(cands, refs), rounds)
     return {"probe_seconds": {"wall": statistics.median(wall), "cpu": statistics.median(cpu)},
             "load_seconds": load,
             "score_300_pairs_seconds": score_seconds, "padding_safe": model.is_padding_safe(), **probe}
@@ -154,9 +146,7 @@ def probe_cost(rounds: int) -> dict:
 
 def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
     """The official package (unpatched) on block-sparse BigBird: its first call against its second."""
-    import bert_score
-
-    official = bert_score.BERTScorer(model_type=str(build("bigbird-sparse", root)), num_layers=LAYER, device="cpu")
+    official = official_scorer(build("bigbird-sparse", root), LAYER)
     first = official.score(cands, refs, batch_size=1)
     return max_delta(first, official.score(cands, refs, batch_size=1))
 
@@ -164,13 +154,11 @@ def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
 def exactness_table(rows: list[dict]) -> str:
     """The family table of docs/exactness.md, from this benchmark's rows (tests/test_families.py
     checks that the doc quotes the committed results/families.json exactly)."""
-    lines = ["| family | official models of this kind | tokenizer | no idf | idf | all layers | batches |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        name = r["family"] + (" (final norm)" if r["final_norm"] else "")
-        lines.append(f"| {name} | {', '.join(r['examples'])} | {r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} "
-                     f"| {r['all_layers']:.1e} | {'padded' if r['padding_safe'] else 'one length'} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(table(
+        ["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batches"],
+        [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
+          f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}",
+          "padded" if r["padding_safe"] else "one length"] for r in rows])) + "\n"
 
 
 def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: dict) -> str:
@@ -183,16 +171,13 @@ def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: d
         "Batching: ours default vs one text a batch vs the input reversed. Batches: what the padding probe chose. "
         f"Row {LAYER} vs L{LAYER}: ours, `all_layers` row {LAYER} against `num_layers={LAYER}` (docs/parameters.md, "
         "Layer numbering; the official package gives the same).", "",
-        "| family | official models of this kind | tokenizer | no idf | idf | all layers | batching | token ids "
-        f"| batches | row {LAYER} vs L{LAYER} |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *table(["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batching",
+                "token ids", "batches", f"row {LAYER} vs L{LAYER}"],
+               [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
+                 f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}", f"{r['batching']:.1e}",
+                 "equal" if r["token_ids_equal"] else "DIFFER", "padded" if r["padding_safe"] else "one length",
+                 f"{r['row_vs_num_layers']:.1e}"] for r in rows]),
     ]
-    for r in rows:
-        batches = "padded" if r["padding_safe"] else "one length"
-        lines.append(
-            f"| {r['family']}{' (final norm)' if r['final_norm'] else ''} | {', '.join(r['examples'])} | "
-            f"{r['tokenizer']} | {r['no_idf']:.1e} | {r['idf']:.1e} | {r['all_layers']:.1e} | {r['batching']:.1e} | "
-            f"{'equal' if r['token_ids_equal'] else 'DIFFER'} | {batches} | {r['row_vs_num_layers']:.1e} |")
     worst = max(max(r["no_idf"], r["idf"], r["all_layers"]) for r in rows)
     lines += [
         "", f"Largest difference against the official package: {worst:.1e}; largest batching difference: "
@@ -235,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.set_verbosity_error()  # the official runs on BigBird warn at every short text
     machine = machine_info()
     print(machine_line(machine), flush=True)
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE, PAIRS)
+    cands, refs = wmt17_pairs(FIXTURE, limit=PAIRS)
     names = [n for n in args.families.split(",") if n] or list(FAMILIES)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -78,6 +78,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness import FIXTURE, max_delta, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
+
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -223,11 +225,6 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _row(cells: list[Any]) -> str:
-    """A markdown table row; a '|' inside a cell (as in 'max |delta|') is escaped."""
-    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
-
-
 def render(data: dict[str, Any]) -> str:
     meta = data["meta"]
     lines = [
@@ -239,22 +236,18 @@ def render(data: dict[str, Any]) -> str:
         "",
         meta.get("machine_line", ""),
         "",
-        "| section | status | seconds | checks passed | checks failed |",
-        "|---|---|---|---|---|",
+        *table(["section", "status", "seconds", "checks passed", "checks failed"],
+               [[entry["title"], entry["status"], entry.get("seconds", "-"), sum(c["passed"] is True for c in entry["checks"]),
+                 sum(c["passed"] is False for c in entry["checks"])] for entry in data["sections"].values()]),
     ]
-    for entry in data["sections"].values():
-        passed = sum(c["passed"] is True for c in entry["checks"])
-        failed = sum(c["passed"] is False for c in entry["checks"])
-        lines.append(_row([entry["title"], entry["status"], entry.get("seconds", "-"), passed, failed]))
     for entry in data["sections"].values():
         lines += ["", f"## {entry['title']} ({entry['status']})", ""]
         lines += [f"- {text}" for text in entry["lines"]]
-        for table in entry["tables"]:
-            lines += ["", _row(table["headers"]), "|" + "---|" * len(table["headers"])]
-            lines += [_row(row) for row in table["rows"]]
+        for found in entry["tables"]:
+            lines += ["", *table(found["headers"], found["rows"])]
         if entry["checks"]:
-            lines += ["", "| check | measured | target | result |", "|---|---|---|---|"]
-            lines += [_row([c["check"], c["measured"], c["target"], f"**{c['result']}**"]) for c in entry["checks"]]
+            lines += ["", *table(["check", "measured", "target", "result"],
+                                 [[c["check"], c["measured"], c["target"], f"**{c['result']}**"] for c in entry["checks"]])]
         if entry.get("error"):
             lines += ["", "```", entry["error"].strip(), "```"]
     return "\n".join(lines) + "\n"
@@ -264,9 +257,7 @@ def render(data: dict[str, Any]) -> str:
 def sample_wmt17(shared: Path, n: int, seed: int = 0) -> list[dict[str, str]]:
     """`n` seeded rows of the WMT17 to-English system outputs joined with their references
     (memory.py's draw: the same pairs for the same n and seed)."""
-    from memory import sample_pairs
-
-    chosen = sample_pairs(shared, n, seed)
+    chosen = wmt17_sample(shared, n, seed)
     return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")} for _, row in chosen.iterrows()]
 
 
@@ -283,12 +274,12 @@ def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tupl
             return [(r["candidate"], r["reference"]) for r in rows], f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
         sys.exit(f"error: no WMT17 pairs: {path} is missing and {SHARED_DATA} is not here. Run "
                  "`benchmarks/gpu_check.py --prepare` where the shared data is, and carry .gpu_carry")
-    from conftest import SENTENCES, WMT17_DE_EN_FIXTURE, read_pairs_tsv
+    from conftest import SENTENCES
     from tiny_models import training_corpus
 
-    if WMT17_DE_EN_FIXTURE.is_file():
-        cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE)
-        return list(zip(cands, refs)), f"{WMT17_DE_EN_FIXTURE.relative_to(ROOT)} ({len(cands)} WMT17 de-en pairs)"
+    if FIXTURE.is_file():
+        cands, refs = wmt17_pairs(FIXTURE)
+        return list(zip(cands, refs)), f"{FIXTURE.relative_to(ROOT)} ({len(cands)} WMT17 de-en pairs)"
 
     texts = SENTENCES + training_corpus()
     pairs = [(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))]
@@ -311,18 +302,7 @@ MINILM_LAYER = 6
 
 def build_big_bert(folder: Path, tokenizer_dir: Path, sizes: Sizes) -> ModelSpec:
     """A random BertModel of the configured shape with the MiniLM WordPiece tokenizer, saved to `folder`."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=sizes.big_hidden, num_hidden_layers=sizes.big_layers,
-                        num_attention_heads=sizes.big_heads, intermediate_size=sizes.big_ffn,
-                        max_position_embeddings=512)
-    torch.manual_seed(0)
-    model = BertModel(config).eval()
-    params = sum(p.numel() for p in model.parameters())
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    _, params = random_bert(folder, sizes.big_hidden, sizes.big_layers, sizes.big_heads, sizes.big_ffn, tokenizer_dir)
     return ModelSpec("bert", folder, sizes.big_layer,
                      f"random BertModel {sizes.big_layers} layers x {sizes.big_hidden} (heads {sizes.big_heads}, "
                      f"FFN {sizes.big_ffn}, {params / 1e6:.0f}M parameters), MiniLM WordPiece tokenizer, layer "
@@ -433,14 +413,6 @@ def _empty_cache() -> None:
         torch.cuda.empty_cache()
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    _sync()
-    start = time.perf_counter()
-    out = fn()
-    _sync()
-    return time.perf_counter() - start, out
-
-
 class GpuMemory:
     """Peak GPU memory allocated inside the block (torch.cuda.max_memory_allocated, reset at entry)."""
 
@@ -470,10 +442,6 @@ class GpuMemory:
         if not self.cuda:
             return "skipped (no CUDA)", "skipped (no CUDA)"
         return round(self.peak / 2**20), round((self.peak - self.before) / 2**20)
-
-
-def max_delta(a: Any, b: Any) -> float:
-    return max(float((x.double().cpu() - y.double().cpu()).abs().max()) for x, y in zip(a, b))
 
 
 def pearson(a: Any, b: Any) -> float:
@@ -628,27 +596,10 @@ def section_precision(s: Section, ctx: Context) -> None:
 
 
 def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """One call's wall time by step (host_speed.phase_times), with the device synchronised at each
-    step's end so that a step's device work counts in that step."""
+    """One call's wall time by step (host_speed.phase_times), the device synchronised at each step's end."""
     from host_speed import phase_times as host_phase_times
 
-    from bertscore.scoring import pipeline as pipeline_module
-
-    embed, match = scorer.pipeline.embedder.embed, pipeline_module.match_pairs
-
-    def synced(function: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            out = function(*args, **kwargs)
-            _sync()
-            return out
-        return wrapper
-
-    scorer.pipeline.embedder.embed, pipeline_module.match_pairs = synced(embed), synced(match)
-    try:
-        return host_phase_times(scorer, cands, refs)
-    finally:
-        vars(scorer.pipeline.embedder).pop("embed", None)
-        pipeline_module.match_pairs = match
+    return host_phase_times(scorer, cands, refs, _sync)
 
 
 def sdp_priority() -> str:
@@ -701,10 +652,7 @@ def _throughput(s: Section, ctx: Context) -> None:
     methods: dict[str, Callable[[], Any]] = {}
     official = None
     try:
-        import bert_score
-
-        official = bert_score.BERTScorer(model_type=str(spec.path), num_layers=spec.layer, batch_size=batch,
-                                         device=ctx.device)
+        official = official_scorer(spec.path, spec.layer, ctx.device, batch_size=batch)
         methods["official_fp32"] = lambda: official.score(cands, refs, batch_size=batch)
         official.score(cands[:64], refs[:64], batch_size=batch)
     except ImportError as error:
@@ -733,7 +681,7 @@ def _throughput(s: Section, ctx: Context) -> None:
     outputs: dict[str, Any] = {}
     for name, fn in methods.items():
         with GpuMemory(ctx.device) as memory:
-            seconds, out = timed(fn)
+            seconds, out = timed(fn, _sync)
         peak, above = memory.mib()
         results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_gpu_mib": peak, "peak_above_start_mib": above}
         outputs[name] = out
@@ -812,13 +760,11 @@ def cuda_conv_precision(value: str) -> Iterator[None]:
 def official_on_device(ctx: Context, family: str, cands: list[str], refs: list[str], **kwargs: Any) -> Any:
     """The official package's (P, R, F) on the device under test at batch_size=1 (where its padding
     cannot reach a max), with the family's minimal patches (tests/tiny_families.official_patches)."""
-    import bert_score
     from tiny_families import official_patches
 
     spec = ctx.models.specs[family]
     with official_patches(spec.official_patch):
-        scorer = bert_score.BERTScorer(model_type=str(spec.path), num_layers=spec.layer, batch_size=1, nthreads=0,
-                                       device=ctx.device, **kwargs)
+        scorer = official_scorer(spec.path, spec.layer, ctx.device, batch_size=1, nthreads=0, **kwargs)
         out = scorer.score(cands, refs, batch_size=1)
     del scorer
     _empty_cache()
@@ -954,12 +900,12 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
     small = texts[: ctx.sizes.all_pairs_speed]
     scorer.score_matrix(small[:4], small[:4], notes=[])  # warm-up
     flat_c, flat_r = [c for c in small for _ in small], [r for _ in small for r in small]
-    matrix_s, matrix = timed(lambda: scorer.score_matrix(small, small, notes=[]))
-    flat_s, flat = timed(lambda: scorer.score(flat_c, flat_r, notes=[]))
+    matrix_s, matrix = timed(lambda: scorer.score_matrix(small, small, notes=[]), _sync)
+    flat_s, flat = timed(lambda: scorer.score(flat_c, flat_r, notes=[]), _sync)
     delta = max(max_delta(m.flatten(), f) for m, f in zip(matrix, flat))
     big = texts[: ctx.sizes.all_pairs_memory]
     with GpuMemory(ctx.device) as memory:
-        big_s, big_out = timed(lambda: scorer.score_matrix(big, big, notes=[]))
+        big_s, big_out = timed(lambda: scorer.score_matrix(big, big, notes=[]), _sync)
     peak, above = memory.mib()
     _all_pairs_against_floor(s, ctx, scorer, big, big_s)
     s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
@@ -996,12 +942,12 @@ def _all_pairs_against_floor(s: Section, ctx: Context, scorer: Any, texts: list[
 
     all_pairs._embed, all_pairs._match = synced("embed"), synced("match")
     try:
-        total, _ = timed(lambda: scorer.score_matrix(texts, texts, notes=[]))
+        total, _ = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), _sync)
     finally:
         all_pairs._embed, all_pairs._match = originals["embed"], originals["match"]
     embedder = scorer.embedder
     floor, _, tokens = make_floor(scorer.model, texts, embedder.max_tokens_per_batch, embedder.batch_size)
-    floor_s, _ = timed(floor)
+    floor_s, _ = timed(floor, _sync)
     hidden = scorer.model.encoder.config.hidden_size * scorer.pipeline.settings.score_layers
     flops = 2.0 * hidden * tokens * tokens  # the texts against themselves: every token pair once
     rate = matmul_rate(ctx)
@@ -1029,7 +975,7 @@ def matmul_rate(ctx: Context) -> float:
     with full_fp32_precision():
         a @ b  # warm-up
         for _ in range(5):
-            seconds, _ = timed(lambda: a @ b)
+            seconds, _ = timed(lambda: a @ b, _sync)
             best = min(best, seconds)
     return 2.0 * size ** 3 / best
 
@@ -1041,9 +987,7 @@ def section_per_call(s: Section, ctx: Context) -> None:
     spec = ctx.models.specs["bert"]
     methods: dict[str, Callable[[], Any]] = {}
     try:
-        import bert_score
-
-        official = bert_score.BERTScorer(model_type=str(spec.path), num_layers=spec.layer, device=ctx.device)
+        official = official_scorer(spec.path, spec.layer, ctx.device)
         official.score(cands[:2], refs[:2])
         methods["official_fp32"] = lambda: [official.score([c], [r]) for c, r in zip(cands, refs)]
     except ImportError as error:
@@ -1054,7 +998,7 @@ def section_per_call(s: Section, ctx: Context) -> None:
         scorer.score(cands[:2], refs[:2])  # warm-up
         methods[name] = lambda scorer=scorer: [scorer.score([c], [r]) for c, r in zip(cands, refs)]
     s.note(f"{len(cands)} calls of one pair each, {spec.description}, cache off")
-    seconds = {name: timed(fn)[0] for name, fn in methods.items()}
+    seconds = {name: timed(fn, _sync)[0] for name, fn in methods.items()}
     official_s = seconds.get("official_fp32")
     s.table(["method", "ms per call", "calls/s", "x official fp32"],
             [[name, 1e3 * t / len(cands), len(cands) / t, official_s / t if official_s else "-"]
@@ -1094,7 +1038,7 @@ def section_memory(s: Section, ctx: Context) -> None:
         set_cands, set_refs = [cands[i] for i in chosen], [refs[i] for i in chosen]
         rss_before = psutil.Process().memory_info().rss
         with GpuMemory(ctx.device) as memory:
-            seconds, _ = timed(lambda: scorer.score(set_cands, set_refs))
+            seconds, _ = timed(lambda: scorer.score(set_cands, set_refs), _sync)
         peak, above = memory.mib()
         rss = (psutil.Process().memory_info().rss - rss_before) / 2**20
         peaks[label] = above
@@ -1156,7 +1100,7 @@ def section_long_texts(s: Section, ctx: Context) -> None:
         notes: list[str] = []  # truncate: the note naming the cut texts, expected here
         scorer.score(cands[:1], refs[:1], notes=notes)  # warm-up
         with GpuMemory(ctx.device) as memory:
-            seconds, out = timed(lambda: scorer.score(cands[:count], refs[:count], notes=notes))
+            seconds, out = timed(lambda: scorer.score(cands[:count], refs[:count], notes=notes), _sync)
         peak, above = memory.mib()
         outputs[label] = out
         finite = all(bool(t.isfinite().all()) for t in out)

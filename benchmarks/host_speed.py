@@ -57,27 +57,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.scoring import tokenize_ahead  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
+from harness import FIXTURE, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
-
-
-
-def build_near_free_encoder(folder: Path) -> Path:
-    """A random 1-layer BERT (hidden 32, 2 heads, FFN 64) with the MiniLM tokenizer, saved to `folder`."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
@@ -87,15 +72,14 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
 
         cands, refs, _ = load_pairs(data, n)
         return cands, refs, f"{n} seeded WMT17 to-English system outputs with their references"
-    from conftest import WMT17_DE_EN_FIXTURE, read_pairs_tsv
-
-    cands, refs = read_pairs_tsv(WMT17_DE_EN_FIXTURE)
+    cands, refs = wmt17_pairs(FIXTURE)
     repeat = -(-n // len(cands))
     return (cands * repeat)[:n], (refs * repeat)[:n], f"the vendored WMT17 de-en fixture cycled to {n} pairs"
 
 
-def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods).
+def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str], sync: Any = None) -> dict[str, float]:
+    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); `sync` (a
+    device synchronise) ends the encode and match steps, so that a step's device work counts in it.
 
     tokenize_wait: the caller waiting for the block tokenized ahead (on the critical path when
     the background thread falls behind the scoring); it is not part of "other"."""
@@ -106,11 +90,14 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
     originals = (pipe.tokenize, pipe.embedder.embed, pipeline_module.match_pairs, ahead_module.tokenized_blocks)
 
-    def timed(name, function):
+    def clocked(name, function):
         def wrapper(*args, **kwargs):
             start, matched = time.perf_counter(), spent["match"]
             try:
-                return function(*args, **kwargs)
+                out = function(*args, **kwargs)
+                if sync is not None and name in ("encode", "match"):
+                    sync()
+                return out
             finally:  # tokenizing on the background thread overlaps the caller's work: apart
                 ahead = name == "tokenize" and threading.current_thread() is not threading.main_thread()
                 # The matching runs inside the embedding step (`Embedder.embed(before_check=...)`): its own phase.
@@ -133,9 +120,9 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
         finally:
             blocks.close()
 
-    pipe.tokenize = timed("tokenize", originals[0])
-    pipe.embedder.embed = timed("encode", originals[1])
-    pipeline_module.match_pairs = timed("match", originals[2])
+    pipe.tokenize = clocked("tokenize", originals[0])
+    pipe.embedder.embed = clocked("encode", originals[1])
+    pipeline_module.match_pairs = clocked("match", originals[2])
     ahead_module.tokenized_blocks = waited
     try:
         start = time.perf_counter()
@@ -185,7 +172,7 @@ def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]
     spent = {"device": 0.0}
     originals = [(owner, name, getattr(owner, name)) for owner, name in device_work]
 
-    def timed(function: Any) -> Any:
+    def clocked(function: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             start = time.thread_time()
             try:
@@ -197,7 +184,7 @@ def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]
     depth = [0]
 
     def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
-        inner = timed(function)
+        inner = clocked(function)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             depth[0] += 1
@@ -262,35 +249,29 @@ def main(argv: list[str] | None = None) -> int:
                              "65536 with --batch-size none is a GPU's budget mode)")
     add_output_options(parser)
     args = parser.parse_args(argv)
-    import bert_score
-
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     info = machine_info(torch.get_num_threads())
     print(machine_line(info), flush=True)
     cands, refs, source = load_texts(args.data, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_near_free_encoder(Path(tmp) / "near-free-bert")
+        folder = random_bert(Path(tmp) / "near-free-bert", 32, 1, 2, 64)[0]
         ours = BERTScorer(model_type=str(folder), num_layers=1, device="cpu", cache_bytes=0,
                           batch_size=args.batch_size, max_tokens_per_batch=args.tokens_per_batch)
-        official = bert_score.BERTScorer(model_type=str(folder), num_layers=1, device="cpu")
+        official = official_scorer(folder, 1)
         ours.score(cands[:50], refs[:50]), official.score(cands[:50], refs[:50])  # warm-up (probe, threads)
-        best = {"ours": float("inf"), "official": float("inf")}
-        for round_ in range(args.rounds):
-            for name, run in (("official", lambda: official.score(cands, refs)), ("ours", lambda: ours.score(cands, refs))):
-                start = time.perf_counter()
-                run()
-                best[name] = min(best[name], time.perf_counter() - start)
-                print(f"round {round_ + 1} {name}: {time.perf_counter() - start:.3f} s", flush=True)
+        calls = {"official": lambda: official.score(cands, refs), "ours": lambda: ours.score(cands, refs)}
+        rounds, _ = interleaved(calls, args.rounds, report=lambda round_, name, seconds, _: print(
+            f"round {round_ + 1} {name}: {seconds:.3f} s", flush=True))
+        best = {name: min(seconds) for name, seconds in rounds.items()}
         phases = min((phase_times(ours, cands, refs) for _ in range(args.rounds)), key=lambda p: p["total"])
         work = device_work_of(ours, official)
-        calls = {"ours": lambda: ours.score(cands, refs), "official": lambda: official.score(cands, refs)}
         host = {name: min((host_work(calls[name], work[name]) for _ in range(args.rounds)), key=lambda h: h["host"])
                 for name in ("official", "ours")}
         host_us = {name: 1e6 * h["host"] / len(cands) for name, h in host.items()}
         padding = padding_copies(ours, cands[:2000], refs[:2000])
         check = min(300, len(cands))
-        exact = bert_score.BERTScorer(model_type=str(folder), num_layers=1, device="cpu", batch_size=1)
+        exact = official_scorer(folder, 1, batch_size=1)
         delta = max(float((a - b).abs().max()) for a, b in zip(ours.score(cands[:check], refs[:check]),
                                                              exact.score(cands[:check], refs[:check])))
     ahead = ours.pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(ours.device)
@@ -310,10 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         f"tokenizer; CPU, float32; best of {args.rounds} alternating rounds. TOKENIZERS_PARALLELISM: {parallel}; "
         f"load average over the last minute at the end: {load:.1f} on {os.cpu_count()} logical CPUs (a shared "
         "machine: both sides ran under the same load, alternating).", "",
-        "| implementation | seconds | pairs/s |", "|---|---|---|",
-        f"| official bert-score 0.3.13 (batch_size=64) | {best['official']:.3f} | {rate['official']:,.0f} |",
-        f"| ours (batch_size={args.batch_size}, {ours.embedder.max_tokens_per_batch} tokens per encoder batch, "
-        f"cache off) | {best['ours']:.3f} | {rate['ours']:,.0f} |", "",
+        *table(["implementation", "seconds", "pairs/s"],
+               [["official bert-score 0.3.13 (batch_size=64)", f"{best['official']:.3f}", f"{rate['official']:,.0f}"],
+                [f"ours (batch_size={args.batch_size}, {ours.embedder.max_tokens_per_batch} tokens per encoder batch, "
+                 "cache off)", f"{best['ours']:.3f}", f"{rate['ours']:,.0f}"]]), "",
         f"**Ours / official: {ratio:.2f}x the pairs/s.**", "",
         "Our call by phase (best round): " + ", ".join(
             f"{name.replace('_', ' ')} {phases[name]:.3f} s"
@@ -335,7 +316,6 @@ def main(argv: list[str] | None = None) -> int:
         f"scores bit-identical between the routes: {padding['bit_identical']}.",
     ]
     markdown = "\n".join(lines) + "\n"
-    print(markdown)
     # The budget mode (a GPU's way) has its own results file beside the default mode's.
     write_results(output_folder(args), "host_speed" if args.batch_size is not None else "host_speed_budget",
                   result, markdown)

@@ -6,7 +6,7 @@ embedded MiniLM is scored at every layer twice: by `bertscore.layers.choose_laye
 then one all-layers pass) and by `bert_score.score(all_layers=True)` + `scipy.stats.pearsonr` /
 `kendalltau` (the manual route). Reports per layer the mean Pearson r over the 7 pairs (the WMT17
 protocol: r per pair, then the mean), the largest difference between the two routes, the best
-layer per pair, and the time of each route. Peak memory (RSS) is sampled for ours.
+layer per pair, and the time of each route, with the run's peak memory (RSS).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py [--data ../shared/data] [--pairs de zh]
 
@@ -17,10 +17,8 @@ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,17 +34,11 @@ sys.path.insert(0, str(ROOT))
 from bertscore.layers import choose_layer  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
+from harness import PeakRSS, official_score, table, timed, wmt17_segments  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
-from speed import PeakRSS  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
-
-
-def read_pair(path: Path) -> tuple[list[str], list[str], np.ndarray]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [r["candidate"] for r in rows], [r["reference"] for r in rows], np.array([float(r["human_score"]) for r in rows])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,27 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     add_output_options(parser)
     args = parser.parse_args(argv)
     args.out = output_folder(args)
-    paths = {lp: args.data / "wmt17" / f"wmt17_{lp}-en.tsv" for lp in args.pairs}
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        print(missing_data(", ".join(missing)), file=sys.stderr)
-        return 2
-    import bert_score
-
+    frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in args.pairs}
     torch.set_num_threads(args.threads)
     info = machine_info()
     print(machine_line(info), flush=True)
     per_pair, ours_s, theirs_s = {}, 0.0, 0.0
-    with PeakRSS(interval=0.05) as memory:
-        for lp, path in paths.items():
-            candidates, references, human = read_pair(path)
-            start = time.perf_counter()
-            report = choose_layer(path, EMBEDDED_MODEL_NAME, device="cpu")
-            ours = time.perf_counter() - start
-            start = time.perf_counter()
-            official = bert_score.score(candidates, references, model_type=str(embedded_model_dir()), num_layers=6,
-                                        all_layers=True, batch_size=64)[2].double().numpy()
-            theirs = time.perf_counter() - start
+    with PeakRSS() as memory:
+        for lp, frame in frames.items():
+            path = args.data / "wmt17" / f"wmt17_{lp}-en.tsv"
+            human = frame["human_score"].astype(float).to_numpy()
+            ours, report = timed(lambda: choose_layer(path, EMBEDDED_MODEL_NAME, device="cpu"))
+            theirs, official = timed(lambda: official_score(
+                frame["candidate"].tolist(), frame["reference"].tolist(), embedded_model_dir(), 6, device=None,
+                all_layers=True, batch_size=64))
+            official = official[2].double().numpy()
             ours_s, theirs_s = ours_s + ours, theirs_s + theirs
             independent_r = [float(pearsonr(row, human)[0]) for row in official]
             independent_tau = [float(kendalltau(row, human)[0]) for row in official]
@@ -107,17 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{machine_line(info)}", "",
         f"{EMBEDDED_MODEL_NAME}, F1, no idf; {len(per_pair)} to-English pairs, {segments} segments; r and tau per pair, "
         "then the mean over pairs (the WMT17 protocol).", "",
-        "| layer | mean r | mean Kendall tau | " + " | ".join(f"r {lp}-en" for lp in per_pair) + " |",
-        "|---|---|---|" + "---|" * len(per_pair),
-    ]
-    for k in range(layers):
-        cells = " | ".join(f"{p['pearson'][k]:.3f}" for p in per_pair.values())
-        lines.append(f"| {k} | {mean_r[k]:.3f} | {mean_tau[k]:.3f} | {cells} |")
-    lines += [
-        "", "| pair | best layer (ours / independent) | recommended | adjusted p (best vs default) |", "|---|---|---|---|",
-        *(f"| {lp}-en | {p['best_layer']} / {p['independent_best']} | {p['recommended_layer']} | "
-          f"{'-' if p['p_value_adjusted'] is None else format(p['p_value_adjusted'], '.3g')} |"
-          for lp, p in per_pair.items()),
+        *table(["layer", "mean r", "mean Kendall tau", *(f"r {lp}-en" for lp in per_pair)],
+               [[k, f"{mean_r[k]:.3f}", f"{mean_tau[k]:.3f}", *(f"{p['pearson'][k]:.3f}" for p in per_pair.values())]
+                for k in range(layers)]), "",
+        *table(["pair", "best layer (ours / independent)", "recommended", "adjusted p (best vs default)"],
+               [[f"{lp}-en", f"{p['best_layer']} / {p['independent_best']}", p["recommended_layer"],
+                 "-" if p["p_value_adjusted"] is None else format(p["p_value_adjusted"], ".3g")]
+                for lp, p in per_pair.items()]),
         "", f"Largest difference to the independent route: Pearson {gap_r:.1e}, Kendall {gap_tau:.1e}; "
             f"best layer the same in every pair: {same_best}.",
         f"Time, same run: `choose_layer` (probe + one all-layers pass + statistics) {ours_s:.1f} s; official "

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness import table, wmt17_syslevel  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -49,50 +50,37 @@ RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
 CHILD = r"""
-import json, resource, sys, time
-sys.path.insert(0, {root!r})
+import json, sys, time
+sys.path[:0] = [{root!r}, {benchmarks!r}]
 import torch
 torch.set_num_threads({threads})
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore.scoring.embed import Embedder
+from harness import peak_rss, timed
 mode = sys.argv[1]
 pair = json.loads(open(sys.argv[2], encoding="utf-8").read())
 encoder_seconds = [0.0]
 forward = Embedder._forward
-def timed(self, batch_ids):
-    start = time.perf_counter()
-    try:
-        return forward(self, batch_ids)
-    finally:
-        encoder_seconds[0] += time.perf_counter() - start
-Embedder._forward = timed
-def maxrss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+def counted(self, batch_ids):
+    seconds, out = timed(lambda: forward(self, batch_ids))
+    encoder_seconds[0] += seconds
+    return out
+Embedder._forward = counted
 scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", long_texts=mode)
 scorer.score(["warm up"], ["warm up the encoder"])
 store = scorer.pipeline.tokenize([pair["candidate"], pair["reference"]])
 lengths = [store.content_length(t.strip()) for t in (pair["candidate"], pair["reference"])]
 encoder_seconds[0] = 0.0
-before = maxrss()
-start = time.perf_counter()
+before = peak_rss()
 notes = []
-P, R, F = scorer.score([pair["candidate"]], [pair["reference"]], notes=notes)
-seconds = time.perf_counter() - start
+seconds, (P, R, F) = timed(lambda: scorer.score([pair["candidate"]], [pair["reference"]], notes=notes))
 print(json.dumps({{"mode": mode, "content_tokens": lengths, "seconds": seconds, "encoder_seconds": encoder_seconds[0],
-                  "rss_before_bytes": before, "peak_rss_bytes": maxrss(), "f1": float(F[0]), "hash": scorer.hash,
+                  "rss_before_bytes": before, "peak_rss_bytes": peak_rss(), "f1": float(F[0]), "hash": scorer.hash,
                   "truncation_note": bool(notes)}}))
 """
 
 
 # ----- data ----------------------------------------------------------------------------------------
-def load_data(data: Path):
-    """Every pair's system outputs, references and human scores (benchmarks/system_level.py reads them)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from system_level import load_data as load_all
-
-    return load_all(data)
-
-
 def system_rows(outputs, lp: str, system: str):
     rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
     return rows.assign(order=rows.sid.astype(int)).sort_values("order")
@@ -131,7 +119,7 @@ def correlation(args) -> dict:
     from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
     from bertscore.scoring.embed import EmbeddingCache
 
-    outputs, references, human_table = load_data(args.data)
+    outputs, references, human_table = wmt17_syslevel(args.data, human=True)
     segments = args.docs * args.segments_per_doc
     cache = EmbeddingCache(1 << 30)  # one cache: a window-mode document reuses its truncated window 0
     scorers = {
@@ -212,7 +200,7 @@ def resource_pairs(data: Path, lengths: tuple[int, ...]) -> dict[int, dict]:
     from bertscore import EMBEDDED_MODEL_NAME
     from bertscore.models.loading import load_model
 
-    outputs, references, _ = load_data(data)
+    outputs, references, _ = wmt17_syslevel(data, human=True)
     lp, system = RESOURCE_SOURCE
     ordered = system_rows(outputs, lp, system)
     refs_by_sid = references[references.lp == lp].set_index("sid")["reference"]
@@ -240,7 +228,7 @@ def resources(args) -> list[dict]:
             pair_file = Path(folder) / f"pair{length}.json"
             pair_file.write_text(json.dumps(pairs[length]), encoding="utf-8")
             for mode in ("truncate", "window"):
-                code = CHILD.format(root=str(ROOT), threads=args.threads)
+                code = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads)
                 done = subprocess.run([sys.executable, "-c", code, mode, str(pair_file)], capture_output=True,
                                       text=True, timeout=3600)
                 if done.returncode != 0:
@@ -282,16 +270,14 @@ def render(result: dict) -> str:
             f"{t['median']:,.0f}, {t['min']:,}-{t['max']:,}; {t['share_over_1000']:.0%} past 1,000 tokens, "
             f"{t['share_over_510']:.0%} past the 510-token limit.",
             "",
-            "| pair | systems | (a) documents, truncate | (b) documents, window | (c) mean sentence F1 |",
-            "|---|---|---|---|---|",
         ]
-        for p in corr["pairs"]:
-            s = p["summary"]
-            lines.append(f"| {s['lp']} | {s['systems']} | {s['truncate']:.3f} | {s['window']:.3f} | {s['sentence']:.3f} |")
         mean = corr["mean"]
         lines += [
-            f"| **mean** | {sum(p['summary']['systems'] for p in corr['pairs'])} | **{mean['truncate']:.3f}** | "
-            f"**{mean['window']:.3f}** | **{mean['sentence']:.3f}** |",
+            *table(["pair", "systems", "(a) documents, truncate", "(b) documents, window", "(c) mean sentence F1"],
+                   [[s["lp"], s["systems"], f"{s['truncate']:.3f}", f"{s['window']:.3f}", f"{s['sentence']:.3f}"]
+                    for s in (p["summary"] for p in corr["pairs"])]
+                   + [["**mean**", sum(p["summary"]["systems"] for p in corr["pairs"]), f"**{mean['truncate']:.3f}**",
+                       f"**{mean['window']:.3f}**", f"**{mean['sentence']:.3f}**"]]),
             "",
             f"Hashes: truncate `{corr['hashes']['truncate']}`; window `{corr['hashes']['window']}`. Sentence-level "
             f"scores: {corr['sentence_scores']['reused_from_cache']} systems reused from the cache of "
@@ -311,17 +297,12 @@ def render(result: dict) -> str:
             "warmed up on one short pair first). Peak RSS is the whole process (Python, torch, the model: "
             "'before' is the peak after loading).",
             "",
-            "| tokens (cand / ref) | mode | seconds | encoder s | encoder s per 1k tokens | RSS before | peak RSS | F1 |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in res:
-            c, rr = r["content_tokens"]
-            per_k = r["encoder_seconds"] / ((c + rr) / 1000)
-            lines.append(
-                f"| {c:,} / {rr:,} | {r['mode']} | {r['seconds']:.1f} | {r['encoder_seconds']:.1f} | {per_k:.2f} | "
-                f"{r['rss_before_bytes'] / 2**20:,.0f} MiB | {r['peak_rss_bytes'] / 2**20:,.0f} MiB | {r['f1']:.4f} |"
-            )
-        lines += [
+            *table(["tokens (cand / ref)", "mode", "seconds", "encoder s", "encoder s per 1k tokens", "RSS before",
+                    "peak RSS", "F1"],
+                   [[f"{r['content_tokens'][0]:,} / {r['content_tokens'][1]:,}", r["mode"], f"{r['seconds']:.1f}",
+                     f"{r['encoder_seconds']:.1f}", f"{r['encoder_seconds'] / (sum(r['content_tokens']) / 1000):.2f}",
+                     f"{r['rss_before_bytes'] / 2**20:,.0f} MiB", f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB",
+                     f"{r['f1']:.4f}"] for r in res]),
             "",
             "Truncate encodes 512 tokens per text whatever its length (and notes the cut); window encodes about "
             "2x the text (windows of 510 every 255), so its encoder time per 1k tokens stays flat: linear in "

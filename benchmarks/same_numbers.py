@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness import table  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 # Runs inside each checkout (cwd = that checkout, which is first on sys.path): writes its tensors.
@@ -108,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# Same numbers: {head} (this checkout) against {revision}", "",
         f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against {args.against}`", "",
         machine_line(machine), "",
-        "| path | values | bit-identical | max abs delta |", "|---|---|---|---|",
-        *[f"| {r['path']} | {r['values']} | {'yes' if r['bit_identical'] else 'NO'} | {r['max_abs_delta']:.3g} |"
-          for r in rows],
+        *table(["path", "values", "bit-identical", "max abs delta"],
+               [[r["path"], r["values"], "yes" if r["bit_identical"] else "NO", f"{r['max_abs_delta']:.3g}"] for r in rows]),
         "", f"- hashes identical: {'yes' if same_hashes else 'NO'} ({len(old['hashes'])} scorers)",
         f"- notes identical: {'yes' if same_notes else 'NO'} ({len(old['notes'])} notes)",
     ]

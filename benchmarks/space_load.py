@@ -25,7 +25,6 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import shutil
 import socket
@@ -45,25 +44,19 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
-FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en.first300.tsv"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 # ----- inputs ----------------------------------------------------------------------------------
-def load_pairs() -> list[tuple[str, str]]:
-    with FIXTURE.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [(row["candidate"], row["reference"]) for row in rows]
-
-
 class Requests:
     """Request bodies: `pairs` consecutive fixture pairs each, tagged so that no two share a text."""
 
     def __init__(self, pairs: int):
         self.pairs = pairs
-        self.data = load_pairs()
+        self.data = list(zip(*wmt17_pairs(FIXTURE)))
         self.count = 0
         self.lock = threading.Lock()
 
@@ -211,11 +204,10 @@ def run_sequential(url: str, count: int, requests: Requests, timeout: float) -> 
     client = Client(url, verbose=False)
     latencies = []
     for _ in range(count):
-        started = time.monotonic()
-        kind, value = call(client, *requests.next(), timeout)
+        seconds, (kind, value) = timed(lambda: call(client, *requests.next(), timeout))
         if kind != "served":
             raise RuntimeError(f"a sequential request was not served: {value}")
-        latencies.append(time.monotonic() - started)
+        latencies.append(seconds)
     client.close()
     mean = statistics.fmean(latencies)
     return {"requests": count, "mean_s": mean, "pairs_per_s": requests.pairs / mean}
@@ -274,16 +266,11 @@ def merge_check(count: int, pairs: int, rounds: int) -> dict[str, Any]:
     alone, queued, merged_calls = [], [], 0
     for _ in range(rounds):
         bodies = [requests.next() for _ in range(count)]
-        started = time.perf_counter()
-        for candidates, references in bodies:
-            scorer.score(candidates, references, notes=[])
-        alone.append(time.perf_counter() - started)
+        alone.append(timed(lambda: [scorer.score(c, r, notes=[]) for c, r in bodies])[0])
         bodies = [requests.next() for _ in range(count)]
         queue = RequestQueue(max_wait_s=3600, pairs_per_s=100)
-        started = time.perf_counter()
-        for future in [queue.submit(scorer, c, r, notes=[]) for c, r in bodies]:
-            future.result()
-        queued.append(time.perf_counter() - started)
+        queued.append(timed(lambda: [future.result() for future in [queue.submit(scorer, c, r, notes=[])
+                                                                    for c, r in bodies]])[0])
         merged_calls = queue.merged_calls
     return {"requests": count, "rounds": rounds, "one_by_one_s": min(alone), "queue_s": min(queued),
             "merged_calls": merged_calls, "all_one_by_one_s": alone, "all_queue_s": queued}
@@ -298,18 +285,13 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
         "its mean latency x N = the time N requests take one by one. Each level ran "
         f"{args.rounds} time(s), apps interleaved; the round with the median pairs/s is shown.", "",
         machine_line(info), "",
-        "| app | clients | served | refused | failed | p50 s | p95 s | wall s | pairs/s | one by one: s (pairs/s) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *table(["app", "clients", "served", "refused", "failed", "p50 s", "p95 s", "wall s", "pairs/s",
+                "one by one: s (pairs/s)"],
+               [[f"{run['label']} ({run['commit']})", level["clients"], level["served"], level["refused"],
+                 level["failed"] + level["unfinished"], fmt(level["p50_s"]), fmt(level["p95_s"]), f"{level['wall_s']:.1f}",
+                 f"{level['pairs_per_s']:.1f}", f"{level['sequential_s']:.1f} ({run['sequential']['pairs_per_s']:.1f})"]
+                for run in runs for level in run["levels"]]),
     ]
-    for run in runs:
-        seq = run["sequential"]
-        for level in run["levels"]:
-            lines.append(
-                f"| {run['label']} ({run['commit']}) | {level['clients']} | {level['served']} | {level['refused']} | "
-                f"{level['failed'] + level['unfinished']} | {fmt(level['p50_s'])} | {fmt(level['p95_s'])} | "
-                f"{level['wall_s']:.1f} | {level['pairs_per_s']:.1f} | {level['sequential_s']:.1f} "
-                f"({seq['pairs_per_s']:.1f}) |"
-            )
     lines += ["", "Refusal messages (first of each run and level with refusals):", ""]
     for run in runs:
         for level in run["levels"]:

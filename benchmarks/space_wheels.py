@@ -31,7 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.machine import add_output_options, output_folder, write_results  # noqa: E402
+from harness import table  # noqa: E402
+from machine import add_output_options, output_folder, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -138,17 +139,17 @@ def main() -> None:
         "total_with_cpu_torch": None if cpu_size is None else rest_size + cpu_size,
         "wheels": wheels,
     }
-    cpu_line = (f"| torch {torch['version']}+cpu (CPU build) | {mb(cpu_size)} | {mb(rest_size + cpu_size)} |"
-                if cpu_size is not None else f"| torch CPU build | not measured: {cpu_source} | |")
+    rows = "\n".join(table(["torch", "torch and what it pulls in", "the whole build"], [
+        [f"torch {torch['version']} from PyPI (CUDA)",
+         f"{mb(torch['size'] + sum(w['size'] for w in gpu_stack))} (torch {mb(torch['size'])}, {len(gpu_stack)} "
+         f"nvidia/cuda/triton wheels {mb(sum(w['size'] for w in gpu_stack))})", mb(total_cuda)],
+        [f"torch {torch['version']}+cpu (CPU build)", mb(cpu_size), mb(rest_size + cpu_size)] if cpu_size is not None
+        else ["torch CPU build", f"not measured: {cpu_source}", ""]]))
     markdown = (
         "# The Space build's downloads: torch's CUDA build (PyPI) against its CPU build\n\n"
         f"requirements.txt plus gradio=={header['sdk_version']}, resolved by pip for {result['platform']} "
         f"(the Hub's build platform) from PyPI: {len(wheels)} wheels.\n\n"
-        "| torch | torch and what it pulls in | the whole build |\n|---|---|---|\n"
-        f"| torch {torch['version']} from PyPI (CUDA) | {mb(torch['size'] + sum(w['size'] for w in gpu_stack))} "
-        f"(torch {mb(torch['size'])}, {len(gpu_stack)} nvidia/cuda/triton wheels "
-        f"{mb(sum(w['size'] for w in gpu_stack))}) | {mb(total_cuda)} |\n"
-        f"{cpu_line}\n\n"
+        f"{rows}\n\n"
         f"Everything but torch and its GPU stack: {mb(rest_size)}. CPU wheel size from {cpu_source}.\n\n"
         "Sizes are of the compressed wheels: what pip downloads.\n\n"
         "Command: `.venv/bin/python benchmarks/space_wheels.py"

@@ -14,7 +14,7 @@ Every method scores the same N (candidate, reference) pairs, drawn with a fixed 
                            candidates (second call reuses the reference embeddings)
 
 Methods run in rounds (each method once per round, same order); the best time of the rounds
-is reported. Peak RSS = the process's resident-set high-water mark sampled during the method.
+is reported. Peak RSS = the process's resident-set high-water mark (VmHWM) during the method, reset at its start.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1]
 
@@ -25,20 +25,16 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import csv
 import gc
+import importlib.metadata
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
-import pandas as pd
-import psutil
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +47,8 @@ from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
+from harness import PeakRSS, table, timed, wmt17_joined  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6
 
@@ -59,16 +56,7 @@ LAYER = 6
 # ----- data ------------------------------------------------------------------------------------
 def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
     """N seeded pairs (cand, ref) + for each a second candidate of the same segment by another system."""
-    folder = data / "wmt17" / "syslevel"
-    outputs = folder / "wmt17_to_en_system_outputs.tsv.gz"
-    references = folder / "wmt17_to_en_references.tsv.gz"
-    if not outputs.is_file() or not references.is_file():
-        sys.exit(missing_data(f"WMT17 system outputs under {folder}"))
-    read = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
-    sysout = pd.read_csv(outputs, **read)
-    refs = pd.read_csv(references, **read)
-    joined = sysout.merge(refs, on=["lp", "sid"], how="inner")
-    joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
+    joined = wmt17_joined(data)
     rng = np.random.default_rng(seed)
     # One pair per (lp, sid) segment, so that the repeated-evaluation test has N distinct references.
     segments = joined.groupby(["lp", "sid"], sort=True)
@@ -78,48 +66,19 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
     for k in chosen:
         group = segments.get_group(keys[k])
         picks = rng.choice(len(group), size=min(2, len(group)), replace=False)
-        first = group.iloc[picks[0]]
-        second = group.iloc[picks[-1]]
+        first, second = group.iloc[picks[0]], group.iloc[picks[-1]]
         cands.append(first.candidate)
         refs_out.append(first.reference)
         cands2.append(second.candidate)
     return cands, refs_out, cands2
 
 
-# ----- measurement -----------------------------------------------------------------------------
-class PeakRSS:
-    """Samples this process's RSS in a thread; .peak is the high-water mark (bytes)."""
-
-    def __init__(self, interval: float = 0.01):
-        self.interval = interval
-        self.process = psutil.Process()
-
-    def __enter__(self) -> "PeakRSS":
-        self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(self.interval)
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.process.memory_info().rss)
-
-
-def timed(fn):
+def measured(fn):
+    """(seconds, CPU seconds, peak RSS bytes, result) of one call, after a garbage collection."""
     gc.collect()
     with PeakRSS() as rss:
-        start, cpu = time.perf_counter(), time.process_time()
-        out = fn()
-        seconds = time.perf_counter() - start
-    timed.cpu = time.process_time() - cpu
-    return seconds, rss.peak, out
+        seconds, cpu, out = timed(fn, cpu=True)
+    return seconds, cpu, rss.peak, out
 
 
 # ----- methods ---------------------------------------------------------------------------------
@@ -239,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):
         for name, fn in methods.items():
             encoder_time["fp32"] = encoder_time["bf16"] = 0.0
-            seconds, peak, out = timed(fn)
+            seconds, cpu, peak, out = measured(fn)
             if name.startswith("ours_"):
                 inside = encoder_time[name[-4:]]
                 overhead = (seconds - inside) / inside
@@ -247,19 +206,19 @@ def main(argv: list[str] | None = None) -> int:
             best = results.get(name)
             history = (best or {}).get("all_seconds", []) + [round(seconds, 3)]
             if best is None or seconds < best["seconds"]:
-                results[name] = {"seconds": seconds, "cpu_seconds": timed.cpu, "peak_rss_mib": peak / 2**20}
+                results[name] = {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": peak / 2**20}
                 if name.startswith("ours_"):
                     results[name]["encoder_forward_s"] = inside
                     results[name]["x_own_encoder_time"] = seconds / inside
             results[name]["all_seconds"] = history
             outputs[name] = out
-            print(f"round {round_}: {name}: {seconds:.2f} s (cpu {timed.cpu:.2f} s), peak RSS {peak / 2**20:.0f} MiB, "
+            print(f"round {round_}: {name}: {seconds:.2f} s (cpu {cpu:.2f} s), peak RSS {peak / 2**20:.0f} MiB, "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
 
         # Repeated evaluation: same references, different candidates; cache on (fresh each round).
         repeat_scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=ours32.model)
-        first_s, _, _ = timed(lambda: repeat_scorer.score(cands, refs))
-        second_s, _, _ = timed(lambda: repeat_scorer.score(cands2, refs))
+        first_s = measured(lambda: repeat_scorer.score(cands, refs))[0]
+        second_s = measured(lambda: repeat_scorer.score(cands2, refs))[0]
         print(f"round {round_}: repeat: first {first_s:.2f} s, second {second_s:.2f} s (x{first_s / second_s:.2f}), "
               f"cache hits {repeat_scorer.cache.hits}", flush=True)
         repeats.append((first_s, second_s))
@@ -350,20 +309,17 @@ def render(r: dict) -> str:
         machine_line(m) + f" bert-score {m['bert_score']}; load average at the end "
         f"{tuple(round(x, 1) for x in m['load_average_at_end'])} (machine shared).",
         "",
-        "| method | seconds (best) | CPU s | pairs/s | throughput vs official | time vs floor (same precision) | peak RSS (MiB) | all rounds (s) |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    extra: list[str] = []
-    for name, row in r["methods"].items():
-        xo = f"{row['x_official_throughput']:.2f}x" if row.get("x_official_throughput") else "-"
-        xf = f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-"
-        if "x_own_encoder_time" in row:
-            extra.append(f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
-                         f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)")
-        lines.append(
-            f"| {name} | {row['seconds']:.2f} | {row['cpu_seconds']:.1f} | {row['pairs_per_s']:.1f} | {xo} | {xf} | "
-            f"{row['peak_rss_mib']:.0f} | {', '.join(f'{x:.1f}' for x in row['all_seconds'])} |"
-        )
+    extra = [f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
+             f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
+             for name, row in r["methods"].items() if "x_own_encoder_time" in row]
+    lines += table(
+        ["method", "seconds (best)", "CPU s", "pairs/s", "throughput vs official", "time vs floor (same precision)",
+         "peak RSS (MiB)", "all rounds (s)"],
+        [[name, f"{row['seconds']:.2f}", f"{row['cpu_seconds']:.1f}", f"{row['pairs_per_s']:.1f}",
+          f"{row['x_official_throughput']:.2f}x" if row.get("x_official_throughput") else "-",
+          f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", f"{row['peak_rss_mib']:.0f}",
+          ", ".join(f"{x:.1f}" for x in row["all_seconds"])] for name, row in r["methods"].items()])
     rep = r["repeat"]
     lines += [""] + extra + [
         "",
@@ -373,14 +329,11 @@ def render(r: dict) -> str:
         f"Bound: the second call still embeds its new candidates, so at best it is {rep['token_bound']:.2f}x faster "
         "(tokens embedded by the first call / by the second).",
         "",
-        "| check | value |",
-        "|---|---|",
+        *table(["check", "value"], [[key, f"{value:.3g}"] for key, value in r["deltas"].items()]),
+        "",
+        *table(["target", "measured", "met"],
+               [[key, value["measured"], "yes" if value["met"] else "NO"] for key, value in r["targets"].items()]),
     ]
-    for key, value in r["deltas"].items():
-        lines.append(f"| {key} | {value:.3g} |")
-    lines += ["", "| target | measured | met |", "|---|---|---|"]
-    for key, value in r["targets"].items():
-        lines.append(f"| {key} | {value['measured']} | {'yes' if value['met'] else 'NO'} |")
     lines += [
         "",
         "torchmetrics: speed only (it has a known pair-misalignment bug; its numbers are not compared).",

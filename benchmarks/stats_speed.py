@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Callable
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import resampling, stats  # noqa: E402
+from harness import table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
@@ -42,16 +42,6 @@ def synthetic_scores(segments: int, systems: int, seed: int = 0) -> np.ndarray:
     difficulty = rng.choice(columns.ravel(), size=segments)
     noise = rng.normal(0.0, 0.03, size=(systems, segments)) + np.linspace(0, 0.002, systems)[:, None]
     return np.clip(difficulty + noise, 0.0, 1.0)
-
-
-def time_rounds(call: Callable[[], object], rounds: int) -> tuple[list[float], list[float]]:
-    walls, cpus = [], []
-    for _ in range(rounds):
-        wall, cpu = time.perf_counter(), time.process_time()
-        call()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return walls, cpus
 
 
 def peak_mib(call: Callable[[], object]) -> float:
@@ -93,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows = []
     for key, label, call, one_shot_bytes, targeted in cases:
-        walls, cpus = time_rounds(call, args.rounds)
+        walls, cpus = zip(*(timed(call, cpu=True)[:2] for _ in range(args.rounds)))
         best = min(walls)
         row = {
             "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
@@ -131,17 +121,13 @@ def render(result: dict) -> str:
         machine_line(m) + f" numpy {m['numpy']}; the 2 cores are shared with other work (load average at the "
         f"end {tuple(m['load_average_at_end'])}).",
         "",
-        "| call | seconds (best) | CPU s | all rounds (s) | peak allocated (MiB) | one-shot arrays would need (MiB) | target |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in result["rows"]:
-        target = "-" if row["target_seconds"] is None else (
-            f"< {row['target_seconds']:g} s: {'met' if row['seconds_best'] < row['target_seconds'] else 'NOT met'}")
-        lines.append(
-            f"| `{row['call']}` | {row['seconds_best']:.2f} | {row['cpu_seconds_best_round']:.2f} | "
-            f"{', '.join(f'{w:.2f}' for w in row['seconds_rounds'])} | {row['peak_mib']:.1f} | {row['one_shot_mib']:,.0f} | {target} |"
-        )
-    lines += [
+        *table(["call", "seconds (best)", "CPU s", "all rounds (s)", "peak allocated (MiB)",
+                "one-shot arrays would need (MiB)", "target"],
+               [[f"`{row['call']}`", f"{row['seconds_best']:.2f}", f"{row['cpu_seconds_best_round']:.2f}",
+                 ", ".join(f"{w:.2f}" for w in row["seconds_rounds"]), f"{row['peak_mib']:.1f}",
+                 f"{row['one_shot_mib']:,.0f}", "-" if row["target_seconds"] is None else
+                 f"< {row['target_seconds']:g} s: {'met' if row['seconds_best'] < row['target_seconds'] else 'NOT met'}"]
+                for row in result["rows"]]),
         "",
         "Peak allocated: tracemalloc's peak during one call (numpy buffers included), inputs excluded. "
         "One-shot: what drawing everything at once (as sacrebleu does) holds: the [resamples, segments] int64 "

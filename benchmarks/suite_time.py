@@ -27,10 +27,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import table, timed  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,16 +56,16 @@ def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm
     if loop is not None:
         loop.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
     try:
-        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
+        wall, done = timed(lambda: subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True))
     finally:
-        wall = time.perf_counter() - started
         if loop is not None:
             loop.kill()
             loop.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+    # pytest's summary line: the last one that says it (tests/uncovered.py prints what was not covered after it)
+    tail = next((line for line in reversed(done.stdout.strip().splitlines()) if SUMMARY.search(line)),
+                done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:])
     summary = SUMMARY.search(tail)
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail)}
     failures = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
@@ -123,19 +123,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(result: dict) -> str:
     lines = ["# The test suite's time", "", f"Reproduce: `{result['command']}`", "", machine_line(result["machine"]), "",
-             "| run | command | pytest s | wall s | CPU s | passed | skipped | failed | busy loop on a core | oracle cache |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for run in result["runs"]:
-        counts = run["counts"]
-        lines.append(f"| {run['run']} | `{run['command']}` | {run['pytest_s']} | {run['wall_s']} | "
-                     f"{'-' if run['cpu_s'] is None else run['cpu_s']} | {counts.get('passed', 0)} | "
-                     f"{counts.get('skipped', 0)} | {counts.get('failed', 0) + counts.get('error', 0) + counts.get('errors', 0)} | "
-                     f"{'yes' if run['busy_core'] else 'no'} | {run.get('oracles', '-')} |")
+             *table(["run", "command", "pytest s", "wall s", "CPU s", "passed", "skipped", "failed",
+                     "busy loop on a core", "oracle cache"],
+                    [[run["run"], f"`{run['command']}`", run["pytest_s"], run["wall_s"],
+                      "-" if run["cpu_s"] is None else run["cpu_s"], c.get("passed", 0), c.get("skipped", 0),
+                      c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0), "yes" if run["busy_core"] else "no",
+                      run.get("oracles", "-")] for run, c in ((run, run["counts"]) for run in result["runs"])])]
     if result["by_file"]:
         total = sum(row["cpu_s"] for row in result["by_file"])
         lines += ["", f"CPU seconds by file in run 1 (the tests' own and their subprocesses'; {total:.0f} in all), "
-                  "costliest first:", "", "| file | tests | CPU s | wall s (on its worker) |", "|---|---|---|---|"]
-        lines += [f"| {row['file']} | {row['tests']} | {row['cpu_s']} | {row['wall_s']} |" for row in result["by_file"]]
+                  "costliest first:", "", *table(["file", "tests", "CPU s", "wall s (on its worker)"],
+                                                 [[row["file"], row["tests"], row["cpu_s"], row["wall_s"]]
+                                                  for row in result["by_file"]])]
     return "\n".join(lines) + "\n"
 
 

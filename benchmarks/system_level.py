@@ -25,7 +25,6 @@ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import itertools
 import json
@@ -48,26 +47,19 @@ sys.path.insert(0, str(ROOT))
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore import stats  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA, missing_data  # noqa: E402
+from harness import table, wmt17_syslevel  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402
 
 PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 CACHE = RESULTS / "tmp" / "system_level"
 ALPHA = 0.05
-READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 
 
 # ----- data --------------------------------------------------------------------------------------
 def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """System outputs, references and human system scores of the language pairs `lps` (None: all)."""
-    folder = data / "wmt17" / "syslevel"
-    names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz", "DA-syslevel.csv"]
-    missing = [name for name in names if not (folder / name).is_file()]
-    if missing:
-        sys.exit(missing_data(f"{', '.join(missing)} under {folder}"))
-    outputs = pd.read_csv(folder / names[0], **READ)
-    references = pd.read_csv(folder / names[1], **READ)
-    human = pd.read_csv(folder / names[2], sep=" ")
+    outputs, references, human = wmt17_syslevel(data, human=True)
     if lps is None:
         return outputs, references, human
     keep = lambda frame, column: frame[frame[column].isin(lps)]  # noqa: E731
@@ -293,36 +285,28 @@ def render(r: dict) -> str:
             f"{check['float32']['cpu_s']}, bf16 {check['bfloat16']['cpu_s']} (bf16 max |dF| {check['bf16_max_abs_dF']:.4f}); "
             f"bf16 is {'faster' if check['bf16_faster'] else 'not faster'} on this CPU, so the run used {r['dtype']}."
         )
-    lines += [
-        "",
-        "| pair | systems | Pearson r | Kendall tau | system pairs | separated (permutation) | of which agree | "
-        "separated (paired bootstrap) | of which agree | sign agrees (all pairs) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for p in r["pairs"]:
-        x = p["summary"]
-        lines.append(
-            f"| {x['lp']} | {x['systems']} | {x['pearson']:.3f} | {x['kendall']:.3f} | {x['pairs']} | "
-            f"{x['separated_permutation']} | {x['agree_permutation']} | {x['separated_bootstrap']} | "
-            f"{x['agree_bootstrap']} | {x['agree_all_pairs']} |"
-        )
     share = lambda a, b: f"{a}/{b} ({a / b:.0%})" if b else "-"  # noqa: E731
     lines += [
-        f"| **all** | {t['systems']} | **{r['mean_pearson']:.3f}** (mean) | {r['mean_kendall']:.3f} (mean) | {t['pairs']} | "
-        f"{t['separated_permutation']} | {share(t['agree_permutation'], t['separated_permutation'])} | "
-        f"{t['separated_bootstrap']} | {share(t['agree_bootstrap'], t['separated_bootstrap'])} | "
-        f"{share(t['agree_all_pairs'], t['pairs'])} |",
+        "",
+        *table(["pair", "systems", "Pearson r", "Kendall tau", "system pairs", "separated (permutation)",
+                "of which agree", "separated (paired bootstrap)", "of which agree", "sign agrees (all pairs)"],
+               [[x["lp"], x["systems"], f"{x['pearson']:.3f}", f"{x['kendall']:.3f}", x["pairs"],
+                 x["separated_permutation"], x["agree_permutation"], x["separated_bootstrap"], x["agree_bootstrap"],
+                 x["agree_all_pairs"]] for x in (p["summary"] for p in r["pairs"])]
+               + [["**all**", t["systems"], f"**{r['mean_pearson']:.3f}** (mean)", f"{r['mean_kendall']:.3f} (mean)",
+                   t["pairs"], t["separated_permutation"], share(t["agree_permutation"], t["separated_permutation"]),
+                   t["separated_bootstrap"], share(t["agree_bootstrap"], t["separated_bootstrap"]),
+                   share(t["agree_all_pairs"], t["pairs"])]]),
         "",
         "sacrebleu's paired bootstrap p behaves one-sided (about twice the nominal false-positive rate, see "
         "`bertscore.stats.paired_bootstrap`), so it separates more pairs than the permutation test.",
         "",
     ]
     for p in r["pairs"]:
-        lines += [f"## {p['summary']['lp']}", "", "| system | human DA | mean F1 | 95% interval |", "|---|---|---|---|"]
-        for row in sorted(p["systems"], key=lambda row: -row["mean"]):
-            lines.append(f"| {row['system']} | {row['human']:+.3f} | {row['mean']:.4f} | "
-                         f"[{row['low']:.4f}, {row['high']:.4f}] |")
-        lines.append("")
+        lines += [f"## {p['summary']['lp']}", "", *table(
+            ["system", "human DA", "mean F1", "95% interval"],
+            [[row["system"], f"{row['human']:+.3f}", f"{row['mean']:.4f}", f"[{row['low']:.4f}, {row['high']:.4f}]"]
+             for row in sorted(p["systems"], key=lambda row: -row["mean"])]), ""]
     return "\n".join(lines)
 
 

@@ -12,18 +12,16 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
+from harness import interleaved, table  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
 
 from bertscore.scoring.embed import default_tokens_per_batch  # noqa: E402
@@ -51,31 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     runs = {(p, b): make_floor(models[p], cands + refs, b)[0] for p in models for b in budgets}
     for fn in runs.values():  # warm-up
         fn()
-    best: dict[tuple[str, int], float] = {}
-    for rep in range(args.reps):
-        for key, fn in runs.items():
-            start = time.perf_counter()
-            fn()
-            seconds = time.perf_counter() - start
-            best[key] = min(best.get(key, float("inf")), seconds)
-            print(rep, key, f"{seconds:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    seconds, _ = interleaved(runs, args.reps, report=lambda rep, key, took, _: print(
+        rep, key, f"{took:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True))
+    best = {key: min(values) for key, values in seconds.items()}
     command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py --pairs {args.pairs} --reps {args.reps}"
     default = default_tokens_per_batch(torch.device("cpu"))
     result = {"command": command, "pairs": args.pairs, "default_cpu_budget": default,
               "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}, "machine": machine}
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "token_budget_cpu.json", json.dumps(result, indent=2) + "\n")
     lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
              machine_line(machine), "",
-             f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", "",
-             "| budget | fp32 s | fp32 rel | bf16 s | bf16 rel |", "|---|---|---|---|---|"]
+             f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", ""]
     low = {p: min(best[(p, b)] for b in budgets) for p in models}
-    for b in budgets:
-        lines.append(f"| {b} | {best[('fp32', b)]:.2f} | {best[('fp32', b)] / low['fp32']:.2f} | "
-                     f"{best[('bf16', b)]:.2f} | {best[('bf16', b)] / low['bf16']:.2f} |")
-    lines.append("")
-    write_text(args.out / "token_budget_cpu.md", "\n".join(lines))
-    print("\n".join(lines))
+    lines += [*table(["budget", "fp32 s", "fp32 rel", "bf16 s", "bf16 rel"],
+                     [[b, f"{best[('fp32', b)]:.2f}", f"{best[('fp32', b)] / low['fp32']:.2f}", f"{best[('bf16', b)]:.2f}",
+                       f"{best[('bf16', b)] / low['bf16']:.2f}"] for b in budgets]), ""]
+    write_results(args.out, "token_budget_cpu", result, "\n".join(lines))
     return 0
 
 

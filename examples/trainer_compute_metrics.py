@@ -6,7 +6,7 @@ the metric module keeps its scorers in a pool that lives as long as the process)
 1. Classic: the Trainer collects every generated sequence and label of the eval set, then
    calls `compute_metrics(eval_pred)` once.
 
-       metric = evaluate.load("/path/to/repo/bertscore_metric.py")
+       metric = evaluate.load(bertscore.metric_path())  # the module installed with the package
        args = Seq2SeqTrainingArguments(..., predict_with_generate=True, eval_strategy="steps")
        trainer = Seq2SeqTrainer(model=model, args=args, processing_class=tokenizer,
                                 compute_metrics=make_compute_metrics(tokenizer, metric,
@@ -130,6 +130,7 @@ def tiny_setup(output_dir: str, batch_eval_metrics: bool = False, max_steps: int
     from transformers import (AutoTokenizer, DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments,
                               T5Config, T5ForConditionalGeneration)
 
+    import bertscore
     from bertscore.sources import embedded_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir()))  # MiniLM's WordPiece vocab
@@ -152,7 +153,7 @@ def tiny_setup(output_dir: str, batch_eval_metrics: bool = False, max_steps: int
 
     data = datasets.Dataset.from_dict({"source": [s for s, _ in PAIRS], "target": [t for _, t in PAIRS]})
     data = data.map(encode, batched=True, remove_columns=["source", "target"])
-    metric = evaluate.load(METRIC_PATH)
+    metric = evaluate.load(bertscore.metric_path())
     maker = make_batched_compute_metrics if batch_eval_metrics else make_compute_metrics
     compute_metrics = maker(tokenizer, metric, model_type=EMBEDDED_MODEL)
     args = Seq2SeqTrainingArguments(

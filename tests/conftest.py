@@ -24,7 +24,14 @@ pytest.register_assert_rewrite("parallel", "own_caches")
 import parallel  # noqa: E402,F401  (first: it sets the workers' thread count before torch loads)
 import own_caches  # noqa: E402,F401  (before huggingface_hub, evaluate, datasets, matplotlib load: their caches)
 
-pytest_plugins = ["parallel", "cpu_profile", "own_caches"]
+pytest_plugins = ["parallel", "cpu_profile", "own_caches", "uncovered"]
+
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# No property test bets on the clock: hypothesis's default deadline (200 ms an example) fails a test on a
+# loaded machine for being slow, not wrong. Each test's own @settings still sets its examples.
+hypothesis_settings.register_profile("no-deadline", deadline=None)
+hypothesis_settings.load_profile("no-deadline")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,6 +39,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 
+# Time in tests: no test bets on the clock. A `timeout=` of a subprocess, a future, a join or an event's
+# wait, and the deadline of a polling loop, are hang guards: they only end a test that would hang, and
+# fail saying what they waited for (subprocess.TimeoutExpired names the command and the seconds);
+# synchronisation waits on a pipe, an event or a condition, never on a fixed sleep.
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "wmt17"
 FIXTURE_DATA = REPO_ROOT / "tests" / "data"

@@ -72,7 +72,7 @@ from conftest import free_port  # noqa: E402
 
 expect = playwright_sync.expect
 MODEL = bertscore.EMBEDDED_MODEL_NAME
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = 60_000  # how long expect() polls for what it asserts: a hang guard; its failure says what it expected
 CANDIDATE = "The quick brown fox jumps over the lazy dog near the river bank today while the sun sets slowly"
 REFERENCE = "A fast brown fox leaps over a lazy dog by the river bank as the sun slowly sets in the west this evening"
 

@@ -43,14 +43,8 @@ def official_example_scores(minilm_dir, idf: bool) -> list[tuple[float, float, f
     import oracle
 
     cands, refs = _lines(CANDS), _lines(REFS)
-
-    def compute():
-        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=4, batch_size=1, device="cpu",
-                                       idf=idf, idf_sents=refs if idf else None)
-        return tuple(scorer.score(cands, refs))
-
-    p, r, f = oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
-                            {"cands": cands, "refs": refs, "layer": 4}, compute)
+    p, r, f = oracle.call(oracle.scorer_score, cands, refs, model_type=str(minilm_dir), num_layers=4, batch_size=1,
+                          device="cpu", idf=idf, idf_sents=refs if idf else None)
     return list(zip(p.tolist(), r.tolist(), f.tolist()))
 
 
@@ -277,14 +271,14 @@ def test_ctrl_c_on_a_real_process_keeps_the_old_output(pair_files):
     )
     process.stdin.write("".join(f"candidate {i}\n" for i in range(3)))
     process.stdin.flush()  # stdin stays open: the run waits for more candidates
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 240  # a hang guard only: the assertion says what never happened
     while not any(p.name.endswith(".partial") and p.stat().st_size > 0 for p in pair_files.iterdir()):
         assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline, "the temporary output never filled"
-        time.sleep(0.05)
+        assert time.monotonic() < deadline, "the temporary output never filled (240 s)"
+        time.sleep(0.05)  # the polling interval: the outcome does not depend on it
     assert output.read_bytes() == b"old results\n"  # the target is not written during the run
     process.send_signal(signal.SIGINT)
-    process.wait(timeout=60)  # not communicate(): it closes stdin, and an end of input racing the
+    process.wait(timeout=60)  # (a hang guard) not communicate(): it closes stdin, and an end of input racing the
     err = process.stderr.read()  # signal made the run stop on '3 candidates but more references'
     process.stdin.close()
     assert process.returncode == 130, err
@@ -330,7 +324,7 @@ def test_ctrl_c_that_python_drops_in_a_finalizer_still_stops_the_run(pair_files)
     process.stdin.write("candidate 0\n")
     process.stdin.flush()  # stdin stays open: a run that missed the interrupt waits here for ever
     try:
-        process.wait(timeout=300)
+        process.wait(timeout=300)  # a hang guard: the bug is a wait for ever, and the failure says so
     except subprocess.TimeoutExpired:
         process.kill()
         pytest.fail(f"the interrupt was lost: the run waited for more stdin\n{process.communicate()[1]}")

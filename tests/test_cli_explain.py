@@ -13,7 +13,7 @@ import pytest
 
 from bertscore import EMBEDDED_MODEL_NAME
 from bertscore.cli import main
-from oracle import cached
+from oracle import call
 
 MODEL = ["--model", EMBEDDED_MODEL_NAME, "--num-layers", "4"]  # the session's minilm_scorer: loaded once
 CANDIDATE = "The cat sat on the mat."
@@ -65,17 +65,11 @@ def test_the_pair_scores_as_score_gives_them(explained, minilm_scorer) -> None:
 def test_each_reference_scores_as_the_official_package(explained, minilm_dir) -> None:
     """Each reference's raw P, R, F1 against the official package alone on that pair (batch_size=1)."""
 
-    def official() -> list[list[float]]:
-        import bert_score
+    import bert_score
 
-        rows = []
-        for reference in REFERENCES:
-            p, r, f = bert_score.score([CANDIDATE], [reference], model_type=str(minilm_dir), num_layers=4,
-                                       batch_size=1)
-            rows.append([p.item(), r.item(), f.item()])
-        return rows
-
-    expected = cached("bert_score.score per reference, batch_size=1", minilm_dir, [CANDIDATE, REFERENCES], official)
+    expected = [[value.item() for value in call(bert_score.score, [CANDIDATE], [reference], model_type=str(minilm_dir),
+                                                num_layers=4, batch_size=1)]
+                for reference in REFERENCES]
     blocks = _blocks(explained)
     for k, want in enumerate(expected, start=1):
         raw = next(line for line in blocks[f"reference {k}"] if line.startswith("raw:"))

@@ -39,20 +39,6 @@ def open_terminal() -> tuple[int, int]:
     return master, slave
 
 
-def _drain(master: int) -> bytes:
-    """What the terminal has received so far."""
-    chunks = []
-    while select.select([master], [], [], 0)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the other side is closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 @contextlib.contextmanager
 def stderr_on_a_terminal(monkeypatch) -> Iterator[list[str]]:
     """sys.stderr on a fresh pseudo-terminal; the list receives what the terminal showed."""
@@ -64,28 +50,33 @@ def stderr_on_a_terminal(monkeypatch) -> Iterator[list[str]]:
     try:
         yield shown
     finally:
-        terminal.flush()
-        shown.append(_drain(master).decode("utf-8", "replace"))
         monkeypatch.setattr(sys, "stderr", previous)
-        terminal.close()
+        terminal.close()  # flushed; its side closed, the terminal's end comes after its last byte
+        shown.append(read_terminal(master).decode("utf-8", "replace"))
         os.close(master)
 
 
-def read_terminal(master: int, process: subprocess.Popen) -> bytes:
+HANG_GUARD_S = 300  # only ends a hung command, saying so: the terminal is read to its end, never to a clock
+
+
+def read_terminal(master: int, process: subprocess.Popen | None = None) -> bytes:
     """Every byte the terminal received, read as it comes (a full terminal would block the command)
-    until the command ends and closes it (EIO) or exits."""
+    until its end: EIO (or no bytes) once every holder of its other side has closed it, which comes
+    after the last byte written, however late it was written."""
     shown = b""
     while True:
-        if select.select([master], [], [], 1)[0]:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the command has ended and closed the terminal
-                chunk = b""
-            if not chunk:
-                return shown
-            shown += chunk
-        elif process.poll() is not None:
+        if not select.select([master], [], [], HANG_GUARD_S)[0]:
+            if process is not None:
+                process.kill()
+            pytest.fail(f"the terminal got nothing for {HANG_GUARD_S} s and was not closed; so far:\n"
+                        f"{shown.decode(errors='replace')}")
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: no process holds the terminal any more: nothing more can come
             return shown
+        if not chunk:
+            return shown
+        shown += chunk
 
 
 @pytest.mark.slow

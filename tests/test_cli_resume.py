@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -64,11 +65,11 @@ def _rows(path: Path) -> int:
 def _run_killed(command: list[str], rows: Callable[[], int], min_rows: int) -> None:
     """Start the CLI and SIGKILL it once `rows()` (lines written so far) reaches `min_rows`."""
     process = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 240  # a hang guard only: the assertion says what never happened
     while rows() < min_rows:
         assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read()!r}"
-        assert time.monotonic() < deadline, "no output rows appeared"
-        time.sleep(0.02)
+        assert time.monotonic() < deadline, f"{min_rows} output rows never appeared (240 s)"
+        time.sleep(0.02)  # the polling interval: the outcome does not depend on it
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL
@@ -404,3 +405,140 @@ def test_resume_renumbers_a_file_an_earlier_version_started(small, fmt, caplog) 
     if values is not None:
         assert Path(f"{small['output']}.meta.values").read_bytes() == values
     assert json.loads(Path(f"{small['output']}.meta.json").read_text())["rows"] == "line, from 1"
+
+
+# ----- Ctrl-C on a long run: the rows scored so far are kept, and said ---------------------------------
+LONG_RUN = 3000  # lines: more than a whole 2,048-pair chunk
+
+
+def _takes_ctrl_c() -> None:
+    """In the child: SIGINT at its default, so that Python installs its KeyboardInterrupt handler (a shell
+    without job control starts background commands with SIGINT ignored, and the child would inherit it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _complete_lines(path: Path) -> list[int]:
+    """The `line` of each complete row of a JSONL output, in file order (a torn last line is not a row)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [json.loads(line)["line"] for line in text.splitlines(keepends=True) if line.endswith("\n")]
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_long_run_keeps_its_rows_says_how_many_and_resumes_exactly(tmp_path) -> None:
+    """A 3,000-line run with --resume on a CPU and the default chunks: rows reach the file long before a
+    2,048-pair chunk is scored (a reader polling it first sees fewer); SIGINT keeps them, the message's
+    count equals the file's rows, and --resume then ends with the file an uninterrupted run writes.
+    Fails when rows wait for a 2,048-pair chunk, when the message does not count the rows kept (or
+    counts others), and when the resume loses, repeats or re-batches a row."""
+    rng = random.Random(3)
+    cands, refs = tmp_path / "c.txt", tmp_path / "r.txt"
+    cands.write_text("".join(f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}\n" for i in range(LONG_RUN)),
+                     encoding="utf-8")
+    refs.write_text("".join(f"{rng.choice(WORDS)} {rng.choice(WORDS)} {3 * i}\n" for i in range(LONG_RUN)),
+                    encoding="utf-8")
+    output = tmp_path / "part.jsonl"
+    argv = ["-c", str(cands), "-r", str(refs), "-m", MODEL, "--device", "cpu", "-f", "jsonl", "-o", str(output),
+            "--resume"]
+    process = subprocess.Popen([sys.executable, "-m", "bertscore", *argv], cwd=ROOT, env=_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_takes_ctrl_c)
+    deadline = time.monotonic() + 600  # a guard against a hang only: the loop waits on the file growing
+    while not _complete_lines(output):
+        assert process.poll() is None, f"the run ended before any row was seen: {process.stderr.read()}"
+        assert time.monotonic() < deadline, "no row reached the output"
+        time.sleep(0.01)
+    first_seen = len(_complete_lines(output))
+    process.send_signal(signal.SIGINT)
+    err = process.communicate(timeout=600)[1]
+    assert process.returncode == 130, err
+    kept = _complete_lines(output)
+    print(f"first seen: {first_seen} rows; kept after SIGINT: {len(kept)} rows")
+    assert 0 < first_seen < 2048
+    assert 0 < len(kept) < LONG_RUN and kept == list(range(1, len(kept) + 1))
+    said = re.search(r"bertscore: interrupted: (\d+) rows? kept in (.+) \(lines 1 to (\d+)\); run the same command "
+                     r"again \(with --resume\) to continue after them", err)
+    assert said, err
+    assert int(said.group(1)) == int(said.group(3)) == len(kept) and said.group(2) == str(output)
+
+    assert main(argv) == 0  # the resumed run (in this process, as the uninterrupted one)
+    full = tmp_path / "full.jsonl"
+    assert main([*argv[:-3], "-o", str(full), "--resume"]) == 0
+    assert _complete_lines(output) == list(range(1, LONG_RUN + 1))
+    assert output.read_bytes() == full.read_bytes()
+
+
+def test_an_interrupt_before_any_row_says_none_is_kept(small, capsys, monkeypatch) -> None:
+    """Ctrl-C before the first chunk is written: the message says no row is kept (not "the rows so
+    far"); the next run starts the file afresh and ends equal to an uninterrupted run."""
+    import bertscore.cli.score as score
+
+    small["output"].unlink()
+    small["output"].with_name("scores.jsonl.meta.json").unlink()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(score, "_write_chunk", interrupted)
+    assert main(_small_args(small)) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted: no row was written yet, so {small['output']} keeps none; run the same command again" in err
+    monkeypatch.undo()
+    assert main(_small_args(small)) == 0
+    assert small["output"].read_bytes() == small["complete"]
+
+
+def test_resume_scores_a_torn_chunk_again_whole(small, caplog, monkeypatch) -> None:
+    """A kill inside a chunk's write leaves part of it: the resumed run scores that chunk again whole
+    (its rows meet the encoder in the same batch as before) and writes only the rows after the kept
+    ones. Fails when it starts a chunk at the first missing row (another batch: the calls show it;
+    the numbers may differ in their last bits only) or writes a row twice."""
+    from bertscore import BERTScorer
+
+    calls: list[list[str]] = []
+    real_score = BERTScorer.score
+
+    def score(self, cands, refs, **kwargs):
+        calls.append(list(cands))
+        return real_score(self, cands, refs, **kwargs)
+
+    monkeypatch.setattr(BERTScorer, "score", score)
+    lines = small["complete"].splitlines(keepends=True)
+    small["output"].write_bytes(b"".join(lines[:3]))  # chunks of 2: chunk 2 half written
+    with caplog.at_level(logging.INFO, logger="bertscore"):
+        assert main(_small_args(small)) == 0
+    assert "resuming after 3 complete rows" in caplog.text
+    candidates = small["candidates"].read_text(encoding="utf-8").splitlines()
+    assert calls == [candidates[2:4]]  # chunk 2 (lines 3 and 4) whole, once
+    assert small["output"].read_bytes() == small["complete"]
+
+
+def test_resume_refuses_another_chunk_size(small, capsys) -> None:
+    """Chunks restart on the boundaries the file was started with: another --chunk-size is refused
+    (other chunks batch the encoder otherwise: other last digits), the file left as it was."""
+    kept = _cut_last_chunk(small["output"])
+    args = _small_args(small)
+    args[args.index("--chunk-size") + 1] = "3"
+    assert main(args) == 2
+    assert "was started with --chunk-size 2, now 3: continue it with --chunk-size 2" in capsys.readouterr().err
+    assert small["output"].read_bytes() == kept
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv"])
+def test_a_resume_with_idf_and_rescaling_equals_an_uninterrupted_run(small, fmt) -> None:
+    """idf is counted over every reference line before the first chunk, and rescaling is per row: a run
+    cut inside its second chunk and resumed ends byte for byte as the uninterrupted run. Fails when a
+    resume counts idf over the remaining lines only, or rescales twice, or re-batches the torn chunk."""
+    extra = ("--idf", "--rescale-with-baseline", "--lang", "en")
+    small["output"] = small["output"].with_name(f"idf.{fmt}")  # a file of its own: these are other settings
+    assert main(_small_args(small, *extra, fmt=fmt)) == 0
+    complete = small["output"].read_bytes()
+    lines = complete.splitlines(keepends=True)
+    head = 1 if fmt == "tsv" else 0
+    small["output"].write_bytes(b"".join(lines[:head + 3]) + lines[head + 3][:5])  # 3 rows and a torn one
+    assert main(_small_args(small, *extra, fmt=fmt)) == 0
+    assert small["output"].read_bytes() == complete
+    plain = json.loads(small["complete"].splitlines()[0])["f1"]
+    assert (float(lines[head].split(b"\t")[3]) if fmt == "tsv" else json.loads(lines[0])["f1"]) != pytest.approx(plain)

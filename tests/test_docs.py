@@ -55,7 +55,7 @@ NEEDS_EXTRA = {"# needs the ray extra": "ray"}  # a block run where this module 
 LINE_MARKS = ("# set-up", "# serves")
 BLOCK_MARKS = ("<!-- docs test: set-up -->", "<!-- docs test: serves -->")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
-TIMEOUT_S = 180
+TIMEOUT_S = 600  # a hang guard only: a block past it fails with TimeoutExpired naming the command
 OUTPUT_MARK = "<!-- output of the block above -->"
 
 

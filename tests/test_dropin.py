@@ -147,10 +147,8 @@ def test_mbrs_metric_on_the_scorers_privates_gives_the_official_numbers(harness,
     flat_cands, flat_refs = [c for c in cands for _ in refs], [r for _ in cands for r in refs]
     theirs = official(flat_cands, flat_refs, minilm_dir, 5)[2].view(len(cands), len(refs))
     assert (torch.tensor(mbrs["f1"]) - theirs).abs().max() <= TOLERANCE
-    weighted = oracle.cached("BERTScorer(idf_sents).score(batch_size=1)", minilm_dir, [flat_cands, flat_refs, refs],
-                             lambda: bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=5, idf=True,
-                                                           idf_sents=refs, batch_size=1).score(
-                                 flat_cands, flat_refs, batch_size=1)[2])
+    weighted = oracle.call(oracle.scorer_score, flat_cands, flat_refs, {"batch_size": 1}, model_type=str(minilm_dir),
+                           num_layers=5, idf=True, idf_sents=refs, batch_size=1)[2]
     assert (torch.tensor(mbrs["f1_idf"]) - weighted.view(len(cands), len(refs))).abs().max() <= TOLERANCE
 
 
@@ -249,14 +247,63 @@ def test_the_dropin_installs_what_the_official_package_installs():
         assert {str(s) for s in requirement.specifier} <= {str(s) for s in ours[name].specifier}, (requirement, ours[name])
 
 
+def official_heatmap(candidate: str, reference: str, model_type: str, num_layers: int) -> tuple:
+    """The official `plot_example`'s matrix and its tick labels (candidate rows, reference columns: its
+    tokens without [CLS] and [SEP]), read from the pyplot figure it draws, which is closed after."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+    import numpy
+
+    before = set(plt.get_fignums())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its plt.show() on a non-interactive backend says so
+        bert_score.plot_example(candidate, reference, model_type=model_type, num_layers=num_layers)
+    (number,) = set(plt.get_fignums()) - before
+    figure = plt.figure(number)
+    axes = figure.axes[0]
+    try:
+        return (torch.tensor(numpy.ma.getdata(axes.images[0].get_array())), [t.get_text() for t in axes.get_yticklabels()],
+                [t.get_text() for t in axes.get_xticklabels()])
+    finally:
+        plt.close(figure)
+
+
+def png_size(path) -> tuple[int, int]:
+    """A PNG's width and height in pixels, from its IHDR chunk."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", f"{path} is not a PNG"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def test_plot_example_and_bert_score_show_save_the_heatmap(minilm_dir, tmp_path, capsys):
+    """The figure shows the official plot_example's matrix with the official tokens as tick labels (plus
+    [CLS] and [SEP], which the official one leaves out); the file is that figure at 100 dpi, and
+    `bert-score-show` saves the same picture: fails on a figure of another pair, layer or model, tokens
+    missing or out of order, an empty or thumbnail image, or a command that draws something else."""
+    import numpy
     from matplotlib.figure import Figure
 
     from bertscore.cli.official import show_main
+    from bertscore.plot import SIMILARITY_IMAGE
 
-    figure = dropin.plot_example("the cat sat", "a cat sat down", model_type=str(minilm_dir), num_layers=6,
+    candidate, reference = "the cat sat", "a cat sat down"
+    figure = dropin.plot_example(candidate, reference, model_type=str(minilm_dir), num_layers=6,
                                  fname=str(tmp_path / "pair.png"))
-    assert isinstance(figure, Figure) and (tmp_path / "pair.png").stat().st_size > 0
-    assert show_main(["-c", "the cat sat", "-r", "a cat sat down", "-m", str(minilm_dir), "-l", "6",
+    assert isinstance(figure, Figure)
+    matrix, their_rows, their_cols = oracle.call(official_heatmap, candidate, reference, str(minilm_dir), 6)
+    assert their_rows == ["the", "cat", "sat"] and their_cols == ["a", "cat", "sat", "down"]
+    axes = figure.axes[0]
+    (image,) = [artist for artist in axes.images if artist.get_gid() == SIMILARITY_IMAGE]
+    shown = torch.tensor(numpy.ma.getdata(image.get_array()))
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["[CLS]", *their_rows, "[SEP]"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["[CLS]", *their_cols, "[SEP]"]
+    assert shown.shape == (len(their_rows) + 2, len(their_cols) + 2)
+    assert (shown[1:-1, 1:-1] - matrix).abs().max() <= TOLERANCE
+    width, height = png_size(tmp_path / "pair.png")
+    assert (width, height) == tuple(round(inches * 100) for inches in figure.get_size_inches())
+    assert width >= 400 and height >= 300, (width, height)  # room for the labels, the bar, the title
+    assert show_main(["-c", candidate, "-r", reference, "-m", str(minilm_dir), "-l", "6",
                       "-f", str(tmp_path / "show.png")]) == 0
-    assert (tmp_path / "show.png").stat().st_size > 0 and "show.png" in capsys.readouterr().out
+    assert "show.png" in capsys.readouterr().out
+    assert (tmp_path / "show.png").read_bytes() == (tmp_path / "pair.png").read_bytes()

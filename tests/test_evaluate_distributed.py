@@ -35,7 +35,7 @@ rank = int(rank)
 payloads = {}
 for experiment in json.load(open(data_path)):
     metric = evaluate.load(metric_path, num_process=2, process_id=rank, experiment_id=experiment["id"],
-                           cache_dir=cache_dir, timeout=30)
+                           cache_dir=cache_dir, timeout=600)  # evaluate's wait for the other rank: a hang guard only
     try:
         metric.add_batch(predictions=experiment["predictions"][rank], references=experiment["references"][rank])
         with warnings.catch_warnings():

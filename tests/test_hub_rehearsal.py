@@ -230,9 +230,10 @@ def test_the_space_build_serves_compute(space, tmp_path):
         url = f"http://127.0.0.1:{port}/"
         while True:
             assert app.poll() is None, (tmp_path / "app.log").read_text()
+            # a hang guard only (the assertion says what never happened); the sleep is the polling interval
             assert time.monotonic() - started < 600, "the Space did not answer within 10 minutes"
             try:
-                urllib.request.urlopen(url, timeout=5).read()
+                urllib.request.urlopen(url, timeout=5).read()  # one try's socket timeout: a slow try is retried
                 break
             except OSError:
                 time.sleep(0.5)

@@ -45,10 +45,8 @@ def test_minilm_agreement_equals_the_official_all_layer_scores_and_scipy(minilm_
 
     candidates, references, human = wmt17(150)
     report = choose_layer(judgements_from_lists(references, candidates=candidates, human=human), MINILM, device="cpu")
-    official = oracle.cached("bert_score.score(all_layers=True, batch_size=64)", minilm_dir,
-                             {"cands": candidates, "refs": references, "num_layers": 6},
-                             lambda: tuple(bert_score.score(candidates, references, model_type=str(minilm_dir),
-                                                            num_layers=6, all_layers=True, batch_size=64)))
+    official = oracle.call(bert_score.score, candidates, references, model_type=str(minilm_dir), num_layers=6,
+                           all_layers=True, batch_size=64)
     official = {name: values.double().numpy() for name, values in zip(("precision", "recall", "f1"), official)}
     assert report.kind == "direct" and report.segments == 150 and report.total_layers == 6
     assert report.default_layer == 6 and report.default_from == "the official table"

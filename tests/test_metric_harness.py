@@ -5,7 +5,8 @@
 repository lays out its metrics (`metrics/<name>/<name>.py`, run from the repository root):
 `_compute` has no `**kwargs`, and a doctest of the module, with `evaluate.load` resolved
 locally, fails nothing and attempts more than one example. The examples' outputs are real
-numbers of the embedded MiniLM, rounded to two places.
+numbers of the embedded MiniLM, rounded to two places in the text; what the examples computed is
+checked unrounded against the official bert-score 0.3.13 at batch_size=1, within 1e-6.
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ import pytest
 import torch
 
 evaluate = pytest.importorskip("evaluate")
+bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
 
-from bertscore import EMBEDDED_MODEL_NAME, score  # noqa: E402
+import oracle  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
 from conftest import REPO_ROOT  # noqa: E402
 
 METRIC_PATH = str(REPO_ROOT / "bertscore_metric.py")
 NAME = "bertscore_metric"
+
+
+def official(cands, refs, minilm_dir, num_layers: int) -> tuple[torch.Tensor, ...]:
+    """The official bert-score 0.3.13's (P, R, F1) at batch_size=1 (tests/oracle.py keeps the answer)."""
+    return oracle.call(bert_score.score, cands, refs, model_type=str(minilm_dir), num_layers=num_layers, batch_size=1)
 
 
 @pytest.fixture()
@@ -39,7 +47,13 @@ def evaluate_checkout(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_evaluate_load_harness(evaluate_checkout, monkeypatch) -> None:
+# The docstring's two examples as the official package takes them (a bare reference as a group of one),
+# with the layer each uses (the model's default, 6, then num_layers=4).
+EXAMPLES = [(["the cat sat on the mat", "hello world"], [["a cat sat on the mat", "the cat is sitting"], ["hello there"]], 6),
+            (["the cat sat on the mat", "hello world"], [["a cat sat on the mat"], ["hello there", "hi world"]], 4)]
+
+
+def test_evaluate_load_harness(evaluate_checkout, monkeypatch, minilm_dir) -> None:
     monkeypatch.setattr(doctest, "ELLIPSIS_MARKER", "[...]")
     load = evaluate.load
     module = importlib.import_module(
@@ -49,8 +63,13 @@ def test_evaluate_load_harness(evaluate_checkout, monkeypatch) -> None:
     parameters = inspect.signature(instance._compute).parameters
     assert all(p.kind != p.VAR_KEYWORD for p in parameters.values())  # no **kwargs
 
+    computed: list[dict] = []  # every compute() the examples ran, unrounded
+
     def load_local_metric(name, *args, **kwargs):
-        return load(os.path.join("metrics", name), *args, **kwargs)
+        loaded = load(os.path.join("metrics", name), *args, **kwargs)
+        compute = loaded.compute
+        loaded.compute = lambda *a, **k: computed.append(compute(*a, **k)) or computed[-1]
+        return loaded
 
     with patch("evaluate.load") as mock_load:
         mock_load.side_effect = load_local_metric
@@ -61,17 +80,12 @@ def test_evaluate_load_harness(evaluate_checkout, monkeypatch) -> None:
     assert results.failed == 0
     assert results.attempted > 1
     assert mock_load.call_count >= 1  # the examples loaded the module through evaluate.load
-
-
-def test_the_examples_state_the_numbers_score_gives() -> None:
-    """The docstring's rounded numbers, from the core by itself."""
-    f1 = score(["the cat sat on the mat", "hello world"], [["a cat sat on the mat", "the cat is sitting"], "hello there"],
-               model_type=EMBEDDED_MODEL_NAME)[2]
-    layer4 = score(["the cat sat on the mat", "hello world"], [["a cat sat on the mat"], ["hello there", "hi world"]],
-                   model_type=EMBEDDED_MODEL_NAME, num_layers=4)[2]
-    text = (REPO_ROOT / "bertscore_metric.py").read_text(encoding="utf-8")
-    assert str([round(v, 2) for v in f1.tolist()]) in text
-    assert str([round(v, 2) for v in layer4.tolist()]) in text
+    # What the examples computed (the doctest compared it at two places) against the official package.
+    assert len(computed) == len(EXAMPLES)
+    for out, (cands, refs, layer) in zip(computed, EXAMPLES):
+        for name, values in zip(("precision", "recall", "f1"), official(cands, refs, minilm_dir, layer)):
+            assert out[name] == pytest.approx(values.tolist(), abs=1e-6), (name, layer)
+        assert out["hashcode"].split("_")[1] == f"L{layer}"
 
 
 # A second evaluate metric that loads offline: exact match, as a local module file.
@@ -104,16 +118,17 @@ def exact_match_path(tmp_path_factory) -> str:
     return str(path)
 
 
-def test_combine_with_settings_given_at_load(exact_match_path) -> None:
+def test_combine_with_settings_given_at_load(exact_match_path, minilm_dir) -> None:
     bertscore = evaluate.load(METRIC_PATH, model_type=EMBEDDED_MODEL_NAME, num_layers=4)
     assert bertscore.scoring_settings == {"model_type": EMBEDDED_MODEL_NAME, "num_layers": 4}
     combined = evaluate.combine([bertscore, evaluate.load(exact_match_path)])
     for prediction, reference in zip(PREDICTIONS, REFERENCES):
         combined.add(prediction=prediction, reference=reference)  # each module's add(predictions=, references=)
     added_one_by_one = combined.compute()
-    p, r, f = score(PREDICTIONS, REFERENCES, model_type=EMBEDDED_MODEL_NAME, num_layers=4)
+    p, r, f = official(PREDICTIONS, REFERENCES, minilm_dir, 4)
     assert added_one_by_one["exact_match"] == pytest.approx(1 / 3)
-    assert torch.allclose(torch.tensor(added_one_by_one["f1"]), f, atol=1e-6)
+    for name, values in zip(("precision", "recall", "f1"), (p, r, f)):
+        assert added_one_by_one[name] == pytest.approx(values.tolist(), abs=1e-6), name
     assert "_L4_" in added_one_by_one["hashcode"]
 
     combined.add_batch(predictions=PREDICTIONS, references=REFERENCES)
@@ -126,15 +141,14 @@ def test_combine_with_settings_given_at_load(exact_match_path) -> None:
         combined.compute(predictions=PREDICTIONS, references=REFERENCES, model_type=EMBEDDED_MODEL_NAME)
 
 
-def test_add_takes_both_spellings_and_refuses_both_at_once() -> None:
+def test_add_takes_both_spellings_and_refuses_both_at_once(minilm_dir) -> None:
     bertscore = evaluate.load(METRIC_PATH, model_type=EMBEDDED_MODEL_NAME, num_layers=4)
     bertscore.add(predictions=PREDICTIONS[0], references=REFERENCES[0])  # evaluate's documented keywords
     bertscore.add(prediction=PREDICTIONS[1], reference=[REFERENCES[1], "hi"])
     bertscore.add(predictions=PREDICTIONS[2], references=[REFERENCES[2]])
     out = bertscore.compute()
-    f = score(PREDICTIONS, [[REFERENCES[0]], [REFERENCES[1], "hi"], [REFERENCES[2]]], model_type=EMBEDDED_MODEL_NAME,
-              num_layers=4)[2]
-    assert torch.allclose(torch.tensor(out["f1"]), f, atol=1e-6)
+    f = official(PREDICTIONS, [[REFERENCES[0]], [REFERENCES[1], "hi"], [REFERENCES[2]]], minilm_dir, 4)[2]
+    assert out["f1"] == pytest.approx(f.tolist(), abs=1e-6)
     with pytest.raises(TypeError, match="both prediction= and predictions="):
         bertscore.add(prediction="a", predictions="b", reference="c")
     with pytest.raises(TypeError, match="prediction is a list, not a string"):

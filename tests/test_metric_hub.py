@@ -39,6 +39,16 @@ def load_from_hub(hub: FakeHub, tmp_path: Path, mode: str) -> tuple[int, dict]:
     return load_metric(hub.space, hub.env(tmp_path), tmp_path, mode)
 
 
+def package_found(env: dict[str, str], cwd: Path, python: str = sys.executable) -> Path:
+    """The folder of the `bertscore` a fresh interpreter with `env` in `cwd` imports (found, not imported):
+    the clone's under an editable install, site-packages' under `pip install .`, as a user or a packager
+    tests an installed package."""
+    found = subprocess.run([python, "-c", "import importlib.util; print(importlib.util.find_spec('bertscore').origin)"],
+                           cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    return Path(found.stdout.strip()).parent
+
+
 def test_the_module_version_is_the_package_version():
     """The version check compares the two: they move together (docs/deploy.md, updating)."""
     from bertscore_metric import MODULE_VERSION
@@ -81,7 +91,7 @@ def test_from_a_space_with_the_package_compute_equals_score(tmp_path):
         code, answer = load_from_hub(hub, tmp_path, "allow")
     assert code == 0, answer
     assert answer["module"].startswith(f"evaluate_modules.metrics.{owner}--{SPACE_NAME}.")
-    assert answer["bertscore_from"] == str(REPO_ROOT / "bertscore" / "__init__.py")
+    assert answer["bertscore_from"] == str(package_found(hub.env(tmp_path), tmp_path) / "__init__.py")
     for name in ("precision", "recall", "f1"):
         assert answer["compute"][name] == pytest.approx(answer["score"][name], abs=1e-6)
     from bertscore import EMBEDDED_MODEL_NAME, score
@@ -99,10 +109,11 @@ def test_a_space_module_of_another_version_names_both_and_the_aligning_install(t
     newer = module.replace(f'MODULE_VERSION = "{VERSION}"', 'MODULE_VERSION = "99.0.0"')
     with FakeHub.of_checkout(owner, replace={f"{SPACE_NAME}.py": newer.encode("utf-8")}) as hub:
         code, answer = load_from_hub(hub, tmp_path, "allow")
+        found = package_found(hub.env(tmp_path), tmp_path)
     assert code == 3, answer
     message = answer["error"]
     assert "bertscore_metric 99.0.0" in message and f"the installed one is {VERSION} " in message, message
-    assert f"at {REPO_ROOT / 'bertscore'}" in message
+    assert f"at {found}" in message
     assert message.endswith(f"\n    pip install git+https://huggingface.co/spaces/{owner}/{SPACE_NAME}"), message
 
 

@@ -7,8 +7,6 @@ The official package is a test-only dependency. It is run with batch_size=1, whe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import oracle
 import pytest
 import torch
@@ -22,12 +20,8 @@ TOLERANCE = 1e-5
 
 def official(cands, refs, model_dir, num_layers, **kwargs):
     """bert_score.score at batch_size=1, computed once (tests/oracle.py: a baseline file by its content)."""
-    baseline = kwargs.get("baseline_path")
-    settings = {name: value for name, value in kwargs.items() if name != "baseline_path"}
-    inputs = {"cands": cands, "refs": refs, "num_layers": num_layers, "settings": settings,
-              "baseline": Path(baseline).read_text(encoding="utf-8") if baseline else None}
-    return oracle.cached("bert_score.score(batch_size=1)", model_dir, inputs, lambda: tuple(bert_score.score(
-        cands, refs, model_type=str(model_dir), num_layers=num_layers, batch_size=1, **kwargs)))
+    return oracle.call(bert_score.score, cands, refs, model_type=str(model_dir), num_layers=num_layers, batch_size=1,
+                       **kwargs)
 
 
 def assert_close(ours, theirs, label):

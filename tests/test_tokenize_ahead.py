@@ -19,6 +19,7 @@ from bertscore.scoring import tokenize_ahead
 CANDS = [f"candidate {i}" for i in range(10)]
 REFS = [f"reference {i}" for i in range(10)]
 BLOCKS = [range(0, 3), range(3, 7), range(7, 10)]
+HANG_GUARD_S = 120  # a wait that only ends a hung test, saying what it waited for (never a timing bet)
 
 
 class Recorder:
@@ -31,7 +32,8 @@ class Recorder:
 
     def __call__(self, texts: list[str]) -> list[str]:
         if threading.current_thread() is not threading.main_thread():
-            self.release.wait(10)  # the background thread's blocks wait for the test's word
+            if not self.release.wait(HANG_GUARD_S):  # the background thread's blocks wait for the test's word
+                raise RuntimeError(f"block {texts[0]!r}... waited {HANG_GUARD_S} s for the test to release it")
         self.calls.append((texts, threading.current_thread().name, os.environ.get("TOKENIZERS_PARALLELISM")))
         return [text.upper() for text in texts]
 
@@ -91,10 +93,16 @@ def test_without_ahead_every_block_is_tokenized_by_the_caller_as_the_user_set_it
 
 
 @pytest.mark.parametrize("parallelism", [None, "true"], indirect=True)
-def test_leaving_early_waits_for_the_block_in_flight_then_restores_the_variable(parallelism):
+def test_leaving_early_waits_for_the_block_in_flight_then_restores_the_variable(parallelism, monkeypatch):
     tokenize = Recorder()
-    tokenize.release.clear()  # block 1 stays in flight until the timer releases it
-    threading.Timer(0.3, tokenize.release.set).start()
+    tokenize.release.clear()  # block 1 stays in flight until the caller, leaving early, shuts the pool down
+
+    class ReleasedOnShutdown(tokenize_ahead.ThreadPoolExecutor):
+        def shutdown(self, *args, **kwargs):
+            tokenize.release.set()  # from here on, only a shutdown that waits sees block 1 done
+            return super().shutdown(*args, **kwargs)
+
+    monkeypatch.setattr(tokenize_ahead, "ThreadPoolExecutor", ReleasedOnShutdown)
     blocks = tokenize_ahead.tokenized_blocks(tokenize, CANDS, REFS, BLOCKS, ahead=True)
     with pytest.raises(KeyError), contextlib.closing(blocks):
         for _block, _store in blocks:

@@ -320,13 +320,8 @@ def test_max_length_cuts_texts_there_as_the_official_package_would_at_that_limit
 
     cands, refs = data["cands"][6:12], data["refs"][6:12]  # no empty text: the official package crashes on one here
 
-    def official():
-        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER, batch_size=1, device="cpu")
-        scorer._tokenizer.model_max_length = 12  # sent_encode truncates at tokenizer.model_max_length
-        return tuple(scorer.score(cands, refs))
-
-    expected = oracle.cached("bert_score.BERTScorer(batch_size=1), _tokenizer.model_max_length = 12", minilm_dir,
-                             {"cands": cands, "refs": refs, "layer": LAYER}, official)
+    expected = oracle.call(_official_cut_at, cands, refs, 12, model_type=str(minilm_dir), num_layers=LAYER,
+                           batch_size=1, device="cpu")
     m = metric(max_length=12, truncation=True)
     with pytest.warns(UserWarning, match=r"max_length=12 with its special tokens\) were truncated"):
         m.update(cands, refs)
@@ -335,6 +330,13 @@ def test_max_length_cuts_texts_there_as_the_official_package_would_at_that_limit
     with pytest.warns(UserWarning, match="max_length=2048 is past .* limit of 512 tokens"):
         assert metric(max_length=2048).max_length == 512
     assert metric(max_length=512).hash == metric().hash
+
+
+def _official_cut_at(cands: list[str], refs: list[str], max_length: int, **scorer_kwargs) -> tuple[torch.Tensor, ...]:
+    """The official BERTScorer with its tokenizer's limit set to `max_length` (sent_encode truncates there)."""
+    scorer = bert_score.BERTScorer(**scorer_kwargs)
+    scorer._tokenizer.model_max_length = max_length
+    return tuple(scorer.score(cands, refs))
 
 
 def test_one_pair_gives_n_shaped_outputs_and_the_scalar_forms_give_scalars(data, minilm_scorer) -> None:
@@ -561,15 +563,10 @@ def official_scores(minilm_dir, cands: list[str], refs: list, idf: bool) -> tupl
     """The official package at batch_size=1 (idf over every reference given), from the oracle cache."""
     import oracle
 
-    def compute():
-        groups = [[group] if isinstance(group, str) else group for group in refs]
-        flat = [r for group in groups for r in group]
-        scorer = bert_score.BERTScorer(model_type=str(minilm_dir), num_layers=LAYER, batch_size=1, device="cpu",
-                                       idf=idf, idf_sents=flat if idf else None)
-        return tuple(scorer.score(cands, groups))
-
-    return oracle.cached(f"bert_score.BERTScorer(idf={idf}, idf_sents=refs, batch_size=1).score", minilm_dir,
-                         {"cands": cands, "refs": refs, "layer": LAYER}, compute)
+    groups = [[group] if isinstance(group, str) else group for group in refs]
+    flat = [r for group in groups for r in group]
+    return oracle.call(oracle.scorer_score, cands, groups, model_type=str(minilm_dir), num_layers=LAYER, batch_size=1,
+                       device="cpu", idf=idf, idf_sents=flat if idf else None)
 
 
 @pytest.mark.slow

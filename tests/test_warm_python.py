@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from warm_python import PRELOADED, WarmPython
+from warm_python import COLD_ENV, PRELOADED, WarmPython
 
 # The doc blocks' server preloads all of PRELOADED; these tests need only the one that is hardest to
 # fork after (torch) and a cheap one.
 TEST_PRELOAD = ("torch", "numpy")
+HANG_GUARD_S = 120  # a wait that only ends a hung test, saying what it waited for (never a timing bet)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +52,8 @@ def warm(tmp_path_factory):
 
 def both(warm: WarmPython, text: str, cwd: Path, **extra: str) -> tuple[subprocess.CompletedProcess, ...]:
     env = dict(warm.env, PYTHONPATH=str(cwd), **extra)
-    cold = subprocess.run([sys.executable, "-"], input=text, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-    forked = warm.run(text, cwd, env, timeout=60)
+    cold = subprocess.run([sys.executable, "-"], input=text, cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    forked = warm.run(text, cwd, env, timeout=HANG_GUARD_S)
     return cold, forked
 
 
@@ -59,7 +61,7 @@ def test_a_fork_sees_what_a_new_python_dash_sees(warm: WarmPython, tmp_path: Pat
     cold, forked = both(warm, PROBE, tmp_path, PYTEST_CURRENT_TEST="tests/a.py::b (call)")  # pytest's, per test
     assert forked.warm and cold.returncode == forked.returncode == 0, (cold.stderr, forked.stderr)
     again = warm.run(PROBE, tmp_path, dict(warm.env, PYTHONPATH=str(tmp_path), PYTEST_CURRENT_TEST="tests/a.py::b (call)"),
-                     timeout=60)
+                     timeout=HANG_GUARD_S)
     seen_cold, seen_warm, seen_again = (json.loads(done.stdout) for done in (cold, forked, again))
     for drawn in ("random", "numpy"):  # each new process draws new entropy, forks of one server too
         assert len({seen_cold.pop(drawn), seen_warm.pop(drawn), seen_again.pop(drawn)}) == 3
@@ -81,6 +83,8 @@ def test_the_preloaded_modules_are_there_and_a_block_still_needs_its_imports(war
     assert "NameError: name 'torch' is not defined" in forked.stderr
 
 
+# The thread's 0.2 s sleep synchronises nothing: it makes the thread likely to outlive the main code, and
+# 'joined' prints either way (the interpreter joins it) in both runs.
 @pytest.mark.parametrize("ending", ["raise SystemExit(3)", "import sys; sys.exit('a message')", "raise ValueError('x')",
                                     "import atexit; atexit.register(print, 'at exit')",
                                     "import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('joined'))).start()",
@@ -93,32 +97,41 @@ def test_it_ends_as_a_new_python_dash_ends(warm: WarmPython, tmp_path: Path, end
 
 
 def test_a_timeout_kills_the_fork_and_what_it_started(warm: WarmPython, tmp_path: Path) -> None:
-    marker = tmp_path / "grandchild.pid"
-    text = ("import subprocess, sys, time\n"
-            f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            f"open({str(marker)!r}, 'w').write(str(child.pid))\nprint('started', flush=True)\ntime.sleep(60)\n")
+    """The block starts a child, says so on a FIFO, and then waits for ever (as does its child): the
+    timeout counts from that line (run(ready=...)), so how long the fork took to start does not matter."""
     env = dict(warm.env, PYTHONPATH=str(tmp_path))
+    if not warm.matches(env):
+        pytest.skip(f"{COLD_ENV}=1 sends every run to a new interpreter: there is no fork whose timeout to test")
+    marker, ready = tmp_path / "grandchild.pid", tmp_path / "ready"
+    os.mkfifo(ready)
+    text = ("import subprocess, sys, threading\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import threading; threading.Event().wait()'])\n"
+            f"open({str(marker)!r}, 'w').write(str(child.pid))\nprint('started', flush=True)\n"
+            f"open({str(ready)!r}, 'w').write('running\\n')\nthreading.Event().wait()\n")
     with pytest.raises(subprocess.TimeoutExpired) as stopped:
-        warm.run(text, tmp_path, env, timeout=3)
+        warm.run(text, tmp_path, env, timeout=1, ready=ready)
     assert stopped.value.output == "started\n"
     grandchild = int(marker.read_text())
-    for _ in range(100):  # the kill reaches the grandchild's whole session; its parent (init) reaps it
-        try:
-            os.kill(grandchild, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
+    try:
+        handle = os.pidfd_open(grandchild)  # the kill reaches the block's whole process group
+    except ProcessLookupError:
+        pass  # killed and reaped already
     else:
-        pytest.fail("the block's own child outlived the timeout")
-    assert warm.run("print('next')", tmp_path, env, timeout=60).stdout == "next\n"  # the server goes on
+        # Only a hang guard: SIGKILL ends it at once; a child the kill missed waits for ever and fails here.
+        ended = select.select([handle], [], [], HANG_GUARD_S)[0]
+        os.close(handle)
+        if not ended:
+            os.kill(grandchild, signal.SIGKILL)
+            pytest.fail(f"the block's own child outlived the timeout's kill (still running {HANG_GUARD_S} s later)")
+    assert warm.run("print('next')", tmp_path, env, timeout=HANG_GUARD_S).stdout == "next\n"  # the server goes on
 
 
 def test_another_environment_gets_a_new_interpreter(warm: WarmPython, tmp_path: Path, monkeypatch) -> None:
     env = dict(warm.env, PYTHONPATH=str(tmp_path), HF_HOME=str(tmp_path))  # read when huggingface_hub loads
-    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, env, timeout=60)
+    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, env, timeout=HANG_GUARD_S)
     assert not done.warm and done.stdout == "False\n"
     monkeypatch.setenv("BERTSCORE_TESTS_COLD", "1")
-    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, dict(warm.env), timeout=60)
+    done = warm.run("import sys; print('torch' in sys.modules)", tmp_path, dict(warm.env), timeout=HANG_GUARD_S)
     assert not done.warm and done.stdout == "False\n"
 
 
@@ -154,12 +167,12 @@ def test_a_console_script_in_a_shell_runs_in_a_fork_as_the_script_itself_runs(wa
     line = f'printf "typed input" | probe-command {exit_as} "two words" || echo "exit status $?"\n'
     env = dict(warm.env, PYTHONPATH=str(tmp_path))
     cold = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=tmp_path, capture_output=True, text=True,
-                          env=dict(env, PATH=os.pathsep.join([str(script.parent), env["PATH"]])), timeout=60)
+                          env=dict(env, PATH=os.pathsep.join([str(script.parent), env["PATH"]])), timeout=HANG_GUARD_S)
     shimmed = warm.command_env(env, scripts=(script,))  # the shim's folder first on PATH, the rest as it was
     assert shimmed["PATH"].split(os.pathsep)[1:] == env["PATH"].split(os.pathsep)
     before = len(warm.commands())
     forked = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=tmp_path, env=shimmed,
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert warm.commands()[before:] == [{"script": str(script), "argv": [exit_as, "two words"], "warm": True}]
     assert (forked.returncode, forked.stdout, forked.stderr) == (cold.returncode, cold.stdout, cold.stderr)
     seen = json.loads(cold.stdout.splitlines()[0])
@@ -174,7 +187,7 @@ def test_a_console_script_run_with_another_environment_runs_the_script_itself(wa
     env = warm.command_env(warm.env, scripts=(script,))
     before = len(warm.commands())
     done = subprocess.run(["bash", "-c", "PROBE_VALUE=mine probe-command 0"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["env"] == "mine"
     assert warm.commands()[before:] == [{"script": str(script), "argv": ["0"], "warm": False}]

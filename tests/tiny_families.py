@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -615,29 +614,25 @@ def official_scores(name: str, folder: Path, cands: list[str], refs: list[str], 
                     idf: bool = False, all_layers: bool = False) -> tuple[torch.Tensor, ...]:
     """The official package's (P, R, F) at batch_size=1 (where its padding cannot leak into a max),
     idf over `refs` when asked, with the family's `official_patches`."""
+    return oracle.call(_patched_official_scores, name, cands, refs, model_type=str(folder), num_layers=num_layers,
+                       all_layers=all_layers, idf=idf, idf_sents=refs if idf else None, nthreads=0, device="cpu")
+
+
+def _patched_official_scores(name: str, cands: list[str], refs: list[str], **scorer_kwargs) -> tuple[torch.Tensor, ...]:
+    """The official BERTScorer(**scorer_kwargs).score(cands, refs, batch_size=1) under the family's patches."""
     import bert_score
 
-    def compute() -> tuple[torch.Tensor, ...]:
-        with official_patches(name):
-            scorer = bert_score.BERTScorer(model_type=str(folder), num_layers=num_layers, all_layers=all_layers,
-                                           idf=idf, idf_sents=refs if idf else None, nthreads=0, device="cpu")
-            return tuple(scorer.score(cands, refs, batch_size=1))
-
-    inputs = {"cands": cands, "refs": refs, "num_layers": num_layers, "idf": idf, "all_layers": all_layers}
-    return oracle.cached(_recipe("BERTScorer.score(batch_size=1)", name), folder, inputs, compute)
+    with official_patches(name):
+        return tuple(bert_score.BERTScorer(**scorer_kwargs).score(cands, refs, batch_size=1))
 
 
 def official_token_ids(name: str, folder: Path, texts: list[str]) -> list[list[int]]:
     """The official `sent_encode` of each text, with its own tokenizer (`use_fast=False`)."""
+    return oracle.call(_official_sent_encode, str(folder), texts)
+
+
+def _official_sent_encode(folder: str, texts: list[str]) -> list[list[int]]:
     from bert_score.utils import get_tokenizer, sent_encode
 
-    def compute() -> list[list[int]]:
-        tokenizer = get_tokenizer(str(folder), use_fast=False)
-        return [list(sent_encode(tokenizer, text)) for text in texts]
-
-    return oracle.cached(_recipe("sent_encode(use_fast=False)", name), folder, texts, compute)
-
-
-def _recipe(call: str, name: str) -> str:
-    """An oracle's recipe: the official call, the family, and the source of the patches it runs under."""
-    return f"{call} {name} {inspect.getsource(official_patches)}"
+    tokenizer = get_tokenizer(folder, use_fast=False)
+    return [list(sent_encode(tokenizer, text)) for text in texts]

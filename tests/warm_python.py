@@ -53,6 +53,7 @@ COLD_ENV = "BERTSCORE_TESTS_COLD"
 # loads (the fork's sys.path is rebuilt from its PYTHONPATH; pytest renames the current test in its own).
 NOT_READ_AT_IMPORT = ("PYTHONPATH", "PYTEST_CURRENT_TEST")
 SET_BY_A_SHELL = ("PWD", "OLDPWD", "SHLVL", "_")  # what bash exports to every command it runs
+READY_HANG_GUARD_S = 300  # run(ready=...): how long a fork may take to say it is running before that is a hang
 
 # The client a command shim runs: it asks the server for a fork, or execs the script itself.
 SHIM = """#!{python} -S
@@ -136,9 +137,14 @@ class WarmPython:
     def _socket_path(self) -> Path:
         return self.log_dir / "commands.sock"
 
-    def run(self, text: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    def run(self, text: str, cwd: Path, env: dict[str, str], timeout: float,
+            ready: Path | None = None) -> subprocess.CompletedProcess:
         """Run `text` as `python -` in `cwd` with `env`; a CompletedProcess as `subprocess.run(..., text=True)`
-        gives, with `.warm` saying whether it was a fork of the server. Raises subprocess.TimeoutExpired."""
+        gives, with `.warm` saying whether it was a fork of the server. Raises subprocess.TimeoutExpired.
+        With `ready` (a FIFO, made by `os.mkfifo`, that the text writes a line to once it is running: a
+        fork only), the timeout counts from that line on, however long the text took to get there."""
+        if ready is not None and not self.matches(env):
+            raise ValueError("ready= needs a run that forks from the server (this one goes to a new interpreter)")
         if not self.matches(env):
             done = subprocess.run([sys.executable, "-"], input=text, cwd=cwd, env=env, capture_output=True, text=True,
                                   timeout=timeout)
@@ -150,7 +156,9 @@ class WarmPython:
             request = {"text": text, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
             server.stdin.write((json.dumps(request) + "\n").encode())
             server.stdin.flush()
-            pid = json.loads(self._reply(server, 60))["pid"]
+            pid = json.loads(self._reply(server, 60))["pid"]  # _reply's bounds are hang guards (TimeoutExpired)
+            if ready is not None:
+                self._await(ready, server)
             try:
                 status = json.loads(self._reply(server, timeout))["returncode"]
             except subprocess.TimeoutExpired:
@@ -178,6 +186,24 @@ class WarmPython:
             ready = json.loads(self._reply(self._server, 300))
             assert ready == {"ready": list(self.preload)}, ready
         return self._server
+
+    @staticmethod
+    def _await(ready: Path, server: subprocess.Popen) -> None:
+        """Until the fork writes its line to the FIFO `ready`, or ends first (its status then is the next reply)."""
+        fifo = os.open(ready, os.O_RDONLY | os.O_NONBLOCK)  # no writer yet: select waits for one's line
+        try:
+            while True:
+                # A hang guard only (a fork that neither writes nor ends), failing with what it waited for.
+                readable, _, _ = select.select([fifo, server.stdout], [], [], READY_HANG_GUARD_S)
+                if not readable:
+                    raise RuntimeError(f"the fork neither wrote a line to {ready} nor ended in {READY_HANG_GUARD_S} s")
+                if server.stdout in readable:
+                    return
+                line = os.read(fifo, 4096)
+                if not line or line.endswith(b"\n"):  # its line, or its writer gone (ending): past waiting
+                    return
+        finally:
+            os.close(fifo)
 
     def _reply(self, server: subprocess.Popen, timeout: float) -> str:
         readable, _, _ = select.select([server.stdout], [], [], timeout)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     args.format = output_format(args)  # -f, or -o's extension: settled before anything else
     if args.model_type is None and args.lang is None:
         raise InputError("pass --model or --lang (offline: --model sentence-transformers/all-MiniLM-L6-v2)")
-    if args.chunk_size < 1:
+    if args.chunk_size is not None and args.chunk_size < 1:
         raise InputError(f"--chunk-size must be >= 1, got {args.chunk_size}")
     check_statistics_options(args)
     args.progress = shows_progress(args.quiet, args.verbose)
@@ -78,8 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run(args)
 
     def kept() -> str:
-        if args.resume:
-            return ": the rows written so far are kept; rerun with --resume to continue"
+        if args.resume and args.output:
+            from .rows import interrupted_message
+
+            return interrupted_message(args)
         return f": {args.output} is left as it was" if args.output else ""
 
     return run_command("bertscore", logged, kept)

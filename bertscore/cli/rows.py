@@ -32,6 +32,7 @@ from ..output_files import (
     values_path,
     write_meta,
 )
+from ..wording import counted
 from .io import input_paths, read_files
 
 logger = logging.getLogger("bertscore")
@@ -215,13 +216,13 @@ def _complete_rows(path: Path, fmt: str, header: str | None, numbering: Numberin
     return rows, offsets
 
 
-def _recover(path: Path, fmt: str, numbering: Numbering = LINES) -> list[Row]:
-    """Rows of an interrupted output file, at full precision; cut the file after its last complete
-    row. A TSV shows 6 decimals: its exact values come from the values file beside it (written
-    before each chunk's rows), and only rows present, and equal, in both are kept. Parquet: its parts."""
-    if fmt == "parquet":
-        return _recover_parquet(path, numbering)
+def _kept_rows(path: Path, fmt: str, numbering: Numbering = LINES) -> tuple[list[Row], int, int | None]:
+    """The rows of an interrupted JSONL or TSV output that a resume keeps, at full precision, and
+    the byte offsets to cut it (and a TSV's values file) at; nothing is changed. A TSV shows 6
+    decimals: its exact values come from the values file beside it (written before each chunk's
+    rows), and only rows present, and equal, in both are kept."""
     rows, offsets = _complete_rows(path, fmt, numbering.tsv_header(), numbering)
+    values_offset = None
     if fmt == "tsv":
         values_file = values_path(path)
         exact, value_offsets = (_complete_rows(values_file, "tsv", None, numbering) if values_file.exists()
@@ -229,12 +230,71 @@ def _recover(path: Path, fmt: str, numbering: Numbering = LINES) -> list[Row]:
         kept = 0
         while kept < min(len(rows), len(exact)) and format_row(exact[kept], fmt) == format_row(rows[kept], fmt):
             kept += 1
-        rows = exact[:kept]
-        with open(values_file, "ab") as handle:
-            handle.truncate(value_offsets[kept])
+        rows, values_offset = exact[:kept], value_offsets[kept]
+    return rows, (offsets[len(rows)] if rows else 0), values_offset  # no row: start afresh (header again)
+
+
+def _recover(path: Path, fmt: str, numbering: Numbering = LINES) -> list[Row]:
+    """Rows of an interrupted output file, at full precision (`_kept_rows`); cut the file after its
+    last complete row (a TSV's values file too). Parquet: its parts."""
+    if fmt == "parquet":
+        return _recover_parquet(path, numbering)
+    rows, offset, values_offset = _kept_rows(path, fmt, numbering)
+    if values_offset is not None:
+        with open(values_path(path), "ab") as handle:
+            handle.truncate(values_offset)
     with open(path, "r+b") as handle:
-        handle.truncate(offsets[len(rows)] if rows else 0)  # no row: start afresh (the header is written again)
+        handle.truncate(offset)
     return rows
+
+
+def _parquet_rows_kept(folder: Path) -> int:
+    """Rows of the parts a resume of a Parquet output keeps (read-only: those that continue the rows
+    from line 1, as `_recover_parquet` reads them)."""
+    import pyarrow.parquet as pq
+
+    count = 0
+    for part in sorted(folder.glob("part-*.parquet")):
+        if part.name != _part_name(count + 1):
+            break
+        try:
+            lines = pq.read_table(part, columns=["line"]).column(0).to_pylist()
+        except Exception:  # noqa: BLE001 - a part that cannot be read is not kept (the resume drops it)
+            break
+        if not lines or lines != list(range(count + 1, count + len(lines) + 1)):
+            break
+        count += len(lines)
+    return count
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What an interrupted `--resume` run says it kept, counted in the output as a resume will read
+    it: how many rows, or that there are none; then how to continue."""
+    output = Path(args.output)
+    fmt = getattr(args, "format", None)
+    again = "run the same command again (with --resume) to continue"
+    try:
+        meta = read_meta(output) if output.exists() or parts_path(output).exists() else None
+        if meta is None or meta.get("rows") != NUMBERING["rows"] or fmt not in ("jsonl", "tsv", "parquet"):
+            count = None if meta is not None else 0
+        elif fmt == "parquet":
+            count = _parquet_rows_kept(parts_path(output)) if parts_path(output).exists() else _parquet_rows(output)
+        else:
+            count = len(_kept_rows(output, fmt)[0])
+    except (InputError, OSError, ValueError):
+        count = None
+    if count is None:
+        return f": the rows written to {output} so far are kept; {again}"
+    if count == 0:
+        return f": no row was written yet, so {output} keeps none; {again}"
+    return f": {counted(count, 'row')} kept in {output} (lines 1 to {count}); {again} after them"
+
+
+def _parquet_rows(path: Path) -> int:
+    """Rows of a finished Parquet output."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
 
 
 def _renumber(path: Path, fmt: str, meta: dict[str, Any]) -> None:
@@ -284,6 +344,11 @@ def _check_resumable(output: Path, args: argparse.Namespace, fingerprints: dict[
     if len(recorded.get("references", [])) != len(args.references):
         raise InputError(f"{output} was started with {len(recorded.get('references', []))} reference file(s), "
                          f"now {len(args.references)}: use the same inputs, or another -o")
+    chunk_size = meta.get("chunk_size")  # earlier versions recorded none
+    if chunk_size is not None and chunk_size != args.chunk_size:
+        raise InputError(f"{output} was started with --chunk-size {chunk_size}, now {args.chunk_size}: continue it "
+                         f"with --chunk-size {chunk_size} (its chunks, from line 1, meet the encoder in the same "
+                         "batches as an uninterrupted run's: the same numbers), or use another -o")
     changed = changed_inputs(
         [recorded["candidates"], *recorded["references"]],
         [fingerprints["candidates"], *fingerprints["references"]],
@@ -348,7 +413,7 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
         folder = parts_path(plan.path)
         if not appending:
             write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints,
-                                   **NUMBERING})
+                                   "chunk_size": args.chunk_size, **NUMBERING})
             shutil.rmtree(folder, ignore_errors=True)  # parts of a run with other settings or inputs
         folder.mkdir(exist_ok=True)
         parts = ParquetParts(folder, scorer.hash)
@@ -357,7 +422,7 @@ def open_rows(args: argparse.Namespace, scorer, appending: bool) -> Iterator[tup
     elif plan.resume:
         if not appending:
             write_meta(plan.path, {"hashcode": scorer.hash, "format": args.format, "inputs": plan.fingerprints,
-                                   **NUMBERING})
+                                   "chunk_size": args.chunk_size, **NUMBERING})
         mode = "a" if appending else "w"
         with contextlib.ExitStack() as stack:
             values = (stack.enter_context(open(values_path(plan.path), mode, encoding="utf-8", newline="\n"))

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from ..inputs import InputError
 from ..wording import counted
 from .io import decoded_lines, input_paths, name_lines, open_text
-from .options import build_scorer
+from .options import build_scorer, chunk_size
 from .rows import TSV_HEADER, Row, exact_values_text, format_row, open_rows, plan_output, resumed_rows
 
 logger = logging.getLogger("bertscore")
@@ -186,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         logger.warning("--use_fast_tokenizer is accepted but changes nothing: the fast tokenizer is always used "
                        "(with this flag the official command uses the slow one)")
     _check_inputs(args)
+    args.chunk_size = chunk_size(args)  # before the output's plan: a resumed file records its chunks' size
     if args.ci and args.total_pairs is not None and args.total_pairs < 2:
         raise InputError(_ci_needs_two(args, args.total_pairs))
     args.output_plan = plan_output(args)
@@ -208,19 +209,26 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
     """Score the input chunk by chunk with `score_fn(cands, refs, notes, progress)` and write the rows.
 
     One progress bar for the run (`args.progress`), in candidate-reference pairs: `score_fn` may
-    move it as it goes (per encoder batch); whatever it left, the bar is at the chunk's end after it."""
+    move it as it goes (per encoder batch); whatever it left, the bar is at the chunk's end after it.
+    Chunks start at line 1 + k x --chunk-size in every run: a resumed run whose last kept row ends
+    inside a chunk (a kill during its write) scores that chunk again whole and writes the rows after
+    the kept ones, so every chunk meets the encoder as in an uninterrupted run (the same batches,
+    the same numbers)."""
     summary = Summary(keep_values=args.ci)
     done = resumed_rows(args, scorer)
     for row in done:
         summary.add(row)
+    start = len(done) - len(done) % args.chunk_size  # the first line of the chunk the kept rows end in, less 1
+    if len(done) == args.total_pairs:  # a finished output: nothing to score again
+        start = len(done)
     collected: list[Row] = list(done) if args.format == "json" else []
     with open_rows(args, scorer, appending=bool(done)) as (out, exact_values):
         if args.format == "tsv" and not done:
             out.write(TSV_HEADER)
         pairs = _pairs(args)
-        skipped_refs = _skip_done(args, pairs, len(done))
+        skipped_refs = _skip_done(args, pairs, start)
         if on_start is not None:
-            on_start(len(done))
+            on_start(start)
         shown_notes: set[str] = set()
         progress = tqdm(total=args.total_comparisons, initial=sum(skipped_refs), disable=not args.progress,
                         desc="BERTScore", unit="pair")
@@ -231,16 +239,20 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
             chunk_end = progress.n + sum(len(r) for r in refs)
             precision, recall, f1 = score_fn(cands, refs, notes, progress)
             progress.update(chunk_end - progress.n)
-            _show_notes(notes, summary.count, args, shown_notes)
-            rows = [Row(summary.count + i, p, r, f) for i, (p, r, f) in
-                    enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()), start=1)]
+            _show_notes(notes, start, args, shown_notes)
+            rows = [row for row in (Row(start + i, p, r, f) for i, (p, r, f) in
+                                    enumerate(zip(precision.tolist(), recall.tolist(), f1.tolist()), start=1))
+                    if row.line > len(done)]  # a chunk scored again: only its rows after the kept ones
+            start += len(chunk)
             for row in rows:
                 summary.add(row)
             if args.format == "json":
                 collected.extend(rows)
-            else:
+            elif rows:
                 _write_chunk(args, out, exact_values, rows)
         progress.close()
+        if start < len(done):
+            raise InputError(f"{args.output} holds {len(done)} rows but the inputs only {start} pairs")
         if summary.count == 0:
             raise InputError(f"{input_paths(args)[0]} has no lines: nothing to score")
         _write_summary(args, scorer, summary, collected, out)
@@ -248,7 +260,8 @@ def _write_results(args: argparse.Namespace, scorer, score_fn, on_start=None) ->
 
 
 def _skip_done(args: argparse.Namespace, pairs: Iterator[tuple[str, list[str]]], done: int) -> list[int]:
-    """Read past the pairs a resumed output holds already; the number of references of each."""
+    """Read past the first `done` pairs (the whole chunks a resumed output holds); the number of
+    references of each."""
     skipped_refs = [len(refs) for _, refs in islice(pairs, done)]
     if len(skipped_refs) < done:
         raise InputError(f"{args.output} holds {done} rows but the inputs only {len(skipped_refs)} pairs")

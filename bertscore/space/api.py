@@ -92,10 +92,14 @@ class ComputeEndpoint:
                  idf: bool = False, rescale: bool = False, lang: str = "", long_texts: str = "truncate",
                  window_stride: str = "") -> ApiRequest | dict:
         """A checked request with its scorer, or its answer when it has no predictions."""
-        cands, groups = api_texts(self.config, predictions, references)
+        missing = [name for name, value in (("predictions", predictions), ("references", references)) if value is None]
+        if missing:  # a plain HTTP request that sent fewer than 2 values (completed_values), or a JSON null
+            raise UserError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing: {call_form()}")
+        input_notes: list[str] = []
+        cands, groups = api_texts(self.config, predictions, references, input_notes)
         scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride,
                                             spelling=COMPUTE_SPELLING)
-        request = ApiRequest(scorer, cands, groups, notes)
+        request = ApiRequest(scorer, cands, groups, input_notes + notes)
         return request if cands else self._result(request, ([], [], []))
 
     def _submit(self, request: ApiRequest) -> Any:
@@ -111,6 +115,31 @@ class ComputeEndpoint:
             "hashcode": scorer.hash, "model": scorer.model_type, "rescaled": bool(scorer.rescale_with_baseline),
             "notes": [COMPUTE_SPELLING.places(note) for note in request.notes],
         }
+
+
+def _parameters() -> list[inspect.Parameter]:
+    """/compute's parameters, in the order a request gives their values."""
+    return list(inspect.signature(ComputeEndpoint.compute).parameters.values())[1:]
+
+
+def call_form() -> str:
+    """How a request gives /compute's values, named: the required ones, then the optional ones."""
+    required = [p.name for p in _parameters() if p.default is inspect.Parameter.empty]
+    optional = [p.name for p in _parameters() if p.default is not inspect.Parameter.empty]
+    return (f"/compute takes {', '.join(required)} (required), then {', '.join(optional)} (optional, in this "
+            f"order; a request may stop after any of them)")
+
+
+def completed_values(values: list[Any]) -> list[Any]:
+    """A request's values in /compute's order, completed as a client that stops early means them: each
+    optional parameter it left out at its default, a required one as None (`compute` names it). Plain
+    HTTP (`POST /gradio_api/call/compute` with `{"data": [...]}`) sends only the values it has, where
+    gradio_client fills in the defaults; more values than parameters is a UserError naming the count."""
+    parameters = _parameters()
+    if len(values) > len(parameters):
+        raise UserError(f"{len(values)} values for {len(parameters)} parameters: {call_form()}")
+    return list(values) + [None if p.default is inspect.Parameter.empty else p.default
+                           for p in parameters[len(values):]]
 
 
 def compute_error(error: Exception) -> dict:

@@ -140,11 +140,17 @@ def system_b_texts(config: AppConfig, upload_b: Any, groups: list[list[str]]) ->
     return candidates_b
 
 
-def api_texts(config: AppConfig, predictions: Any, references: Any) -> tuple[list[str], list[list[str]]]:
+def api_texts(config: AppConfig, predictions: Any, references: Any,
+              notes: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """`/compute`'s predictions and reference groups: JSON lists, or one plain text with one reference
     per line; checked by the library's own rules (the same errors as every other door) and the limits,
-    naming places as its parameters (predictions[i], references[i][j])."""
+    naming places as its parameters (predictions[i], references[i][j]). References given as plain
+    text get a note in `notes` saying how they were read (one per line, as the page's box)."""
     cands, groups = _api_inputs(predictions, references)
+    if notes is not None and isinstance(references, str) and not references.strip().startswith("[") and groups:
+        count = len(groups[0])
+        notes.append(f"references is plain text, not a JSON list: read as the page reads its box, one reference "
+                     f"per non-blank line ({count} reference{'s' if count != 1 else ''})")
     if len(cands) > config.max_rows:
         raise UserError(f"{len(cands)} predictions; this app accepts at most {config.max_rows} per call")
     check_texts(config, cands, groups, COMPUTE_SPELLING)

