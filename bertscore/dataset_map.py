@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .inputs import InputError, normalize_group
+from .inputs import InputError, MissingColumnError, normalize_group
 
 if TYPE_CHECKING:
     from .scorer import BERTScorer
@@ -41,7 +41,7 @@ class ScoreColumns:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list]:
         for column in (self.predictions, self.references):
             if column not in batch:
-                raise InputError(f"the batch has no column {column!r} (its columns: {', '.join(map(repr, batch))}): "
+                raise MissingColumnError(f"the batch has no column {column!r} (its columns: {', '.join(map(repr, batch))}): "
                                f"name the columns with score_columns(scorer, predictions=..., references=...)")
         scores = self.scorer.score(list(batch[self.predictions]), list(batch[self.references]))
         # [N] per column, or [K, N] with all_layers: one list of K per row

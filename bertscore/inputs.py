@@ -26,6 +26,14 @@ class InputTypeError(InputError, TypeError):
     """An input of the wrong type (e.g. a number where a text goes): an InputError and a TypeError."""
 
 
+class MissingColumnError(InputError, KeyError):
+    """A column a door reads is not among the columns it was given (a dataset's, a trainer's call, a
+    map function's batch): an `InputError`, and a KeyError as a missing column is; shown as text."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def lone_surrogate(text: str) -> str | None:
     """What is wrong with `text` when it holds a lone surrogate (not Unicode text: it has no UTF-8
     form), as "contains a lone surrogate (U+D800 at character 3)..."; None when it holds none."""

@@ -21,7 +21,7 @@ from datasets.utils._dill import dumps  # noqa: E402
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.dataset_map import ScoreColumns, column_texts, score_columns  # noqa: E402
-from bertscore.inputs import InputError  # noqa: E402
+from bertscore.inputs import InputError, MissingColumnError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PREDICTIONS = ["the cat sat on the mat", "a dog barked at night", "it rained all day in Berlin",
@@ -182,7 +182,7 @@ def test_all_layers_give_a_list_per_row(minilm_scorer) -> None:
 
 
 def test_bad_columns_are_named(minilm_scorer) -> None:
-    with pytest.raises(InputError, match="no column 'prediction'.*'hyp'"):
+    with pytest.raises(MissingColumnError, match="no column 'prediction'.*'hyp'"):  # an InputError and a KeyError
         score_columns(minilm_scorer)({"hyp": ["a"], "reference": ["b"]})
     with pytest.raises(InputError, match="predictions must be a column name"):
         ScoreColumns(minilm_scorer, predictions="")
