@@ -47,7 +47,7 @@ from bertscore.models import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import PeakRSS, table, timed, wmt17_joined  # noqa: E402
+from harness import PeakMemory, table, timed, wmt17_joined  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6
@@ -76,7 +76,7 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
 def measured(fn):
     """(seconds, CPU seconds, peak RSS bytes, result) of one call, after a garbage collection."""
     gc.collect()
-    with PeakRSS() as rss:
+    with PeakMemory() as rss:
         seconds, cpu, out = timed(fn, cpu=True)
     return seconds, cpu, rss.peak, out
 
