@@ -78,7 +78,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import FIXTURE, PeakMemory, max_delta, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
+from harness import FIXTURE, PeakMemory, device_sync, max_delta, measured, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
@@ -396,13 +396,6 @@ class Models:
 
 
 # ----- measuring ---------------------------------------------------------------------------
-def _sync() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
 def _empty_cache() -> None:
     import gc
 
@@ -431,6 +424,10 @@ class Context:
     @property
     def cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def sync(self) -> Callable[[], None] | None:
+        return device_sync(self.device)
 
     def device_budget(self) -> dict[str, int]:
         """The GPU's default token budget per encoder batch, also on the dry run's CPU stand-in,
@@ -566,13 +563,6 @@ def section_precision(s: Section, ctx: Context) -> None:
     s.table(["family", "dtype", "max |dF| vs fp32", "Pearson r vs fp32"], rows)
 
 
-def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """One call's wall time by step (host_speed.phase_times), the device synchronised at each step's end."""
-    from host_speed import phase_times as host_phase_times
-
-    return host_phase_times(scorer, cands, refs, _sync)
-
-
 def sdp_priority() -> str:
     """torch's attention-backend priority order as the process has it now (a recent torch with a recent
     cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
@@ -613,6 +603,7 @@ def section_throughput(s: Section, ctx: Context) -> None:
 
 
 def _throughput(s: Section, ctx: Context) -> None:
+    from host_speed import phase_times
     from speed import make_floor
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
@@ -651,8 +642,7 @@ def _throughput(s: Section, ctx: Context) -> None:
     results: dict[str, dict[str, Any]] = {}
     outputs: dict[str, Any] = {}
     for name, fn in methods.items():
-        with PeakMemory(ctx.device) as memory:
-            seconds, out = timed(fn, _sync)
+        seconds, _, memory, out = measured(fn, ctx.device)
         peak, above = memory.mib()
         results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_mib": peak, "peak_above_start_mib": above}
         outputs[name] = out
@@ -860,9 +850,11 @@ def section_options(s: Section, ctx: Context) -> None:
 
 
 def section_all_pairs(s: Section, ctx: Context) -> None:
-    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it, and its
-    peak memory at all_pairs_memory x all_pairs_memory texts (the result plus one block of similarities)."""
+    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it
+    (all_pairs.matrix_vs_flattened), and its peak memory at all_pairs_memory x all_pairs_memory texts
+    (the result plus one block of similarities)."""
     import torch
+    from all_pairs import matrix_vs_flattened
 
     spec = ctx.models.specs["minilm"]
     scorer = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
@@ -870,13 +862,9 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
     texts = list(dict.fromkeys(cands + refs))
     small = texts[: ctx.sizes.all_pairs_speed]
     scorer.score_matrix(small[:4], small[:4], notes=[])  # warm-up
-    flat_c, flat_r = [c for c in small for _ in small], [r for _ in small for r in small]
-    matrix_s, matrix = timed(lambda: scorer.score_matrix(small, small, notes=[]), _sync)
-    flat_s, flat = timed(lambda: scorer.score(flat_c, flat_r, notes=[]), _sync)
-    delta = max(max_delta(m.flatten(), f) for m, f in zip(matrix, flat))
+    matrix_s, flat_s, delta, _ = matrix_vs_flattened(scorer, small)
     big = texts[: ctx.sizes.all_pairs_memory]
-    with PeakMemory(ctx.device) as memory:
-        big_s, big_out = timed(lambda: scorer.score_matrix(big, big, notes=[]), _sync)
+    big_s, _, memory, big_out = measured(lambda: scorer.score_matrix(big, big, notes=[]), ctx.device)
     peak, above = memory.mib()
     _all_pairs_against_floor(s, ctx, scorer, big, big_s)
     s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
@@ -895,30 +883,14 @@ def _all_pairs_against_floor(s: Section, ctx: Context, scorer: Any, texts: list[
     """score_matrix(texts, texts) by phase, and against its floor: the encoder alone over the texts
     (`speed.make_floor`) plus one matching pass (2 x D x K x the sums of both sides' token counts
     flops) at the device's fp32 matmul rate, measured here."""
+    from all_pairs import matrix_phases
     from speed import make_floor
 
-    from bertscore import all_pairs
-
-    spent = {"embed": 0.0, "match": 0.0}
-    originals = {"embed": all_pairs._embed, "match": all_pairs._match}
-
-    def synced(name: str) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            out = originals[name](*args, **kwargs)
-            _sync()
-            spent[name] += time.perf_counter() - start
-            return out
-        return wrapper
-
-    all_pairs._embed, all_pairs._match = synced("embed"), synced("match")
-    try:
-        total, _ = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), _sync)
-    finally:
-        all_pairs._embed, all_pairs._match = originals["embed"], originals["match"]
+    spent = matrix_phases(scorer, texts)
+    total = spent.pop("total")
     embedder = scorer.embedder
     floor, _, tokens = make_floor(scorer.model, texts, embedder.max_tokens_per_batch, embedder.batch_size)
-    floor_s, _ = timed(floor, _sync)
+    floor_s, _ = timed(floor, ctx.sync)
     hidden = scorer.model.encoder.config.hidden_size * scorer.pipeline.settings.score_layers
     flops = 2.0 * hidden * tokens * tokens  # the texts against themselves: every token pair once
     rate = matmul_rate(ctx)
@@ -946,7 +918,7 @@ def matmul_rate(ctx: Context) -> float:
     with full_fp32_precision():
         a @ b  # warm-up
         for _ in range(5):
-            seconds, _ = timed(lambda: a @ b, _sync)
+            seconds, _ = timed(lambda: a @ b, ctx.sync)
             best = min(best, seconds)
     return 2.0 * size ** 3 / best
 
@@ -954,6 +926,8 @@ def matmul_rate(ctx: Context) -> float:
 def section_per_call(s: Section, ctx: Context) -> None:
     """One pair a call, as HELM and DeepEval score on a GPU: the fixed cost of a call, ours beside the
     official package's, and ours summed by phase over the calls."""
+    from host_speed import phase_times
+
     cands, refs = ctx.first(ctx.sizes.per_call_pairs)
     spec = ctx.models.specs["bert"]
     methods: dict[str, Callable[[], Any]] = {}
@@ -969,7 +943,7 @@ def section_per_call(s: Section, ctx: Context) -> None:
         scorer.score(cands[:2], refs[:2])  # warm-up
         methods[name] = lambda scorer=scorer: [scorer.score([c], [r]) for c, r in zip(cands, refs)]
     s.note(f"{len(cands)} calls of one pair each, {spec.description}, cache off")
-    seconds = {name: timed(fn, _sync)[0] for name, fn in methods.items()}
+    seconds = {name: timed(fn, ctx.sync)[0] for name, fn in methods.items()}
     official_s = seconds.get("official_fp32")
     s.table(["method", "ms per call", "calls/s", "x official fp32"],
             [[name, 1e3 * t / len(cands), len(cands) / t, official_s / t if official_s else "-"]
@@ -1005,8 +979,8 @@ def section_memory(s: Section, ctx: Context) -> None:
     peaks = {}
     for label, chosen in sets.items():
         set_cands, set_refs = [cands[i] for i in chosen], [refs[i] for i in chosen]
-        with PeakMemory("cpu") as host, PeakMemory(ctx.device) as memory:
-            seconds, _ = timed(lambda: scorer.score(set_cands, set_refs), _sync)
+        with PeakMemory("cpu") as host:
+            seconds, _, memory, _ = measured(lambda: scorer.score(set_cands, set_refs), ctx.device)
         peak, above = memory.mib()
         peaks[label] = above
         rows.append([label, len(chosen), max(tokens[i] for i in chosen), seconds, peak, above, host.mib()[1]])
@@ -1065,8 +1039,7 @@ def section_long_texts(s: Section, ctx: Context) -> None:
         scorer = ctx.models.scorer("bert", ctx.device, dtype, cache_bytes=0, long_texts=mode)
         notes: list[str] = []  # truncate: the note naming the cut texts, expected here
         scorer.score(cands[:1], refs[:1], notes=notes)  # warm-up
-        with PeakMemory(ctx.device) as memory:
-            seconds, out = timed(lambda: scorer.score(cands[:count], refs[:count], notes=notes), _sync)
+        seconds, _, memory, out = measured(lambda: scorer.score(cands[:count], refs[:count], notes=notes), ctx.device)
         peak, above = memory.mib()
         outputs[label] = out
         finite = all(bool(t.isfinite().all()) for t in out)

@@ -6,7 +6,7 @@ the WMT17 pairs, the official package, and the markdown table.
 - `PeakMemory(device)` / `peak_rss(pid)`: the one memory probe. On the CPU, the kernel's own
   high-water mark of a process's resident set (VmHWM in /proc/PID/status), reset at the start of a
   block (clear_refs 5): exact, never sampled; on CUDA, torch's allocator peak (max_memory_allocated).
-  `device_sync(device)`: the synchronise `timed` takes on CUDA.
+  `device_sync(device)`: the synchronise `timed` takes on CUDA; `measured(fn, device)`: time and peak.
   Other quantities are measured as what they are: numpy's allocations
   (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
@@ -124,6 +124,17 @@ class PeakMemory:
     def mib(self) -> tuple[int, int]:
         """(peak MiB, peak above entry MiB)."""
         return round(self.peak / 2**20), round(self.above / 2**20)
+
+
+def measured(fn: Callable[[], Any], device: str = "cpu") -> tuple[float, float, PeakMemory, Any]:
+    """(wall seconds, CPU seconds, PeakMemory, result) of one call on `device`, after a garbage
+    collection: the one timed-and-probed call of every benchmark, on the CPU or on CUDA."""
+    import gc
+
+    gc.collect()
+    with PeakMemory(device) as memory:
+        seconds, cpu, out = timed(fn, device_sync(device), cpu=True)
+    return seconds, cpu, memory, out
 
 
 # ----- WMT17 -----------------------------------------------------------------------------------
