@@ -42,7 +42,8 @@ the budget is skipped, saying so:
     .venv/bin/python benchmarks/gpu_check.py --dry-run      # CPU, tiny sizes, < 1 min (CI runs it)
 
 --dry-run runs the same code on the CPU with tiny sizes (a 2-layer small BERT, a few dozen pairs);
-what needs CUDA says "skipped (no CUDA)", and speed targets are not judged. It reads no
+what needs CUDA says "skipped (no CUDA)", speed and memory targets are not judged, and peak
+memory is the process's resident set (harness.PeakMemory: the allocator's peak on CUDA). It reads no
 ../shared: the WMT17 fixture under tests/data/ where present, else sentences built in.
 Exit code: 0 when every section ran and every judged check passed, else 1.
 """
