@@ -24,7 +24,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -32,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from harness import official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
+from harness import device_sync, official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
 from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
@@ -96,6 +98,46 @@ def plain_script(tokenizer, model, texts: list[str]) -> tuple[torch.Tensor, torc
         return precision, recall, 2 * precision * recall / (precision + recall)
 
 
+def flattened(texts: list[str]) -> tuple[list[str], list[str]]:
+    """Every (a, b) of texts x texts as two flat lists, in the matrix's row-major order."""
+    return [c for c in texts for _ in texts], [r for _ in texts for r in texts]
+
+
+def matrix_vs_flattened(scorer: Any, texts: list[str]) -> tuple[float, float, float, Any]:
+    """score_matrix(texts, texts) and the flattened score() on the scorer's device: (matrix s,
+    flattened s, max |delta| over P, R, F, the matrices)."""
+    sync = device_sync(str(scorer.device))
+    matrix_s, matrix = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)
+    flat_s, flat = timed(lambda: scorer.score(*flattened(texts), notes=[]), sync)
+    return matrix_s, flat_s, max(float((m.flatten() - f).abs().max()) for m, f in zip(matrix, flat)), matrix
+
+
+def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
+    """score_matrix(texts, texts)'s wall seconds in all ("total") and in embedding and matching (its
+    own `_embed` and `_match`, wrapped for the call; on CUDA each synchronised at its end)."""
+    from bertscore.scoring import all_pairs
+
+    sync = device_sync(str(scorer.device)) or (lambda: None)
+    spent = {"embed": 0.0, "match": 0.0}
+    originals = {"embed": all_pairs._embed, "match": all_pairs._match}
+
+    def clocked(name: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            out = originals[name](*args, **kwargs)
+            sync()
+            spent[name] += time.perf_counter() - start
+            return out
+        return wrapper
+
+    all_pairs._embed, all_pairs._match = clocked("embed"), clocked("match")
+    try:
+        spent["total"] = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)[0]
+    finally:
+        all_pairs._embed, all_pairs._match = originals["embed"], originals["match"]
+    return spent
+
+
 def speed(args: argparse.Namespace) -> list[dict]:
     from transformers import AutoModel, AutoTokenizer
 
@@ -114,17 +156,13 @@ def speed(args: argparse.Namespace) -> list[dict]:
     for kind, load in (("short", tatoeba_short_texts), ("news", wmt17_texts)):
         for position, size in enumerate(args.sizes):
             texts = load(args.data, size)
-            flat_c = [c for c in texts for _ in texts]
-            flat_r = [r for _ in texts for r in texts]
+            flat_c, flat_r = flattened(texts)
             runs: dict[str, list[float]] = {"matrix": [], "flattened": [], "plain": [], "official": []}
             deltas: dict[str, float] = {}
             for _ in range(args.repeats if position == 0 else 1):
-                seconds, matrix = timed(lambda: ours.score_matrix(texts, texts, notes=[]))
-                runs["matrix"].append(seconds)
-                seconds, flat = timed(lambda: ours.score(flat_c, flat_r, notes=[]))
-                runs["flattened"].append(seconds)
-                deltas["max_abs_delta_vs_flattened"] = max(
-                    float((m.flatten() - f).abs().max()) for m, f in zip(matrix, flat))
+                matrix_s, flat_s, deltas["max_abs_delta_vs_flattened"], matrix = matrix_vs_flattened(ours, texts)
+                runs["matrix"].append(matrix_s)
+                runs["flattened"].append(flat_s)
                 if size in PLAIN_SCRIPT_SIZES:
                     seconds, plain = timed(lambda: plain_script(tokenizer, model, texts))
                     runs["plain"].append(seconds)

@@ -42,7 +42,8 @@ the budget is skipped, saying so:
     .venv/bin/python benchmarks/gpu_check.py --dry-run      # CPU, tiny sizes, < 1 min (CI runs it)
 
 --dry-run runs the same code on the CPU with tiny sizes (a 2-layer small BERT, a few dozen pairs);
-what needs CUDA says "skipped (no CUDA)", and speed targets are not judged. It reads no
+what needs CUDA says "skipped (no CUDA)", speed and memory targets are not judged, and peak
+memory is the process's resident set (harness.PeakMemory: the allocator's peak on CUDA). It reads no
 ../shared: the WMT17 fixture under tests/data/ where present, else sentences built in.
 Exit code: 0 when every section ran and every judged check passed, else 1.
 """
@@ -78,7 +79,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import FIXTURE, max_delta, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
+from harness import FIXTURE, PeakMemory, device_sync, max_delta, measured, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
@@ -396,13 +397,6 @@ class Models:
 
 
 # ----- measuring ---------------------------------------------------------------------------
-def _sync() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
 def _empty_cache() -> None:
     import gc
 
@@ -411,37 +405,6 @@ def _empty_cache() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-class GpuMemory:
-    """Peak GPU memory allocated inside the block (torch.cuda.max_memory_allocated, reset at entry)."""
-
-    def __init__(self, device: str):
-        import torch
-
-        self.cuda = device.startswith("cuda") and torch.cuda.is_available()
-
-    def __enter__(self) -> "GpuMemory":
-        import torch
-
-        if self.cuda:
-            _sync()
-            torch.cuda.reset_peak_memory_stats()
-            self.before = torch.cuda.memory_allocated()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        import torch
-
-        if self.cuda:
-            _sync()
-            self.peak = torch.cuda.max_memory_allocated()
-
-    def mib(self) -> tuple[Any, Any]:
-        """(peak MiB, peak above what was allocated at entry, MiB), or 'skipped (no CUDA)'."""
-        if not self.cuda:
-            return "skipped (no CUDA)", "skipped (no CUDA)"
-        return round(self.peak / 2**20), round((self.peak - self.before) / 2**20)
 
 
 def pearson(a: Any, b: Any) -> float:
@@ -462,6 +425,10 @@ class Context:
     @property
     def cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def sync(self) -> Callable[[], None] | None:
+        return device_sync(self.device)
 
     def device_budget(self) -> dict[str, int]:
         """The GPU's default token budget per encoder batch, also on the dry run's CPU stand-in,
@@ -522,6 +489,8 @@ def section_environment(s: Section, meta: dict[str, Any]) -> None:
 def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) -> None:
     s.note(f"pairs: {source}; tokenizer of the BERT: {tokenizer_dir}")
     s.note(f"device under test: {ctx.device}" + ("" if ctx.cuda else " (dry run: the CPU stands in for the GPU)"))
+    s.note("peak MiB in every table: harness.PeakMemory on the device, torch's allocator peak on CUDA, the "
+           "process's resident-set peak (VmHWM) on the CPU")
     s.table(["family", "model", "folder"], [[m.family, m.description, m.path] for m in ctx.models.specs.values()])
     s["sizes"] = dataclasses.asdict(ctx.sizes)
     s["models"] = {k: m.description for k, m in ctx.models.specs.items()}
@@ -595,13 +564,6 @@ def section_precision(s: Section, ctx: Context) -> None:
     s.table(["family", "dtype", "max |dF| vs fp32", "Pearson r vs fp32"], rows)
 
 
-def phase_times(scorer: Any, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """One call's wall time by step (host_speed.phase_times), the device synchronised at each step's end."""
-    from host_speed import phase_times as host_phase_times
-
-    return host_phase_times(scorer, cands, refs, _sync)
-
-
 def sdp_priority() -> str:
     """torch's attention-backend priority order as the process has it now (a recent torch with a recent
     cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
@@ -642,6 +604,7 @@ def section_throughput(s: Section, ctx: Context) -> None:
 
 
 def _throughput(s: Section, ctx: Context) -> None:
+    from host_speed import phase_times
     from speed import make_floor
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
@@ -680,19 +643,18 @@ def _throughput(s: Section, ctx: Context) -> None:
     results: dict[str, dict[str, Any]] = {}
     outputs: dict[str, Any] = {}
     for name, fn in methods.items():
-        with GpuMemory(ctx.device) as memory:
-            seconds, out = timed(fn, _sync)
+        seconds, _, memory, out = measured(fn, ctx.device)
         peak, above = memory.mib()
-        results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_gpu_mib": peak, "peak_above_start_mib": above}
+        results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_mib": peak, "peak_above_start_mib": above}
         outputs[name] = out
-        print(f"  {name}: {seconds:.2f} s, peak GPU memory {peak} MiB", flush=True)
+        print(f"  {name}: {seconds:.2f} s, peak memory {peak} MiB", flush=True)
     official_s = results.get("official_fp32", {}).get("seconds")
     rows = []
     for name, row in results.items():
         row["x_official_throughput"] = official_s / row["seconds"] if official_s else None
-        rows.append([name, row["seconds"], row["pairs_per_s"], row["x_official_throughput"] or "-", row["peak_gpu_mib"],
+        rows.append([name, row["seconds"], row["pairs_per_s"], row["x_official_throughput"] or "-", row["peak_mib"],
                      row["peak_above_start_mib"]])
-    s.table(["method", "seconds", "pairs/s", "throughput vs official fp32", "peak GPU MiB", "peak above start MiB"], rows)
+    s.table(["method", "seconds", "pairs/s", "throughput vs official fp32", "peak MiB", "peak above start MiB"], rows)
     s["methods"] = results
     judge = ctx.cuda
     # Targets that can hold and mean something: bf16 against the encoder-alone floor of the same
@@ -889,9 +851,11 @@ def section_options(s: Section, ctx: Context) -> None:
 
 
 def section_all_pairs(s: Section, ctx: Context) -> None:
-    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it, and its
-    peak memory at all_pairs_memory x all_pairs_memory texts (the result plus one block of similarities)."""
+    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it
+    (all_pairs.matrix_vs_flattened), and its peak memory at all_pairs_memory x all_pairs_memory texts
+    (the result plus one block of similarities)."""
     import torch
+    from all_pairs import matrix_vs_flattened
 
     spec = ctx.models.specs["minilm"]
     scorer = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
@@ -899,17 +863,13 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
     texts = list(dict.fromkeys(cands + refs))
     small = texts[: ctx.sizes.all_pairs_speed]
     scorer.score_matrix(small[:4], small[:4], notes=[])  # warm-up
-    flat_c, flat_r = [c for c in small for _ in small], [r for _ in small for r in small]
-    matrix_s, matrix = timed(lambda: scorer.score_matrix(small, small, notes=[]), _sync)
-    flat_s, flat = timed(lambda: scorer.score(flat_c, flat_r, notes=[]), _sync)
-    delta = max(max_delta(m.flatten(), f) for m, f in zip(matrix, flat))
+    matrix_s, flat_s, delta, _ = matrix_vs_flattened(scorer, small)
     big = texts[: ctx.sizes.all_pairs_memory]
-    with GpuMemory(ctx.device) as memory:
-        big_s, big_out = timed(lambda: scorer.score_matrix(big, big, notes=[]), _sync)
+    big_s, _, memory, big_out = measured(lambda: scorer.score_matrix(big, big, notes=[]), ctx.device)
     peak, above = memory.mib()
     _all_pairs_against_floor(s, ctx, scorer, big, big_s)
     s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
-    s.table(["N x N", "score_matrix s", "flattened score() s", "x", "peak GPU MiB", "peak above start MiB"],
+    s.table(["N x N", "score_matrix s", "flattened score() s", "x", "peak MiB", "peak above start MiB"],
             [[f"{len(small)} x {len(small)}", matrix_s, flat_s, flat_s / matrix_s, "-", "-"],
              [f"{len(big)} x {len(big)}", big_s, "-", "-", peak, above]])
     s.check("score_matrix vs flattened score(), max |delta|", delta, f"<= {PARITY_TOLERANCE}", delta <= PARITY_TOLERANCE)
@@ -924,30 +884,14 @@ def _all_pairs_against_floor(s: Section, ctx: Context, scorer: Any, texts: list[
     """score_matrix(texts, texts) by phase, and against its floor: the encoder alone over the texts
     (`speed.make_floor`) plus one matching pass (2 x D x K x the sums of both sides' token counts
     flops) at the device's fp32 matmul rate, measured here."""
+    from all_pairs import matrix_phases
     from speed import make_floor
 
-    from bertscore.scoring import all_pairs
-
-    spent = {"embed": 0.0, "match": 0.0}
-    originals = {"embed": all_pairs._embed, "match": all_pairs._match}
-
-    def synced(name: str) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            out = originals[name](*args, **kwargs)
-            _sync()
-            spent[name] += time.perf_counter() - start
-            return out
-        return wrapper
-
-    all_pairs._embed, all_pairs._match = synced("embed"), synced("match")
-    try:
-        total, _ = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), _sync)
-    finally:
-        all_pairs._embed, all_pairs._match = originals["embed"], originals["match"]
+    spent = matrix_phases(scorer, texts)
+    total = spent.pop("total")
     embedder = scorer.embedder
     floor, _, tokens = make_floor(scorer.model, texts, embedder.max_tokens_per_batch, embedder.batch_size)
-    floor_s, _ = timed(floor, _sync)
+    floor_s, _ = timed(floor, ctx.sync)
     hidden = scorer.model.encoder.config.hidden_size * scorer.pipeline.settings.score_layers
     flops = 2.0 * hidden * tokens * tokens  # the texts against themselves: every token pair once
     rate = matmul_rate(ctx)
@@ -975,7 +919,7 @@ def matmul_rate(ctx: Context) -> float:
     with full_fp32_precision():
         a @ b  # warm-up
         for _ in range(5):
-            seconds, _ = timed(lambda: a @ b, _sync)
+            seconds, _ = timed(lambda: a @ b, ctx.sync)
             best = min(best, seconds)
     return 2.0 * size ** 3 / best
 
@@ -983,6 +927,8 @@ def matmul_rate(ctx: Context) -> float:
 def section_per_call(s: Section, ctx: Context) -> None:
     """One pair a call, as HELM and DeepEval score on a GPU: the fixed cost of a call, ours beside the
     official package's, and ours summed by phase over the calls."""
+    from host_speed import phase_times
+
     cands, refs = ctx.first(ctx.sizes.per_call_pairs)
     spec = ctx.models.specs["bert"]
     methods: dict[str, Callable[[], Any]] = {}
@@ -998,7 +944,7 @@ def section_per_call(s: Section, ctx: Context) -> None:
         scorer.score(cands[:2], refs[:2])  # warm-up
         methods[name] = lambda scorer=scorer: [scorer.score([c], [r]) for c, r in zip(cands, refs)]
     s.note(f"{len(cands)} calls of one pair each, {spec.description}, cache off")
-    seconds = {name: timed(fn, _sync)[0] for name, fn in methods.items()}
+    seconds = {name: timed(fn, ctx.sync)[0] for name, fn in methods.items()}
     official_s = seconds.get("official_fp32")
     s.table(["method", "ms per call", "calls/s", "x official fp32"],
             [[name, 1e3 * t / len(cands), len(cands) / t, official_s / t if official_s else "-"]
@@ -1021,8 +967,6 @@ def section_memory(s: Section, ctx: Context) -> None:
     budget) is the same in both, and only the corpus size differs. The first `memory_small` pairs
     (shorter texts) are shown beside them: how far peak memory moves with the longest text alone.
     """
-    import psutil
-
     spec = ctx.models.specs["bert"]
     cands, refs = ctx.first(ctx.sizes.memory_large)
     scorer = ctx.models.scorer("bert", ctx.device, "bfloat16" if ctx.cuda else "float32", cache_bytes=0)
@@ -1036,26 +980,23 @@ def section_memory(s: Section, ctx: Context) -> None:
     peaks = {}
     for label, chosen in sets.items():
         set_cands, set_refs = [cands[i] for i in chosen], [refs[i] for i in chosen]
-        rss_before = psutil.Process().memory_info().rss
-        with GpuMemory(ctx.device) as memory:
-            seconds, _ = timed(lambda: scorer.score(set_cands, set_refs), _sync)
+        with PeakMemory("cpu") as host:
+            seconds, _, memory, _ = measured(lambda: scorer.score(set_cands, set_refs), ctx.device)
         peak, above = memory.mib()
-        rss = (psutil.Process().memory_info().rss - rss_before) / 2**20
         peaks[label] = above
-        rows.append([label, len(chosen), max(tokens[i] for i in chosen), seconds, peak, above, round(rss)])
+        rows.append([label, len(chosen), max(tokens[i] for i in chosen), seconds, peak, above, host.mib()[1]])
     s.note(f"{spec.description}; bf16 on CUDA, cache off, batch_size={scorer.batch_size}, token budget "
            f"{scorer.embedder.max_tokens_per_batch}; one scorer for every set. The first {ctx.sizes.memory_small} "
            "pairs have shorter longest texts: their peak is shown, not judged (the encoder batch of the longest "
            "texts grows with them up to the token budget)")
-    s.table(["pairs of the first " + str(len(cands)), "pairs", "longest text (tokens)", "seconds", "peak GPU MiB",
-             "peak above start MiB", "host RSS growth MiB"], rows)
+    s.table(["pairs of the first " + str(len(cands)), "pairs", "longest text (tokens)", "seconds", "peak MiB",
+             "peak above start MiB", "host RSS peak above start MiB"], rows)
     s["rows"] = rows
     at_small, at_large = peaks[small], peaks[large]
-    if isinstance(at_small, (int, float)) and isinstance(at_large, (int, float)):
-        s.check(f"peak GPU memory at {len(cands)} pairs / at the {len(longest)} of them with the longest texts",
-                at_large / max(at_small, 1), "<= 1.25 (flat: chunks, not the corpus)", at_large <= 1.25 * at_small + 64)
-    else:
-        s.note("GPU memory: skipped (no CUDA)")
+    # Judged on CUDA (the allocator's peak); the dry run's host RSS is a figure.
+    s.check(f"peak memory at {len(cands)} pairs / at the {len(longest)} of them with the longest texts",
+            at_large / max(at_small, 1), "<= 1.25 (flat: chunks, not the corpus)", at_large <= 1.25 * at_small + 64,
+            judged=ctx.cuda)
     del scorer
     ctx.models.drop("bert", ctx.device, "bfloat16")
 
@@ -1099,14 +1040,13 @@ def section_long_texts(s: Section, ctx: Context) -> None:
         scorer = ctx.models.scorer("bert", ctx.device, dtype, cache_bytes=0, long_texts=mode)
         notes: list[str] = []  # truncate: the note naming the cut texts, expected here
         scorer.score(cands[:1], refs[:1], notes=notes)  # warm-up
-        with GpuMemory(ctx.device) as memory:
-            seconds, out = timed(lambda: scorer.score(cands[:count], refs[:count], notes=notes), _sync)
+        seconds, _, memory, out = measured(lambda: scorer.score(cands[:count], refs[:count], notes=notes), ctx.device)
         peak, above = memory.mib()
         outputs[label] = out
         finite = all(bool(t.isfinite().all()) for t in out)
         rows.append([label, count, seconds, count / seconds, float(out[2].mean()), peak, above])
         s.check(f"{label}: every score finite", "yes" if finite else "no", "finite", finite)
-    s.table(["run", "pairs", "seconds", "pairs/s", "mean F", "peak GPU MiB", "peak above start MiB"], rows)
+    s.table(["run", "pairs", "seconds", "pairs/s", "mean F", "peak MiB", "peak above start MiB"], rows)
     s["runs"] = rows
     # CUDA vs CPU on the windowed path, every family, a few documents (the CPU side is the slow one).
     count = ctx.sizes.long_parity_docs

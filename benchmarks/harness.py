@@ -3,9 +3,11 @@ the WMT17 pairs, the official package, and the markdown table.
 
 - `timed(fn, sync)` / `interleaved(methods, rounds)`: wall seconds of one call; every method once per
   round, in the same order, so that a drift of the machine falls on all methods alike.
-- `PeakRSS` / `peak_rss(pid)`: the kernel's own high-water mark of a process's resident set (VmHWM
-  in /proc/PID/status), reset at the start of a block (clear_refs 5): exact, never sampled.
-  Other quantities are measured as what they are: GPU memory (torch.cuda), numpy's allocations
+- `PeakMemory(device)` / `peak_rss(pid)`: the one memory probe. On the CPU, the kernel's own
+  high-water mark of a process's resident set (VmHWM in /proc/PID/status), reset at the start of a
+  block (clear_refs 5): exact, never sampled; on CUDA, torch's allocator peak (max_memory_allocated).
+  `device_sync(device)`: the synchronise `timed` takes on CUDA; `measured(fn, device)`: time and peak.
+  Other quantities are measured as what they are: numpy's allocations
   (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
@@ -74,20 +76,65 @@ def reset_peak_rss(pid: int | str = "self") -> None:
         handle.write("5")
 
 
-class PeakRSS:
-    """`with PeakRSS() as rss:` ... `rss.peak`: the most resident memory (bytes) the process held
-    inside the block, read from the kernel's counter (reset at entry)."""
+def device_sync(device: str = "cpu") -> Callable[[], None] | None:
+    """A synchronise for `timed` on a CUDA device (its work ends inside the timed block); None on the CPU."""
+    if not str(device).startswith("cuda"):
+        return None
+    import torch
 
-    def __init__(self, pid: int | str = "self"):
+    return torch.cuda.synchronize if torch.cuda.is_available() else None
+
+
+class PeakMemory:
+    """`with PeakMemory(device) as memory:` ... `memory.peak`, `memory.above` (bytes): the most memory
+    held inside the block, and that less what was held at entry. On the CPU, the process's resident
+    set from the kernel's counter (VmHWM, reset at entry); on CUDA, torch's allocator
+    (max_memory_allocated, reset at entry), the device synchronised at both ends."""
+
+    def __init__(self, device: str = "cpu", pid: int | str = "self"):
+        self.cuda = bool(device_sync(device))
         self.pid = pid
-        self.peak = 0
+        self.peak = self.before = 0
 
-    def __enter__(self) -> "PeakRSS":
-        reset_peak_rss(self.pid)
+    def __enter__(self) -> "PeakMemory":
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self.before = torch.cuda.memory_allocated()
+        else:
+            reset_peak_rss(self.pid)
+            self.before = peak_rss(self.pid) or 0
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.peak = peak_rss(self.pid) or 0
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+            self.peak = torch.cuda.max_memory_allocated()
+        else:
+            self.peak = peak_rss(self.pid) or 0
+
+    @property
+    def above(self) -> int:
+        return max(self.peak - self.before, 0)
+
+    def mib(self) -> tuple[int, int]:
+        """(peak MiB, peak above entry MiB)."""
+        return round(self.peak / 2**20), round(self.above / 2**20)
+
+
+def measured(fn: Callable[[], Any], device: str = "cpu") -> tuple[float, float, PeakMemory, Any]:
+    """(wall seconds, CPU seconds, PeakMemory, result) of one call on `device`, after a garbage
+    collection: the one timed-and-probed call of every benchmark, on the CPU or on CUDA."""
+    import gc
+
+    gc.collect()
+    with PeakMemory(device) as memory:
+        seconds, cpu, out = timed(fn, device_sync(device), cpu=True)
+    return seconds, cpu, memory, out
 
 
 # ----- WMT17 -----------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.scoring import tokenize_ahead  # noqa: E402
-from harness import FIXTURE, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -77,16 +77,16 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
     return (cands * repeat)[:n], (refs * repeat)[:n], f"the vendored WMT17 de-en fixture cycled to {n} pairs"
 
 
-def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str], sync: Any = None) -> dict[str, float]:
-    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); `sync` (a
-    device synchronise) ends the encode and match steps, so that a step's device work counts in it.
+def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[str, float]:
+    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); on CUDA a
+    synchronise ends the encode and match steps, so that a step's device work counts in it.
 
     tokenize_wait: the caller waiting for the block tokenized ahead (on the critical path when
     the background thread falls behind the scoring); it is not part of "other"."""
     from bertscore.scoring import pipeline as pipeline_module
     from bertscore.scoring import tokenize_ahead as ahead_module
 
-    pipe = scorer.pipeline
+    pipe, sync = scorer.pipeline, device_sync(str(scorer.device))
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
     originals = (pipe.tokenize, pipe.embedder.embed, pipeline_module.match_pairs, ahead_module.tokenized_blocks)
 

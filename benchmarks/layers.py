@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bertscore.layers import choose_layer  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from harness import PeakRSS, official_score, table, timed, wmt17_segments  # noqa: E402
+from harness import PeakMemory, official_score, table, timed, wmt17_segments  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     print(machine_line(info), flush=True)
     per_pair, ours_s, theirs_s = {}, 0.0, 0.0
-    with PeakRSS() as memory:
+    with PeakMemory() as memory:
         for lp, frame in frames.items():
             path = args.data / "wmt17" / f"wmt17_{lp}-en.tsv"
             human = frame["human_score"].astype(float).to_numpy()

@@ -25,7 +25,6 @@ to benchmarks/results/ with --update-results, or to --out FOLDER.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.metadata
 import os
 import sys
@@ -47,7 +46,7 @@ from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import PeakRSS, table, timed, wmt17_joined  # noqa: E402
+from harness import measured, table, timed, wmt17_joined  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6
@@ -71,14 +70,6 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
         refs_out.append(first.reference)
         cands2.append(second.candidate)
     return cands, refs_out, cands2
-
-
-def measured(fn):
-    """(seconds, CPU seconds, peak RSS bytes, result) of one call, after a garbage collection."""
-    gc.collect()
-    with PeakRSS() as rss:
-        seconds, cpu, out = timed(fn, cpu=True)
-    return seconds, cpu, rss.peak, out
 
 
 # ----- methods ---------------------------------------------------------------------------------
@@ -198,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):
         for name, fn in methods.items():
             encoder_time["fp32"] = encoder_time["bf16"] = 0.0
-            seconds, cpu, peak, out = measured(fn)
+            seconds, cpu, memory, out = measured(fn)
+            peak = memory.peak
             if name.startswith("ours_"):
                 inside = encoder_time[name[-4:]]
                 overhead = (seconds - inside) / inside

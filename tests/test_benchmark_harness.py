@@ -44,9 +44,9 @@ def test_a_block_s_peak_is_what_it_held_and_the_next_block_starts_afresh() -> No
     got = _child(
         "import json, psutil, harness\n"
         "before = psutil.Process().memory_info().rss\n"
-        "with harness.PeakRSS() as first:\n"
+        "with harness.PeakMemory() as first:\n"
         "    block = bytearray(200 * 2**20); block[::4096] = b'\\1' * len(block[::4096]); del block\n"
-        "with harness.PeakRSS() as second:\n"
+        "with harness.PeakMemory() as second:\n"
         "    pass\n"
         "print(json.dumps({'before': before, 'first': first.peak, 'second': second.peak,\n"
         "                  'after': psutil.Process().memory_info().rss}))")
