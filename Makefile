@@ -187,7 +187,7 @@ bench: setup
 # [tool.mutmut] in pyproject.toml; no model loads). The committed record (benchmarks/results/mutation.json)
 # holds each mutated function's source digest beside its verdicts, so only the functions it does not
 # describe (changed or new: `mutation.py --stale`) are rerun, plus any mutmut patterns in MUTANTS (e.g.
-# MUTANTS='bertscore.matching.x_greedy_match__mutmut_*' after adding a test); then benchmarks/mutation.py
+# MUTANTS='bertscore.scoring.matching.x_greedy_match__mutmut_*' after adding a test); then benchmarks/mutation.py
 # merges the fresh verdicts into the record and writes the score per module to
 # benchmarks/results/mutation.{json,md} (tests/test_mutation_score.py checks it against the code).
 # Not part of make test: a run from scratch takes hours on a loaded 2-core machine (docs/testing.md).

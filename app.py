@@ -22,13 +22,13 @@ stop after any value from `references` on, over plain HTTP too (`SpaceBlocks`): 
 defaults.
 
 `/compute` requests with the same options are merged into one scoring call while they wait
-(`bertscore.serving`); one whose expected wait exceeds BERTSCORE_APP_MAX_WAIT_S is refused at
+(`bertscore.space.serving`); one whose expected wait exceeds BERTSCORE_APP_MAX_WAIT_S is refused at
 once with {"error": ..., "retry_after_s": n} naming that wait.
 
 Environment: the BERTSCORE_APP_* variables listed in `bertscore.space.config` (the model
 allow-list, limits, queue and device), read once at start-up.
 
-Every user or model text shown in the page goes through `bertscore.markup.shown_as_typed`.
+Every user or model text shown in the page goes through `bertscore.space.markup.shown_as_typed`.
 This file is the page and its wiring; what the page and `/compute` do with a request (checks,
 scoring, reports, the JSON answer) lives in `bertscore.space`, testable without Gradio.
 """

@@ -107,7 +107,7 @@ else:
     if getattr(bertscore, "__version__", None) != MODULE_VERSION:
         raise _package_mismatch(bertscore)
     from bertscore import __version__ as bertscore_version
-    from bertscore.inputs import as_list, check_text, normalize_group, normalize_inputs
+    from bertscore.inputs import InputTypeError, check_text, normalize_batch, normalize_group
     from bertscore.notes import EVALUATE, report, spelled
     from bertscore.pool import ScorerPool
     from bertscore.stats import bootstrap_ci, check_bootstrap_settings
@@ -198,16 +198,12 @@ def _validated(predictions: Any, references: Any) -> tuple[Any, Any]:
     if predictions is None and references is None:
         return None, None
     if isinstance(predictions, str):
-        raise TypeError(
+        raise InputTypeError(
             "predictions must be a list of strings, got one str: pass [prediction], or use "
             "add(prediction=..., reference=...) for a single example"
         )
-    pred_list = as_list(predictions, "predictions")
-    ref_list = as_list(references, "references")
-    if pred_list == [] and ref_list == []:
-        return [], []  # a rank with no data (evaluate's distributed mode) still takes part
-    candidates, groups = normalize_inputs(predictions, references, "predictions", "references")
-    return candidates, groups
+    # two empty lists: a rank with no data (evaluate's distributed mode) still takes part
+    return normalize_batch(predictions, references, "predictions", "references")
 
 
 def _one_spelling(singular: Any, kwargs: dict[str, Any], name: str) -> Any:

@@ -115,7 +115,7 @@ def matrix_vs_flattened(scorer: Any, texts: list[str]) -> tuple[float, float, fl
 def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
     """score_matrix(texts, texts)'s wall seconds in all ("total") and in embedding and matching (its
     own `_embed` and `_match`, wrapped for the call; on CUDA each synchronised at its end)."""
-    from bertscore import all_pairs
+    from bertscore.scoring import all_pairs
 
     sync = device_sync(str(scorer.device)) or (lambda: None)
     spent = {"embed": 0.0, "match": 0.0}

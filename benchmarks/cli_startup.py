@@ -12,7 +12,7 @@ MiniLM and exits; the rounds alternate the ways, so the machine's load falls on 
 Then, in one process of this checkout, where the time goes: the interpreter and torch, transformers'
 config and tokenizer classes, the package, the model's load, the first score, and whether that
 imported transformers' model classes (`transformers.modeling_utils`: the embedded model loads
-without them, bertscore/bert_encoder.py). Our two CLIs must print the same numbers.
+without them, bertscore/models/bert_encoder.py). Our two CLIs must print the same numbers.
 
     .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
 """
@@ -168,7 +168,7 @@ def main() -> None:
         "transformers' model classes (`transformers.modeling_utils`) "
         f"{'were' if model_classes else 'were not'} imported: "
         + ("the model loaded through transformers' class.\n" if model_classes else
-           "the embedded MiniLM loads as the plain-torch BERT of bertscore/bert_encoder.py.\n"))
+           "the embedded MiniLM loads as the plain-torch BERT of bertscore/models/bert_encoder.py.\n"))
     write_results(folder, "cli_startup", result, markdown)
 
 

@@ -47,10 +47,10 @@ from harness import FIXTURE, max_delta, official_scorer, table, timed, wmt17_pai
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.embed import token_budget_batches  # noqa: E402
-from bertscore.models import load_model  # noqa: E402
-from bertscore.padding import PROBE_TEXT  # noqa: E402
-from bertscore.padding import padding_probe  # noqa: E402
+from bertscore.scoring.embed import token_budget_batches  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
+from bertscore.models.padding import PROBE_TEXT  # noqa: E402
+from bertscore.models.padding import padding_probe  # noqa: E402
 from tiny_families import FAMILIES, build, official_scores, official_token_ids  # noqa: E402
 
 PAIRS = 40

@@ -369,7 +369,7 @@ class Models:
         self._loaded: dict[tuple[str, str, str], Any] = {}
 
     def loaded(self, family: str, device: str, dtype: str = "float32") -> Any:
-        from bertscore.models import load_model
+        from bertscore.models.loading import load_model
 
         key = (family, device, dtype)
         if key not in self._loaded:
@@ -435,7 +435,7 @@ class Context:
         so that its 'device' side batches differ from the CPU side's (a batch-invariance check)."""
         import torch
 
-        from bertscore.embed import default_tokens_per_batch
+        from bertscore.scoring.embed import default_tokens_per_batch
 
         return {"max_tokens_per_batch": default_tokens_per_batch(torch.device("cuda"))}
 
@@ -497,7 +497,7 @@ def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) ->
 
 
 def section_parity(s: Section, ctx: Context) -> None:
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
 
     cands, refs = ctx.first(ctx.sizes.parity_pairs)
     multi = [[refs[i], refs[(i + 1) % len(refs)]] for i in range(len(refs))]
@@ -539,7 +539,7 @@ def section_parity(s: Section, ctx: Context) -> None:
 
 
 def section_precision(s: Section, ctx: Context) -> None:
-    from bertscore.embed import NonFiniteEmbeddingError
+    from bertscore.scoring.embed import NonFiniteEmbeddingError
 
     cands, refs = ctx.first(ctx.sizes.precision_pairs)
     s.note(f"{len(cands)} pairs on {ctx.device}; F of bf16 / fp16 against fp32 (same device)")
@@ -785,7 +785,7 @@ def section_options(s: Section, ctx: Context) -> None:
     import torch
 
     from bertscore import BERTScorer
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
     from bertscore.explain import explain_pair
 
     cands, refs = ctx.first(ctx.sizes.option_pairs)
@@ -910,7 +910,7 @@ def matmul_rate(ctx: Context) -> float:
     """The device's fp32 matmul rate (flop/s, full precision: no TF32), best of 5 products of N x N."""
     import torch
 
-    from bertscore.devices import full_fp32_precision
+    from bertscore.models.devices import full_fp32_precision
 
     size = ctx.sizes.matmul_size
     a = torch.randn(size, size, device=ctx.device)

@@ -13,7 +13,7 @@ score the same N WMT17 to-English pairs (`benchmarks/speed.py`'s seeded draw; th
 Rounds alternate the two; the best time of the rounds is reported with pairs/s and the ratio.
 Our time is then split by phase with wall clocks around the pipeline's steps (tokenize: on the
 caller's thread; tokenize ahead: blocks tokenized on the background thread while the caller
-scores the block before, off the critical path, `bertscore/tokenize_ahead.py`; tokenize wait: the
+scores the block before, off the critical path, `bertscore/scoring/tokenize_ahead.py`; tokenize wait: the
 caller waiting for such a block, on the critical path; encode: batching, the encoder and the
 overflow check; match: matching and the copy back; other: the rest). Tokenizing ahead runs where a core is free for it:
 torch on fewer threads than the CPUs (`--threads 1` on 2 cores) or an accelerator. Scores are
@@ -58,7 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bertscore import BERTScorer, tokenize_ahead  # noqa: E402
+from bertscore import BERTScorer  # noqa: E402
+from bertscore.scoring import tokenize_ahead  # noqa: E402
 from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
@@ -82,8 +83,8 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
 
     tokenize_wait: the caller waiting for the block tokenized ahead (on the critical path when
     the background thread falls behind the scoring); it is not part of "other"."""
-    from bertscore import pipeline as pipeline_module
-    from bertscore import tokenize_ahead as ahead_module
+    from bertscore.scoring import pipeline as pipeline_module
+    from bertscore.scoring import tokenize_ahead as ahead_module
 
     pipe, sync = scorer.pipeline, device_sync(str(scorer.device))
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
@@ -141,8 +142,8 @@ def padding_copies(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dic
     one copy per text (`matching.pad_by_copies`, the CPU's) and a few per batch
     (`matching.pad_by_index`, an accelerator's), counted here with torch's profiler; and whether
     both routes give the same scores bit for bit."""
-    from bertscore import matching
-    from bertscore import pipeline as pipeline_module
+    from bertscore.scoring import matching
+    from bertscore.scoring import pipeline as pipeline_module
 
     counted, outputs = {}, {}
     pad_sequences, by_copies = pipeline_module.pad_sequences, matching.pad_by_copies
@@ -210,8 +211,9 @@ def device_work_of(ours: BERTScorer, official: Any) -> dict[str, list[tuple[Any,
     """What a device would compute, per implementation (`host_work`)."""
     import bert_score.utils
 
-    from bertscore import embed, matching
-    from bertscore import pipeline as pipeline_module
+    from bertscore.scoring import embed
+    from bertscore.scoring import matching
+    from bertscore.scoring import pipeline as pipeline_module
 
     return {
         "ours": [(ours.pipeline.model, "encode"), (embed, "normalize_with_norms"), (pipeline_module, "greedy_match"),

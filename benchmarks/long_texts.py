@@ -55,7 +55,7 @@ sys.path[:0] = [{root!r}, {benchmarks!r}]
 import torch
 torch.set_num_threads({threads})
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
-from bertscore.embed import Embedder
+from bertscore.scoring.embed import Embedder
 from harness import peak_rss, timed
 mode = sys.argv[1]
 pair = json.loads(open(sys.argv[2], encoding="utf-8").read())
@@ -117,7 +117,7 @@ def correlation(args) -> dict:
     from scipy.stats import pearsonr
 
     from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
 
     outputs, references, human_table = wmt17_syslevel(args.data, human=True)
     segments = args.docs * args.segments_per_doc
@@ -198,7 +198,7 @@ def resource_pairs(data: Path, lengths: tuple[int, ...]) -> dict[int, dict]:
     """For each length, a (candidate, reference) pair of about that many MiniLM content tokens:
     consecutive segments of one system's output and the matching references."""
     from bertscore import EMBEDDED_MODEL_NAME
-    from bertscore.models import load_model
+    from bertscore.models.loading import load_model
 
     outputs, references, _ = wmt17_syslevel(data, human=True)
     lp, system = RESOURCE_SOURCE

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bertscore.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
+from bertscore.models.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
 # The figures the docs quote (tracked); a run rewrites them only when asked (--update-results).

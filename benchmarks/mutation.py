@@ -55,7 +55,7 @@ class Function(NamedTuple):
     """A function of a mutated module as the code holds it now."""
 
     module: str  # the file's stem (matching), the key of the per-module figures
-    dotted: str  # the module's import path (bertscore.matching), the prefix of mutmut's mutant names
+    dotted: str  # the module's import path (bertscore.scoring.matching), the prefix of mutmut's mutant names
     name: str  # qualified name: greedy_match, TokenWeights.__init__
     sha256: str  # of ast.dump(node, annotate_fields=False), as mutmut's own function hash
 

@@ -257,7 +257,7 @@ def merge_check(count: int, pairs: int, rounds: int) -> dict[str, Any]:
     """`count` requests scored in this process one by one, and submitted at once to a RequestQueue."""
     from bertscore import EMBEDDED_MODEL_NAME
     from bertscore.pool import ScorerPool
-    from bertscore.serving import RequestQueue
+    from bertscore.space.serving import RequestQueue
 
     requests = Requests(pairs)
     requests.count = 10**6  # tags of their own: nothing cached from the servers' texts

@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bertscore import BERTScorer  # noqa: E402
-from bertscore.devices import full_fp32_precision  # noqa: E402
-from bertscore.embed import token_budget_batches  # noqa: E402
-from bertscore.models import load_model  # noqa: E402
+from bertscore.models.devices import full_fp32_precision  # noqa: E402
+from bertscore.scoring.embed import token_budget_batches  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402

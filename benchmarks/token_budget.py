@@ -24,8 +24,8 @@ from harness import interleaved, table  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
 
-from bertscore.embed import default_tokens_per_batch  # noqa: E402
-from bertscore.models import load_model  # noqa: E402
+from bertscore.scoring.embed import default_tokens_per_batch  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 
 

@@ -28,10 +28,10 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from .baseline_tables import BaselineTable
 from .digests import text_digest
 from .inputs import InputError, InputTypeError
 from .scorer import BERTScorer
+from .scoring.baseline_tables import BaselineTable
 from .version import __version__
 from .wording import a_type
 

@@ -10,10 +10,10 @@ column; `column_texts` gives the column's texts to build the scorer with (`idf=c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .inputs import InputError
+from .inputs import InputError, MissingColumnError, normalize_group
 
 if TYPE_CHECKING:
     from .scorer import BERTScorer
@@ -41,7 +41,7 @@ class ScoreColumns:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list]:
         for column in (self.predictions, self.references):
             if column not in batch:
-                raise KeyError(f"the batch has no column {column!r} (its columns: {', '.join(map(repr, batch))}): "
+                raise MissingColumnError(f"the batch has no column {column!r} (its columns: {', '.join(map(repr, batch))}): "
                                f"name the columns with score_columns(scorer, predictions=..., references=...)")
         scores = self.scorer.score(list(batch[self.predictions]), list(batch[self.references]))
         # [N] per column, or [K, N] with all_layers: one list of K per row
@@ -63,19 +63,9 @@ def column_texts(dataset: Any, column: str, batch_size: int = 1000) -> list[str]
     """Every text of `column` (a string per row, or a list of strings per row, flattened), read in
     batches: the texts to compute idf from, as `score(idf=True)` does from all the references."""
     texts: list[str] = []
+    row = 0
     for batch in dataset.select_columns([column]).iter(batch_size=batch_size):
-        texts.extend(_flattened(batch[column], column))
+        for value in batch[column]:  # checked as `score()` checks a candidate's references
+            texts.extend(normalize_group(value, f"column {column!r}[{row}]"))
+            row += 1
     return texts
-
-
-def _flattened(values: Iterable[Any], column: str) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, Iterable) and all(isinstance(text, str) for text in value):
-            out.extend(value)
-        else:
-            raise InputError(f"column {column!r} holds {type(value).__name__} values: it must hold a string "
-                             "or a list of strings per row")
-    return out

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .inputs import InputError, normalize_inputs
+from .models.devices import default_device_type
 
 Scores = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -96,9 +97,7 @@ def local_cuda_index() -> int:
 
 
 def _device_type(device: str | None) -> str:
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device).type
+    return default_device_type() if device is None else torch.device(device).type
 
 
 def rank() -> int:

@@ -25,11 +25,11 @@ from typing import Sequence
 
 import torch
 
-from .baseline_tables import rescale
-from .devices import full_fp32_precision
 from .inputs import check_text, normalize_group
-from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, similarity_matrix, tiled_maxima
-from .pipeline import HasPipeline, Pipeline
+from .models.devices import full_fp32_precision
+from .scoring.baseline_tables import rescale
+from .scoring.matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, similarity_matrix, tiled_maxima
+from .scoring.pipeline import HasPipeline, Pipeline
 
 
 @dataclass

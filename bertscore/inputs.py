@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
+import numpy as np
+
 from .wording import a_type
 
 
@@ -24,16 +26,41 @@ class InputTypeError(InputError, TypeError):
     """An input of the wrong type (e.g. a number where a text goes): an InputError and a TypeError."""
 
 
+class MissingColumnError(InputError, KeyError):
+    """A column a door reads is not among the columns it was given (a dataset's, a trainer's call, a
+    map function's batch): an `InputError`, and a KeyError as a missing column is; shown as text."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def lone_surrogate(text: str) -> str | None:
+    """What is wrong with `text` when it holds a lone surrogate (not Unicode text: it has no UTF-8
+    form), as "contains a lone surrogate (U+D800 at character 3)..."; None when it holds none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return (f"contains a lone surrogate (U+{ord(text[error.start]):04X} at character {error.start}): "
+                "it is not valid Unicode text")
+    return None
+
+
+def check_whole_number(value: Any, name: str, minimum: int = 1, none_means: str | None = None, why: str = "") -> None:
+    """InputError unless `value` is a whole number >= `minimum` (an int or a numpy integer, never a bool
+    or a float), or None where `none_means` says what None does; `why` follows the bound in the message."""
+    if value is None and none_means is not None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        alternative = f" (or {none_means})" if none_means else ""
+        raise InputError(f"{name} must be a whole number >= {minimum}{why}{alternative}, got {value!r}")
+
+
 def check_text(value: Any, where: str) -> str:
     """`value` if it is a valid text; TypeError/ValueError naming `where` otherwise."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise InputError(
-                f"{where} contains a lone surrogate ({value[error.start]!r} at character {error.start}): "
-                "it is not valid Unicode text; decode your input with errors='replace' or fix it"
-            ) from None
+        wrong = lone_surrogate(value)
+        if wrong:
+            raise InputError(f"{where} {wrong}; decode your input with errors='replace' or fix it")
         return str(value)
     if value is None:
         raise InputTypeError(f"{where} is None; pass a string (an empty string scores 0)")
@@ -91,6 +118,17 @@ def normalize_inputs(
     if _all_valid_texts(reference_list):  # one reference each, all valid: checked at once
         return candidates, [[r] for r in reference_list]
     return candidates, [normalize_group(group, f"{ref_name}[{i}]") for i, group in enumerate(reference_list)]
+
+
+def normalize_batch(
+    cands: Any, refs: Any, cand_name: str = "candidates", ref_name: str = "references"
+) -> tuple[list[str], list[list[str]]]:
+    """`normalize_inputs` where two empty collections are an empty batch, `([], [])`: a metric's
+    update with nothing in it, a rank with no data in a distributed evaluation."""
+    cand_list, ref_list = as_list(cands, cand_name), as_list(refs, ref_name)
+    if cand_list == [] and ref_list == []:
+        return [], []
+    return normalize_inputs(cands, refs, cand_name, ref_name)
 
 
 def check_texts(values: Sequence[Any], where: str) -> list[str]:

@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .idf import TokenWeights
 from .inputs import InputError
 from .judgements import RELATIVE, Chunk, Judgements
-from .model_families import count_layers
+from .models.families import count_layers
 from .notes import report
 from .scorer import BERTScorer
+from .scoring.idf import TokenWeights
 from .sources import load_config, resolve_source
 
 logger = logging.getLogger(__name__)

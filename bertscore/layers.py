@@ -32,10 +32,10 @@ from .correlation import bootstrap_pearson_ci, concordance, kendall_tau_b, pears
 from .inputs import InputError
 from .judgements import DIRECT, Judgements, judgements_from_lists, read_judgements
 from .layer_scores import COLUMNS, LayerScores, score_layers
-from .model_tables import MODEL_TO_LAYERS
-from .settings import resolve_model_type
-from .stats import check_bootstrap_settings, compare_systems, few_resamples_note
+from .models.tables import MODEL_TO_LAYERS
 from .notes import report
+from .scoring.settings import resolve_model_type
+from .stats import check_bootstrap_settings, compare_systems, few_resamples_note
 
 SIGNIFICANCE = 0.05
 PERMUTATIONS = 10000

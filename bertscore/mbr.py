@@ -19,12 +19,12 @@ from typing import Any, NamedTuple, Sequence
 
 import torch
 
-from .input_notes import TextFindings, note_call, note_texts
-from .inputs import InputError, as_list, text_list
+from .inputs import InputError, as_list, check_whole_number, text_list
 from .notes import REWARD, spelled
 from .pool import ScorerPool
 from .reward import OUTPUTS, PooledReward, completion_texts
 from .scorer import BERTScorer
+from .scoring.input_notes import TextFindings, note_call, note_texts
 
 COLUMNS = {"P": 0, "R": 1, "F": 2}
 
@@ -154,10 +154,9 @@ GROUP_OF_ONE = ("a completion alone in its group has no other to agree with: its
 
 def check_group_size(group_size: Any) -> None:
     """A group size is a whole number >= 2 (a group of one carries no consensus)."""
-    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
-        raise InputError(f"group_size must be a whole number >= 2, got {group_size!r}")
-    if group_size == 1:
+    if isinstance(group_size, int) and not isinstance(group_size, bool) and group_size == 1:
         raise InputError(f"group_size=1: {GROUP_OF_ONE}")
+    check_whole_number(group_size, "group_size", 2)
 
 
 def prompt_group_size(prompts: Any, count: int, group_size: int | None = None) -> int:

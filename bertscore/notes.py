@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import re
 import sys
 import warnings
@@ -142,11 +143,8 @@ def _python_setting(option: str, value: Any) -> str:
     return f"{option}={value!r}"
 
 
-_CLI_FLAGS = {"model_type": "--model"}  # options whose flag is not their name with dashes
-
-
-def _cli_setting(option: str, value: Any) -> str:
-    flag = _CLI_FLAGS.get(option, "--" + option.replace("_", "-"))
+def _cli_setting(flags: Mapping[str, str], option: str, value: Any) -> str:
+    flag = flags.get(option, "--" + option.replace("_", "-"))
     return flag if value is True else f"{flag} {value}"
 
 
@@ -162,7 +160,8 @@ class Spelling:
     when given, writes each place whole instead (a page says "row 2 (candidate)", counting from 1).
     `segments`: what the door calls the scored items of a corpus in statistics' notes ("rows" on a
     page of rows). `brief`: one short line per cause, giving the count and the first few places
-    (a door called at every step of a training loop, whose log a long list would flood).
+    (a door called at every step of a training loop, whose log a long list would flood). `names`:
+    options a page names by its controls' labels (`num_layers` -> "Layer").
     """
 
     door: str
@@ -174,6 +173,15 @@ class Spelling:
     place: Callable[[Place], str] | None = None
     segments: str = "segments"
     brief: bool = False
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def name(self, option: str) -> str:
+        """The door's word for `option`: a control's label on a page ("Layer" for num_layers), else the option."""
+        return self.names.get(option, option)
+
+    def named(self, option: str, value: Any) -> str:
+        """`option` set to `value` in an error: "Layer 99" by a control's label, else as `setting` writes it."""
+        return f"{self.names[option]} {value}" if option in self.names else self.write(option, value)
 
     def places(self, message: str) -> str:
         """`message` with its places (`candidates[3]`, `references[2][1]`) named as this door names them."""
@@ -199,7 +207,12 @@ PYTHON = Spelling("python")
 # `references` to its dataset column.
 REWARD = Spelling("reward", candidates="completions", brief=True)
 EVALUATE = Spelling("evaluate", advice_format="pass {setting} to compute()", candidates="predictions")
-CLI = Spelling("cli", write=_cli_setting)
+
+
+def command_line(flags: Mapping[str, str]) -> Spelling:
+    """A command's spelling: an option by its parser's flag (`flags`, option -> flag: `model_type` ->
+    `--model`), one the parser lacks by its name with dashes; `--idf` alone for True."""
+    return Spelling("cli", write=functools.partial(_cli_setting, dict(flags)))
 
 _SPELLING: contextvars.ContextVar[Spelling] = contextvars.ContextVar("bertscore_note_spelling", default=PYTHON)
 

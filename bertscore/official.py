@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from .idf import TokenWeights
-from .settings import Settings
+from .scoring.idf import TokenWeights
+from .scoring.settings import Settings
 from .version import __version__
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency

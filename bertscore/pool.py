@@ -11,19 +11,17 @@ Thread-safe: concurrent `compute()` calls may share a pool.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Hashable
 
-from . import baseline_tables
-from .devices import resolve_device, resolve_placement
 from .digests import text_digest
-from .embed import DEFAULT_CACHE_BYTES, EmbeddingCache
-from .sources import resolve_source
+from .models.devices import resolve_device, resolve_placement
+from .models.shared import LRU, SHARED_MODELS, encoder_key, free_dropped_encoders
 from .scorer import BERTScorer
-from .settings import resolve_model_type
-from .shared_models import SHARED_MODELS, free_dropped_encoders
+from .scoring import baseline_tables
+from .scoring.embed import DEFAULT_CACHE_BYTES, EmbeddingCache
+from .scoring.settings import resolve_model_type
 
 
 def _freeze(value: Any) -> Hashable:
@@ -51,13 +49,21 @@ class ScorerPool:
     def __init__(
         self, max_models: int = 1, cache_bytes: int = DEFAULT_CACHE_BYTES, cache_device: str | None = None
     ):
-        self.max_models = max_models
         self.cache_bytes = cache_bytes
         self.cache_device = cache_device
-        self._models: OrderedDict[Hashable, tuple[Any, EmbeddingCache]] = OrderedDict()
+        self._models: LRU[Hashable, tuple[Any, EmbeddingCache]] = LRU(max_models)
         self._scorers: dict[Hashable, BERTScorer] = {}
         self._lock = threading.RLock()
         self.loads = 0
+
+    @property
+    def max_models(self) -> int:
+        """How many encoders this pool holds at most (settable)."""
+        return self._models.size
+
+    @max_models.setter
+    def max_models(self, value: int) -> None:
+        self._models.size = value
 
     def get(
         self,
@@ -79,9 +85,7 @@ class ScorerPool:
         lang = lang.lower() if isinstance(lang, str) else lang
         model_type = resolve_model_type(model_type, lang)
         resolved_device, resolved_dtype = resolve_placement(device, dtype)
-        # A local folder's revision is a content fingerprint: rewritten weights reload.
-        revision = resolve_source(model_type)[1]
-        model_key = (model_type, revision, num_layers, bool(all_layers), str(resolved_device), resolved_dtype)
+        model_key = encoder_key(model_type, num_layers, all_layers, resolved_device, resolved_dtype)
         baseline_path = settings.get("baseline_path")
         baseline_key = baseline_tables.file_fingerprint(baseline_path) if baseline_path and Path(baseline_path).is_file() else None
         scorer_key = model_key + (lang, baseline_key) + tuple(sorted((k, _freeze(v)) for k, v in settings.items()))
@@ -93,23 +97,20 @@ class ScorerPool:
                 wanted_cache[0], _device_name(wanted_cache[1])
             ):
                 entry = (entry[0], EmbeddingCache(*wanted_cache))  # scorers on the old cache are dropped
-                self._models[model_key] = entry
+                self._models.put(model_key, entry)
                 self._drop_scorers(model_key)
             scorer = self._scorers.get(scorer_key)
             if scorer is not None:
-                self._models.move_to_end(model_key)
                 return scorer
             if entry is None:
                 # The encoder a scorer elsewhere in the process holds for these settings, if any; held
                 # (and bounded) here, not kept by SHARED_MODELS after this pool lets it go.
                 loaded = SHARED_MODELS.get(model_type, num_layers, all_layers, resolved_device, resolved_dtype, keep=False)
-                self._models[model_key] = (loaded, EmbeddingCache(*wanted_cache))
+                entry = (loaded, EmbeddingCache(*wanted_cache))
                 self.loads += 1
-                while len(self._models) > self.max_models:
-                    evicted, _ = self._models.popitem(last=False)
+                for evicted, _ in self._models.put(model_key, entry):
                     self._drop_scorers(evicted)
-            self._models.move_to_end(model_key)
-            loaded, cache = self._models[model_key]
+            loaded, cache = entry
             scorer = BERTScorer(
                 model_type=model_type, num_layers=num_layers, all_layers=all_layers, lang=lang,
                 device=resolved_device, dtype=resolved_dtype, loaded_model=loaded, cache=cache, **settings,
@@ -124,7 +125,7 @@ class ScorerPool:
     def models(self) -> list[Hashable]:
         """Keys of the encoders held now, least recently used first."""
         with self._lock:
-            return list(self._models)
+            return self._models.keys()
 
     def release(self) -> None:
         """Drop every encoder, scorer and cached embedding (GPU memory included)."""

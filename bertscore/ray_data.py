@@ -49,7 +49,7 @@ from .tables.columns import resolve_columns
 if TYPE_CHECKING:
     import pyarrow
 
-    from .idf import TokenWeights
+    from .scoring.idf import TokenWeights
 
 logger = logging.getLogger("bertscore.ray_data")  # so named under python -m too (__name__: "__main__")
 
@@ -304,7 +304,7 @@ def document_frequencies(dataset: Any, scorer_options: Mapping[str, Any] | None 
     same pairs gives the same weights and the same hash. `partitions`: the group-by's hash partitions (the
     table has one row per token id of the vocabulary, so a few suffice)."""
     ray = _ray()
-    from .idf import TokenWeights
+    from .scoring.idf import TokenWeights
 
     options = dict(scorer_options or {})
     counted = in_batches(dataset, batch_size).map_batches(

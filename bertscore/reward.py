@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .inputs import InputError, InputTypeError, as_list, normalize_group
+from .inputs import InputError, InputTypeError, MissingColumnError, as_list, normalize_group
 from .notes import REWARD, spelled
 from .pool import ScorerPool
 from .wording import a_type
@@ -178,14 +178,6 @@ class BERTScoreReward(PooledReward):
         settings = "".join(f", {k}={v!r}" for k, v in self.settings.items())
         return (f"BERTScoreReward(model_type={self.model_type!r}, reference_column={self.reference_column!r}, "
                 f"output={self.output!r}{settings})")
-
-
-class MissingColumnError(InputError, KeyError):
-    """The reference column is not among the columns of the dataset or of the trainer's call (an
-    `InputError`, and a KeyError as a missing column is; shown as text)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 def completion_texts(completions: Any) -> list[str]:

@@ -13,21 +13,21 @@ from typing import Any, Sequence
 
 import torch
 
-from . import all_pairs
-from .devices import resolve_placement
-from .embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
-from .fork_safety import fork_safe
-from .hashcode import ScoreSettings
-from .idf import TokenWeights
-from .inputs import normalize_inputs
-from .models import LoadedModel
+from .inputs import check_whole_number, normalize_inputs
+from .models.devices import resolve_placement
+from .models.fork_safety import fork_safe
+from .models.loading import LoadedModel
+from .models.shared import SHARED_MODELS
 from .official import OfficialSurface
-from .pipeline import Pipeline, Scores
-from .plan import DEFAULT_CHUNK_PAIRS
-from .settings import (
-    check_loaded_model, check_long_texts, check_size, lang_default_failure, resolve_model_type, resolve_settings,
+from .scoring import all_pairs
+from .scoring.embed import DEFAULT_CACHE_BYTES, Embedder, EmbeddingCache
+from .scoring.hashcode import ScoreSettings
+from .scoring.idf import TokenWeights
+from .scoring.pipeline import Pipeline, Scores
+from .scoring.plan import DEFAULT_CHUNK_PAIRS
+from .scoring.settings import (
+    check_loaded_model, check_long_texts, lang_default_failure, resolve_model_type, resolve_settings,
 )
-from .shared_models import SHARED_MODELS
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ class BERTScorer(OfficialSurface):
     the cache off; `cache_device="cpu"` keeps GPU embeddings in host memory); work runs in
     chunks of `chunk_size` pairs. `long_texts="window"` scores texts longer than the encoder's
     limit whole, through overlapping windows every `window_stride` content tokens (default half
-    the window; see bertscore/windows.py); the default `"truncate"` cuts them at the limit as the
+    the window; see bertscore/scoring/windows.py); the default `"truncate"` cuts them at the limit as the
     official package does, with a note naming them. A scorer built without `loaded_model` takes the encoder
-    this process already loaded for the same model, layer, device and dtype (`bertscore.shared_models`;
+    this process already loaded for the same model, layer, device and dtype (`bertscore.models.shared`;
     `bertscore.release_models()` frees the kept ones). `loaded_model` and `cache` let several scorers share one
     encoder and one cache (see `bertscore.pool`); a shared encoder is never moved or cast.
     `nthreads` and `use_fast_tokenizer` are kept for compatibility (and for `official_hash`)
@@ -84,9 +84,9 @@ class BERTScorer(OfficialSurface):
         model_type = resolve_model_type(model_type, lang, loaded_model)
         # Sizes are whole numbers >= 1: 2.5 or True were used as sizes, and max_tokens_per_batch=0 was
         # read as the default, silently; a string was a bare TypeError from a comparison.
-        check_size(batch_size, "batch_size", "None: no sentence cap")
-        check_size(chunk_size, "chunk_size")
-        check_size(max_tokens_per_batch, "max_tokens_per_batch", "None: the device's default")
+        check_whole_number(batch_size, "batch_size", 1, "None: no sentence cap")
+        check_whole_number(chunk_size, "chunk_size")
+        check_whole_number(max_tokens_per_batch, "max_tokens_per_batch", 1, "None: the device's default")
         if loaded_model is not None:
             check_loaded_model(loaded_model, model_type, num_layers, all_layers)
         self.model_type, self.lang, self.long_texts = model_type, lang, long_texts
@@ -97,7 +97,7 @@ class BERTScorer(OfficialSurface):
         if loaded_model is not None:
             self.model = loaded_model.with_placement(self.device, self.dtype)
         else:
-            # The encoder already loaded in this process for these settings, if any (shared_models.py).
+            # The encoder already loaded in this process for these settings, if any (models/shared.py).
             try:
                 self.model = SHARED_MODELS.get(model_type, num_layers, all_layers, self.device, self.dtype)
             except OSError as error:
@@ -235,7 +235,7 @@ class BERTScorer(OfficialSurface):
         ([K, len(cands), len(refs)] with all layers); entry (i, j) is `score([cands[i]], [refs[j]])`.
 
         For MBR decoding, reranking and group rewards (see `bertscore.mbr`). Each distinct text is
-        embedded once and pairs are matched in blocks of bounded size (`bertscore/all_pairs.py`).
+        embedded once and pairs are matched in blocks of bounded size (`bertscore/scoring/all_pairs.py`).
         `idf=True` means idf over `refs` as given (each entry one document), where `score()` would
         count each reference once per pair; fixed weights (texts, a mapping, a `TokenWeights`, or
         `weights=` for this call) apply as in `score()`. Rescaling and windows apply as in `score()`.

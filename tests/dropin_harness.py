@@ -40,7 +40,7 @@ def memory_round_trip(texts: tuple[list[str], list[str]]) -> dict:
     import bert_score
     from torch.multiprocessing.reductions import StorageWeakRef
 
-    from bertscore.shared_models import SHARED_MODELS
+    from bertscore.models.shared import SHARED_MODELS
 
     bert_score.release_models()
     before = rss_mib()
@@ -181,7 +181,7 @@ def evaluate_patched(metric_dir: str) -> dict:
     from unittest.mock import patch
 
     import evaluate
-    from bertscore.shared_models import SHARED_MODELS
+    from bertscore.models.shared import SHARED_MODELS
 
     def bert_cos_score_idf(model, refs, *args, **kwargs):
         return torch.tensor([[1.0, 1.0, 1.0]] * len(refs))
@@ -219,7 +219,7 @@ def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     torch.set_num_threads(1)
     import bert_score
-    from bertscore.shared_models import SHARED_MODELS
+    from bertscore.models.shared import SHARED_MODELS
 
     cands, refs, more_refs = config["cands"], config["refs"], config["more_refs"]
     answer: dict = {"file": bert_score.__file__, "version": bert_score.__version__}

@@ -147,7 +147,7 @@ def run_forked(configs: list[dict]) -> list[dict]:
     for config in configs:
         key = (config.get("model"), config.get("num_layers", 2))
         if config.get("score", True) and key not in _PRELOADED:
-            from bertscore.models import load_model
+            from bertscore.models.loading import load_model
 
             _PRELOADED[key] = load_model(key[0], key[1], device=config.get("device", "cpu"))
     results = []

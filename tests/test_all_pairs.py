@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore.inputs import InputError
-from bertscore.matching import all_pairs_match, greedy_match, normalize, pad_sequences
+from bertscore.scoring.matching import all_pairs_match, greedy_match, normalize, pad_sequences
 from bertscore.mbr import expected_utilities, group_rewards, mbr_select
 
 
@@ -161,7 +161,7 @@ def test_group_rewards_score_each_group_against_itself(minilm_scorer, texts):
 
 def test_texts_padded_in_groups_give_the_same_numbers(minilm_scorer, texts, monkeypatch):
     """Each side padded in groups (one text each here), as a long text among short ones is."""
-    from bertscore import all_pairs
+    from bertscore.scoring import all_pairs
 
     cands, refs = texts[0][-5:], texts[1][-4:]  # the empty and the repeated texts among them
     whole = minilm_scorer.score_matrix(cands, refs, notes=[])

@@ -15,6 +15,8 @@ from test_import_graph import PACKAGE, ROOT, import_graph, module_files  # noqa:
 
 DOC = ROOT / "docs" / "architecture.md"
 ARROWS_MARKER = "<!-- arrows:"
+TREE_MARKER = "<!-- tree:"
+MAX_TOP_LEVEL_MODULES = 35  # the top level holds what users import; the rest lives in folders
 
 
 def short(module: str) -> str:
@@ -64,6 +66,44 @@ def test_the_arrows_are_the_imports():
     assert documented_arrows(DOC.read_text(encoding="utf-8")) == arrows_block(graph), (
         f"{DOC.name}'s arrows differ from the code: run `python tests/test_architecture_doc.py` and paste its block"
     )
+
+
+def documented_tree(text: str) -> dict[str, str]:
+    """The tree block's entries below `bertscore/`: name (`scorer.py`, `cli/`) -> its line's text."""
+    after = text[text.index(TREE_MARKER):]
+    match = re.search(r"```text\n(.*?)\n```", after, re.S)
+    assert match, f"{DOC}: no ```text block after the tree marker"
+    block = match.group(1).split("\nbertscore/\n", 1)[1]
+    entries = [line.strip().split(None, 1) for line in block.splitlines() if not line.strip().startswith("#")]
+    return {entry[0]: entry[1] if len(entry) > 1 else "" for entry in entries}
+
+
+def first_docstring_line(path: Path) -> str:
+    import ast
+
+    return (ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "").splitlines()[0]
+
+
+def test_the_tree_is_the_top_level_of_the_package():
+    """Every top-level module and folder once, no other; a folder's line is its `__init__`'s first line
+    (which says in one line what the folder holds). Fails when a room moves, a folder appears or
+    its `__init__` changes what it says it holds."""
+    package = ROOT / PACKAGE
+    actual = {path.name for path in package.glob("*.py")}
+    folders = {path.name + "/": path / "__init__.py" for path in package.iterdir() if (path / "__init__.py").exists()}
+    tree = documented_tree(DOC.read_text(encoding="utf-8"))
+    assert set(tree) == actual | set(folders), (
+        f"missing from the tree: {sorted((actual | set(folders)) - set(tree))}; gone: {sorted(set(tree) - actual - set(folders))}"
+    )
+    for folder, init in folders.items():
+        line = first_docstring_line(init)
+        assert line and tree[folder] == line, f"{folder}: its __init__ says {line!r}, the tree {tree[folder]!r}"
+
+
+def test_the_top_level_holds_at_most_35_modules():
+    """What users import stays at the top; what serves one door or one layer goes in a folder."""
+    top = sorted(path.name for path in (ROOT / PACKAGE).glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
 
 
 def test_room_of_reads_the_table_spelling():

@@ -16,7 +16,8 @@ import evaluate
 import pytest
 
 import app
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baseline_tables, baselines
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, baselines
+from bertscore.scoring import baseline_tables
 from bertscore.cli import main as cli_main
 from bertscore.space.messages import UserError
 from conftest import REPO_ROOT
@@ -207,7 +208,8 @@ def test_files_the_official_reader_accepts_read_as_the_plain_file(kind, tmp_path
 
 def test_the_cli_names_too_few_rows_before_any_model_loads(tmp_path, monkeypatch, capsys) -> None:
     """The layer asked (-l, or the model's known default) is checked against the file up front."""
-    from bertscore import models, shared_models
+    from bertscore.models import loading as models
+    from bertscore.models import shared as shared_models
     from bertscore.cli import main
 
     def refuse(*args, **kwargs):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertscore import baseline_tables
+from bertscore.scoring import baseline_tables
 
 OURS = {"en/sentence-transformers/all-MiniLM-L6-v2.tsv"}  # computed here (see its NOTICE.md)
 

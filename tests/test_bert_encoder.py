@@ -1,4 +1,4 @@
-"""The plain-torch BERT (bertscore/bert_encoder.py) against transformers' `BertModel`, and when the loader uses it.
+"""The plain-torch BERT (bertscore/models/bert_encoder.py) against transformers' `BertModel`, and when the loader uses it.
 
 Bit for bit (torch.equal), every hidden state and the pooler output, padded or not, one text or several
 (on any CPU: the weights lie at transformers' addresses modulo 64, see below): the embedded
@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME
-from bertscore.bert_encoder import BertEncoder, load_bert, supports
-from bertscore.models import load_model
+from bertscore.models.bert_encoder import BertEncoder, load_bert, supports
+from bertscore.models.loading import load_model
 from conftest import REPO_ROOT, SENTENCES
 from tiny_families import build
 

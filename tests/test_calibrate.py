@@ -287,15 +287,15 @@ def test_the_baselines_module_offers_the_same_compute_baseline() -> None:
 
 def test_the_baselines_module_offers_every_table_name_of_the_tables_room() -> None:
     """Users import tables and computation from `bertscore.baselines`; the rooms hold them."""
-    import bertscore.baseline_tables
+    import bertscore.scoring.baseline_tables
     import bertscore.calibrate
 
     names = ["load_baseline", "write_baseline", "read_sidecar", "sidecar_path", "format_baseline", "rescale",
              "baseline_rows", "check_table", "packaged_baseline_path", "packaged_language", "packaged_languages",
              "file_fingerprint", "BaselineTable", "COLUMNS", "SIDECAR_SUFFIX", "SIDECAR_SCHEMA"]
-    assert sorted(bertscore.baseline_tables.__all__) == sorted(names)
+    assert sorted(bertscore.scoring.baseline_tables.__all__) == sorted(names)
     for name in names:
-        assert getattr(baselines, name) is getattr(bertscore.baseline_tables, name), name
+        assert getattr(baselines, name) is getattr(bertscore.scoring.baseline_tables, name), name
     assert sorted(baselines.__all__) == sorted([*names, "compute_baseline"])
     namespace: dict = {}
     exec("from bertscore.baselines import *", namespace)

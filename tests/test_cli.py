@@ -509,7 +509,7 @@ def test_cache_flags_and_auto_dtype(capsys):
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--cache-bytes", "0", "--cache-device", "cpu",
                  "--dtype", "auto", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    from bertscore.devices import resolve_dtype
+    from bertscore.models.devices import resolve_dtype
 
     assert f"_{resolve_dtype('auto', 'cpu')}_cpu_" in out["hashcode"]
     assert main(["-c", CANDS, "-r", REFS, *MODEL, "--cache-bytes", "-1"]) == 2

@@ -119,7 +119,7 @@ def test_a_cache_device_that_cannot_be_used_is_the_callers_error_at_every_door()
 @pytest.mark.parametrize("size", [0, -5, 2.5, True, "256"])
 def test_a_bad_size_is_refused_before_the_model_loads(name, size, monkeypatch) -> None:
     """0 tokens was the default, 2.5 and True were sizes, silently; '256' was a bare TypeError."""
-    from bertscore import shared_models
+    from bertscore.models import shared as shared_models
 
     def refuse(*args, **kwargs):
         raise AssertionError(f"the model loaded before {name} was checked")

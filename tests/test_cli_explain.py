@@ -114,7 +114,7 @@ def test_a_line_of_files_and_the_heatmap(minilm_scorer, tmp_path: Path, capsys) 
     (["-c", "{cands}", "-r", "{cands}"], "with files, pass -c CANDIDATES -r REFERENCES"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_model(argv, message, tmp_path: Path, capsys, monkeypatch) -> None:
-    from bertscore import shared_models
+    from bertscore.models import shared as shared_models
 
     monkeypatch.setattr(shared_models.SharedModels, "get",
                         lambda *a, **k: pytest.fail("the model loaded before the input was checked"))

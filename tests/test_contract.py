@@ -60,6 +60,69 @@ def test_bad_texts_are_the_same_error_at_every_door(minilm_scorer, metric, handl
         assert "error" in out and __import__("re").search(message, out["error"]), out
 
 
+# A candidate's references, wrong in each way the one normaliser (`inputs.normalize_group`) names.
+BAD_REFERENCE_GROUPS = [
+    ([[]], "REFS[0] is an empty list: give each candidate at least one reference"),
+    ([None], "REFS[0] is None; pass a string or a list of strings"),
+    ([3], "REFS[0] is an int, not a string or a list of strings: 3"),
+    ([["a", 3]], "REFS[0][1] is an int, not a string: 3"),
+    ([("a", None)], "REFS[0][1] is None; pass a string (an empty string scores 0)"),
+    ([["a", "b\ud800"]], "REFS[0][1] contains a lone surrogate (U+D800 at character 1): it is not valid Unicode text; "
+                          "decode your input with errors='replace' or fix it"),
+]
+
+
+def door_errors(minilm_scorer, metric, refs) -> dict[str, tuple[type, str]]:
+    """The error each door raises for `refs` (one candidate, "a"), its own name for the references
+    written as REFS: the Python API, the evaluate module, the torchmetrics metric, the RL reward, a
+    datasets map function and its idf texts (where Arrow can hold the column), the drop-in's `bert_score.score`.
+    (The CLI and the Space read files and forms: their errors name rows and lines, tests/test_tables.py.)"""
+    import datasets
+
+    from bertscore.dataset_map import column_texts, score_columns
+    from bertscore.dropin import score as dropin_score
+    from bertscore.pool import ScorerPool
+    from bertscore.reward import BERTScoreReward
+    from bertscore.torchmetrics import BERTScore
+
+    doors = {
+        "score()": (lambda: minilm_scorer.score(["a"], refs), "references"),
+        "evaluate": (lambda: metric.compute(predictions=["a"], references=refs, **MODEL), "references"),
+        "torchmetrics": (lambda: BERTScore(EMBEDDED_MODEL_NAME, num_layers=4, device="cpu").update(["a"], refs), "target"),
+        "datasets map": (lambda: score_columns(minilm_scorer)({"prediction": ["a"], "reference": refs}), "references"),
+        "bert_score.score": (lambda: dropin_score(["a"], refs, **MODEL), "references"),
+        "reward": (lambda: BERTScoreReward(pool=ScorerPool(), reference_column="answer", **MODEL)(["a"], answer=refs),
+                   "answer"),
+    }
+    try:  # a column Arrow can hold (not a list mixing texts and numbers)
+        column = datasets.Dataset.from_dict({"reference": refs})
+    except (TypeError, ValueError, ArithmeticError, ImportError, RuntimeError, Exception):  # noqa: BLE001 - pyarrow's own
+        column = None
+    if column is not None:
+        doors["column_texts"] = (lambda: column_texts(column, "reference"), "column 'reference'")
+    found = {}
+    for door, (call, name) in doors.items():
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001 - the error is what is compared
+            found[door] = (type(error), str(error).replace(name, "REFS"))
+        else:
+            found[door] = (type(None), "no error")
+    return found
+
+
+@pytest.mark.parametrize("refs, message", BAD_REFERENCE_GROUPS)
+def test_a_bad_reference_group_is_the_same_error_at_every_door(minilm_scorer, metric, refs, message):
+    """One normaliser, one error type: fails if a door checks references its own way (a KeyError or a
+    plain TypeError, another message) or lets one through."""
+    from bertscore.inputs import InputError
+
+    found = door_errors(minilm_scorer, metric, refs)
+    assert {door: text for door, (_, text) in found.items()} == {door: message for door in found}
+    kinds = {kind for kind, _ in found.values()}
+    assert len(kinds) == 1 and issubclass(kinds.pop(), InputError), found
+
+
 def test_a_reference_nested_one_level_too_deep_is_an_error(metric, minilm_scorer):
     with pytest.raises(TypeError, match=r"references\[0\]\[0\] is a list"):
         metric.compute(predictions=["a"], references=[[["a"]]], **MODEL)
@@ -231,7 +294,7 @@ def test_official_hash_is_what_the_official_package_prints(minilm_scorer, tmp_pa
 
 
 def test_identical_texts_score_one_and_never_above(minilm_scorer):
-    from bertscore.matching import greedy_match, normalize, pad_sequences
+    from bertscore.scoring.matching import greedy_match, normalize, pad_sequences
 
     p, r, f = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0).score(SENTENCES, SENTENCES)
     scores = torch.stack([p, r, f])
@@ -254,7 +317,8 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
     import socket
     import time
 
-    from bertscore import models, sources
+    from bertscore import sources
+    from bertscore.models import loading as models
 
     with socket.socket() as sock:  # a local port with nothing listening: connection refused at once
         sock.bind(("127.0.0.1", 0))
@@ -272,7 +336,7 @@ def test_an_unreachable_hub_fails_in_seconds(monkeypatch, tmp_path):
 
 
 def test_lang_is_case_insensitive():
-    from bertscore.model_tables import default_model_for_lang
+    from bertscore.models.tables import default_model_for_lang
 
     assert default_model_for_lang("EN") == "roberta-large" and default_model_for_lang("Zh") == "bert-base-chinese"
 

@@ -21,7 +21,7 @@ from datasets.utils._dill import dumps  # noqa: E402
 
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.dataset_map import ScoreColumns, column_texts, score_columns  # noqa: E402
-from bertscore.inputs import InputError  # noqa: E402
+from bertscore.inputs import InputError, MissingColumnError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PREDICTIONS = ["the cat sat on the mat", "a dog barked at night", "it rained all day in Berlin",
@@ -182,12 +182,14 @@ def test_all_layers_give_a_list_per_row(minilm_scorer) -> None:
 
 
 def test_bad_columns_are_named(minilm_scorer) -> None:
-    with pytest.raises(KeyError, match="no column 'prediction'.*'hyp'"):
+    with pytest.raises(MissingColumnError, match="no column 'prediction'.*'hyp'"):  # an InputError and a KeyError
         score_columns(minilm_scorer)({"hyp": ["a"], "reference": ["b"]})
     with pytest.raises(InputError, match="predictions must be a column name"):
         ScoreColumns(minilm_scorer, predictions="")
-    with pytest.raises(InputError, match="column 'reference' holds int values"):
+    with pytest.raises(InputError, match=r"column 'reference'\[0\] is an int, not a string or a list of strings"):
         column_texts(datasets.Dataset.from_dict({"reference": [1, 2]}), "reference")
+    with pytest.raises(InputError, match=r"column 'reference'\[2\] is an empty list: give each candidate"):
+        column_texts(datasets.Dataset.from_dict({"reference": [["a"], ["b"], [], ["c"]]}), "reference", batch_size=2)
 
 
 def test_a_pickled_scorer_is_its_settings(minilm_scorer) -> None:
@@ -215,7 +217,7 @@ def test_a_pickled_scorer_is_its_settings(minilm_scorer) -> None:
     for scorer in (minilm_scorer, mapping):  # two suffice (no idf; weights of their own)
         copy = pickle.loads(pickle.dumps(scorer))
         # Rebuilt from its settings (the pickle carries no tensor: its size above); in this process the
-        # copy takes the encoder the original holds (bertscore/shared_models.py), as any new scorer would.
+        # copy takes the encoder the original holds (bertscore/models/shared.py), as any new scorer would.
         assert copy is not scorer and copy.hash == scorer.hash and copy.model.encoder is scorer.model.encoder
         assert Hasher.hash(copy) == Hasher.hash(scorer)
         assert torch.allclose(torch.stack(copy.score(PREDICTIONS, REFERENCES)),

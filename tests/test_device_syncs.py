@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 import torch
 
-from bertscore import BERTScorer, all_pairs, plan
+from bertscore import BERTScorer
+from bertscore.scoring import all_pairs
+from bertscore.scoring import plan
 from bertscore.sources import EMBEDDED_MODEL_NAME
 
 SYNCING = {

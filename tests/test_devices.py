@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
-from bertscore.devices import resolve_device
+from bertscore.models.devices import resolve_device
 from conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -87,7 +87,7 @@ def test_each_build_says_why_cuda_cannot_run(cuda_version, message, monkeypatch)
 
 @pytest.mark.parametrize("device, message", [case for case in _unavailable_devices() if case[0] in ("bogus", "mps", "cuda")])
 def test_api_raises_before_loading_a_model(device, message, monkeypatch):
-    import bertscore.shared_models as shared_models
+    import bertscore.models.shared as shared_models
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the device was checked")
@@ -154,7 +154,7 @@ def test_evaluate_module_raises_the_same_value_error():
 def test_the_precision_pin_knows_every_node_torch_exposes_parents_first():
     """Every `fp32_precision` object under torch.backends is a node the pin visits (read only:
     nothing is changed in this process), and a node's parents come before it."""
-    from bertscore.devices import fp32_precision_nodes
+    from bertscore.models.devices import fp32_precision_nodes
 
     nodes = fp32_precision_nodes()
     exposed = {(value.backend, value.op) for name in dir(torch.backends)
@@ -176,7 +176,7 @@ def _pretend_two_gpus(monkeypatch, current: int = 0) -> None:
 def test_cuda_is_spelled_with_its_index(monkeypatch):
     """torch.device("cuda") != torch.device("cuda:0"): the resolver names the current GPU's index,
     as a tensor's `.device` does, so every spelling of one GPU is one key."""
-    from bertscore.devices import resolve_placement
+    from bertscore.models.devices import resolve_placement
 
     _pretend_two_gpus(monkeypatch, current=1)
     assert resolve_device("cuda") == resolve_device(" CUDA ") == resolve_device(torch.device("cuda")) == torch.device("cuda:1")
@@ -206,7 +206,7 @@ def test_cuda_convolutions_are_exact_fp32_inside_the_pin_and_as_found_after():
     """docs/exactness.md's decision: torch's CUDA convolutions default to TF32 (the official
     package runs them so); ours run at IEEE fp32 like every other fp32 operation, and the caller's
     setting is put back. The tree's getters work on a CPU build too."""
-    from bertscore.devices import fp32_precision_nodes, full_fp32_precision
+    from bertscore.models.devices import fp32_precision_nodes, full_fp32_precision
 
     if ("cuda", "conv") not in fp32_precision_nodes():
         pytest.skip("this torch has no fp32_precision tree (before 2.9): the legacy cudnn flag is pinned instead")
@@ -227,7 +227,7 @@ def test_the_reduced_precision_calibration_is_a_batch_where_native_and_a_quarter
     9, 7, 8, 12, 10), so the ratio is known whatever the machine: best of 5 over best of 5 = 7 / 2.
     Fails if the ratio is inverted (float32 over bfloat16), takes the mean or the worst run, or times
     only the first run."""
-    from bertscore import devices
+    from bertscore.models import devices
 
     shapes = []
     real_linear = torch.nn.functional.linear

@@ -8,7 +8,8 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bertscore import baseline_tables, output_files
+from bertscore import output_files
+from bertscore.scoring import baseline_tables
 from bertscore.digests import file_sha256, text_digest
 
 

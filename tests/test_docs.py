@@ -226,7 +226,7 @@ def test_block_runs_as_pasted(block: Block, clone: Path, tmp_path: Path, warm_py
 
 SAMPLE_HASH = "_float32_cpu_version=bertscore-0.1.0(transformers={},tokenizers=0.23.3,torch=2.13.0)"
 DECIMAL = re.compile(r"-?\d+\.\d+")
-# The libraries a score's hash names, as bertscore/hashcode.py writes them: `(transformers=5.25.0,...)`.
+# The libraries a score's hash names, as bertscore/scoring/hashcode.py writes them: `(transformers=5.25.0,...)`.
 HASH_LIBRARIES = re.compile(r"(_version=bertscore-[^()\s]+)\(([^()\s]+)\)")
 
 

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BASELINES = ROOT / "bertscore" / "data" / "rescale_baseline" / "en"
-# The hash as bertscore/hashcode.py writes it today: the device before the versions, tokenizers named.
+# The hash as bertscore/scoring/hashcode.py writes it today: the device before the versions, tokenizers named.
 TODAY = re.compile(r"_(cpu|cuda|mps)_version=bertscore-[^()]+\(transformers=[^,()]+,tokenizers=[^,()]+"
                    r"(,sentencepiece=[^,()]+)?,torch=[^,()]+\)$")
 # Quoted results whose hashes predate today's format, and why they were not rerun.
@@ -88,7 +88,7 @@ def test_the_parity_claim_holds_in_every_committed_row() -> None:
 
 
 def test_the_default_layers_quoted_are_the_models_defaults() -> None:
-    from bertscore.model_tables import MODEL_TO_LAYERS
+    from bertscore.models.tables import MODEL_TO_LAYERS
 
     assert MODEL_TO_LAYERS["roberta-large"] == 17
     assert MODEL_TO_LAYERS["sentence-transformers/all-MiniLM-L6-v2"] == 6
@@ -120,9 +120,9 @@ def test_quoted_scores_carry_a_hash_in_todays_format(name: str) -> None:
 
 
 def test_the_format_check_accepts_what_the_code_writes_today() -> None:
-    """TODAY is the format bertscore/hashcode.py writes (with and without sentencepiece), and the
+    """TODAY is the format bertscore/scoring/hashcode.py writes (with and without sentencepiece), and the
     README's printed hash (checked against a real run by tests/test_docs.py) is in it."""
-    from bertscore.hashcode import ScoreSettings
+    from bertscore.scoring.hashcode import ScoreSettings
 
     for sentencepiece in ("", "0.2.3"):
         settings = ScoreSettings(model="m", revision=None, num_layers=6, all_layers=False, idf="no-idf", rescale="",

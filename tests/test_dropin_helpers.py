@@ -1,4 +1,4 @@
-"""The official helpers of the drop-in (bertscore/dropin_helpers.py) against the official package's own.
+"""The official helpers of the drop-in (bertscore/dropin/helpers.py) against the official package's own.
 
 Each is called beside the official one on the same inputs (the official model and tokenizer of the
 embedded MiniLM, loaded once), and the matching against a plain loop over real tokens where the
@@ -179,7 +179,7 @@ def test_the_dropin_modules_reexport_the_helpers_and_refuse_scibert():
 def test_a_patched_get_model_gives_the_scorer_its_encoder(minilm_dir, pairs, monkeypatch):
     """The scorer reads `get_model` from its helpers module when built (`bert_score.scorer` for the drop-in):
     a caller's model is scored through `bert_cos_score_idf`, with the official numbers; nothing is shared."""
-    from bertscore.shared_models import SHARED_MODELS
+    from bertscore.models.shared import SHARED_MODELS
 
     calls = []
 

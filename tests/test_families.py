@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from bertscore import BERTScorer
-from bertscore.model_tokenizer import prepared_backend
-from bertscore.models import load_model
+from bertscore.models.tokenizer import prepared_backend
+from bertscore.models.loading import load_model
 
 bert_score = pytest.importorskip("bert_score", reason="the official bert-score package is a test dependency")
 

@@ -13,7 +13,7 @@ from conftest import REPO_ROOT
 SCORE_THEN_FORK = '''
 import os, signal, sys, torch
 from bertscore import BERTScorer
-from bertscore.fork_safety import in_forked_child
+from bertscore.models.fork_safety import in_forked_child
 torch.set_num_threads(2)
 scorer = BERTScorer(model_type=sys.argv[1], num_layers=2, device="cpu")
 parent = scorer.score(["a short one", "the cat sat on the mat today"], ["a short one", "a cat sat on a mat"])[2]

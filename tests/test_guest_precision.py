@@ -185,7 +185,7 @@ def test_cuda_autocast_leaves_the_numbers_alone(wrap):
 
 OVERLAP = """
 import torch
-from bertscore.devices import full_fp32_precision
+from bertscore.models.devices import full_fp32_precision
 from guest_probe import precision_tree
 setup = {setup!r}
 exec(setup)

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from bertscore.hashcode import ScoreSettings
+from bertscore.scoring.hashcode import ScoreSettings
 
 BASE = ScoreSettings(
     model="roberta-large", revision=None, num_layers=17, all_layers=False, idf="no-idf", rescale="",

@@ -23,7 +23,7 @@ def test_every_class_is_at_most_250_lines():
 
 ROOT = PACKAGE.parent
 MAX_FUNCTION_LINES = 80
-MAX_MODULE_LINES = 450
+MAX_MODULE_LINES = 700  # cohesion first: a cap near the old 450 split cohesive rooms (issue 70)
 
 
 def house_files() -> list[Path]:
@@ -61,16 +61,17 @@ def test_every_function_is_at_most_80_lines():
     assert long_functions(house_files()) == []
 
 
-def test_every_module_is_at_most_450_lines():
-    """A room past 450 lines holds several jobs: split it where they part (a new room gets its row in
-    docs/architecture.md). Fails naming each module that grows past the limit."""
+def test_every_module_is_at_most_700_lines():
+    """A room past 700 lines holds several jobs: split it where they part (a new room gets its row in
+    docs/architecture.md). Below that, cohesion decides: a room is not split to meet a line count.
+    Fails naming each module that grows past the limit."""
     assert long_modules(house_files()) == []
 
 
 def test_the_limits_count_methods_nested_functions_and_every_line(tmp_path):
     """The counts on a file written here: a method and a function nested in another are seen (a walk of
     the top level alone would miss them), a function of 81 lines is over and one of 80 is not, its
-    decorator not counted; a file of 451 lines is over, one of 450 is not."""
+    decorator not counted; a file of 701 lines is over, one of 700 is not."""
     def function(name: str, lines: int, indent: str = "") -> str:
         body = "".join(f"{indent}    x{i} = {i}\n" for i in range(lines - 2))
         return f"{indent}@staticmethod\n{indent}def {name}():\n{body}{indent}    return 0\n"
@@ -81,6 +82,6 @@ def test_the_limits_count_methods_nested_functions_and_every_line(tmp_path):
     path.write_text(source, encoding="utf-8")
     assert long_functions([path]) == ["sample.py:3: method (81)", "sample.py:85: outer (84)",
                                       "sample.py:88: inner (81)"]
-    for lines, over in ((450, []), (451, ["long.py (451)"])):
+    for lines, over in ((700, []), (701, ["long.py (701)"])):
         (tmp_path / "long.py").write_text("x = 1\n" * lines, encoding="utf-8")
         assert long_modules([tmp_path / "long.py"]) == over

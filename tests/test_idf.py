@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertscore.idf import TokenWeights
+from bertscore.scoring.idf import TokenWeights
 
 
 def test_from_documents_matches_formula():
@@ -97,7 +97,7 @@ def test_a_table_of_numbers_in_any_array_form_is_read_and_anything_else_named():
 
 
 # ----- each rule of the table, pinned by a value computed here -----------------------------------
-# (Written against mutmut's survivors of bertscore/idf.py: each test names the planted bug it catches.)
+# (Written against mutmut's survivors of bertscore/scoring/idf.py: each test names the planted bug it catches.)
 def test_every_weight_is_the_float32_of_the_float64_formula() -> None:
     """log((M+1)/(df+1)) for every df of 1..M, M = 999, computed in float64 and rounded once: fails if the
     frequencies are integers or float32 (a float32 division and log, a unit off in the last place)."""
@@ -196,7 +196,7 @@ def test_mapping_ids_at_the_vocabulary_s_ends() -> None:
 
 def test_mapping_messages_in_full(caplog) -> None:
     """The warning and the key errors written out: fails if their wording is lost."""
-    with caplog.at_level(logging.WARNING, logger="bertscore.idf"):
+    with caplog.at_level(logging.WARNING, logger="bertscore.scoring.idf"):
         TokenWeights.from_mapping({1: 1.0}, 3)
     assert [r.getMessage() for r in caplog.records] == ["idf mapping is not a defaultdict: token ids it lacks weigh 0"]
     with pytest.raises(ValueError) as error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bertscore import EMBEDDED_MODEL_NAME
-from bertscore.markup import shown_as_typed
+from bertscore.space.markup import shown_as_typed
 from bertscore.space.layer_hint import layer_hint
 
 

@@ -22,12 +22,12 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, score
-from bertscore import pipeline as pipeline_module
-from bertscore import plan as plan_module
+from bertscore.scoring import pipeline as pipeline_module
+from bertscore.scoring import plan as plan_module
 from bertscore.cli import main as cli_main
 from bertscore.explain import explain_pair
-from bertscore.model_families import has_position_limit
-from bertscore.models import load_model
+from bertscore.models.families import has_position_limit
+from bertscore.models.loading import load_model
 from conftest import REPO_ROOT, SENTENCES
 from tiny_models import training_corpus
 
@@ -371,7 +371,7 @@ def test_sub_chunks_bound_the_whole_text_embeddings(tiny_bert, monkeypatch):
 
 
 def test_cache_keys_name_the_window(tiny_bert):
-    from bertscore.embed import EmbeddingCache
+    from bertscore.scoring.embed import EmbeddingCache
 
     cache = EmbeddingCache()
     text, ref = long_text(150, seed=30), long_text(140, seed=31)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore.markup import shown_as_typed
+from bertscore.space.markup import shown_as_typed
 
 markdown_it = pytest.importorskip("markdown_it")
 

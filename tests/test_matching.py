@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore.matching import (
+from bertscore.scoring.matching import (
     all_pairs_match,
     greedy_match,
     greedy_match_tiled,
@@ -338,7 +338,7 @@ def test_maxima_outside_a_cosines_range_are_clamped_on_both_sides():
     """Maxima 1.5, -3 and 0.5 (float rounding of unit vectors gives 1.0000001; these exaggerate it), unit
     weights: clamped to [-1, 1] the mean is (1 - 1 + 0.5) / 3 by hand, for precision and recall alike.
     Fails if either bound of the clamp is dropped or widened."""
-    from bertscore.matching import _weighted_scores
+    from bertscore.scoring.matching import _weighted_scores
 
     maxima = torch.tensor([[1.5, -3.0, 0.5]])
     ones = torch.ones(1, 3)
@@ -352,7 +352,7 @@ def test_maxima_outside_a_cosines_range_are_clamped_on_both_sides():
 def test_a_weight_total_at_or_below_zero_gives_zero():
     """No positive weight, no mean: all-zero weights and (outside idf's range) weights summing below 0
     both give 0, never a quotient. Fails if a zero or negative total is divided by."""
-    from bertscore.matching import _weighted_mean
+    from bertscore.scoring.matching import _weighted_mean
 
     scores = torch.tensor([[0.5, 0.25], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25]])
     weights = torch.tensor([[0.0, 0.0], [-1.0, -1.0], [1.0, -1.0], [1.0, 3.0]])
@@ -437,7 +437,7 @@ def test_all_pairs_match_blocks_follow_the_budget(monkeypatch, max_bytes):
 def test_tile_sizes_fill_the_budget_in_fp32_elements():
     """64 bytes hold 16 fp32 similarities (worked by hand): whole rows of 8 columns, two rows, one item;
     12 bytes hold 3 columns of one row. Fails if the budget is counted in anything but 4-byte floats."""
-    from bertscore.matching import _tile_sizes
+    from bertscore.scoring.matching import _tile_sizes
 
     assert _tile_sizes(3, 10, 8, 64) == (1, 2, 8)
     assert _tile_sizes(3, 10, 8, 12) == (1, 1, 3)
@@ -581,7 +581,7 @@ def test_the_copy_to_cuda_is_pinned_and_non_blocking():
     """To CUDA: pinned first, then one `.to(device, non_blocking=True)` that torch accepts; to the CPU
     a plain `.to(device)`. Fails if the CUDA copy is not pinned, not asynchronous, goes elsewhere, or
     passes torch a `non_blocking` it rejects."""
-    from bertscore.matching import pinned_to_device
+    from bertscore.scoring.matching import pinned_to_device
 
     cuda, host = torch.device("cuda", 0), torch.arange(4.0)
     stand_in = _CudaCopyStandIn(host)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bert_score.utils
 
 import bertscore
-from bertscore import model_tables
+from bertscore.models import tables as model_tables
 
 
 def test_the_layer_table_is_the_official_one_plus_the_embedded_model() -> None:

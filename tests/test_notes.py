@@ -20,7 +20,7 @@ import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from bertscore import notes as notes_module
-from bertscore.idf import TokenWeights
+from bertscore.scoring.idf import TokenWeights
 from conftest import REPO_ROOT, SENTENCES
 
 MODEL = EMBEDDED_MODEL_NAME
@@ -62,7 +62,8 @@ def test_notes_repeat_every_call_at_the_users_line_and_the_process_is_left_as_fo
         import evaluate
         import transformers  # its import sets up its own logger: before the snapshot
         import bertscore
-        from bertscore import BERTScorer, devices, score
+        from bertscore import BERTScorer, score
+        from bertscore.models import devices
         from bertscore.notes import BERTScoreNote
 
         def state():
@@ -174,12 +175,28 @@ def test_truncation_note_in_python_and_evaluate_spelling(minilm_scorer):
 
 
 def test_spelling_table():
-    assert notes_module.CLI.advice("long_texts", "window") == "pass --long-texts window"
-    assert notes_module.CLI.setting("idf", True) == "--idf"
+    cli = notes_module.command_line({"model_type": "--model"})
+    assert cli.advice("long_texts", "window") == "pass --long-texts window"
+    assert cli.setting("idf", True) == "--idf" and cli.setting("model_type", "m") == "--model m"
     assert notes_module.PYTHON.setting("dtype", "auto") == "dtype='auto'"
-    with notes_module.spelled(notes_module.CLI):
+    with notes_module.spelled(cli):
         assert notes_module.advice("dtype", "float32") == "pass --dtype float32"
     assert notes_module.advice("dtype", "float32") == "pass dtype='float32'"  # restored on leaving
+
+
+@pytest.mark.parametrize("module", ["main", "layers", "baseline"])
+def test_each_command_spells_options_by_its_own_parser(module):
+    """The flags come from the parser (no copy of them in notes.py): `--model` for model_type, and
+    every option of the parser by its own long flag. Fails if the table drifts from the parser."""
+    import importlib
+
+    command = importlib.import_module(f"bertscore.cli.{module}")
+    parser = command.build_parser()
+    spelling = parser.spelling()
+    assert spelling.setting("model_type", "m") == "--model m"
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            assert spelling.setting(action.dest, "v") == f"{max(action.option_strings, key=len)} v", action.dest
 
 
 @pytest.mark.slow
@@ -204,7 +221,7 @@ def test_cli_notes_spell_cli_options_name_lines_and_show_once(tmp_path, capsys):
 
 
 def test_cli_shows_a_repeated_note_once_per_run(monkeypatch, tmp_path, capsys):
-    from bertscore import devices
+    from bertscore.models import devices
     from bertscore.cli import main
 
     monkeypatch.setattr(devices, "cpu_slowdown", lambda dtype: 3.0)

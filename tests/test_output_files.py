@@ -427,7 +427,8 @@ class _NoModel(Exception):
 
 @pytest.fixture
 def no_model(monkeypatch):
-    from bertscore import models, shared_models
+    from bertscore.models import loading as models
+    from bertscore.models import shared as shared_models
 
     def refuse(*args, **kwargs):
         raise _NoModel("a model was loaded before the output was checked")

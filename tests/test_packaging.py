@@ -37,6 +37,10 @@ def test_wheel_builds_quietly_with_every_data_file(tmp_path):
     assert len(data_files) > 70  # today: 72 baseline TSVs and their LICENSE
     missing = sorted(data_files - names)
     assert not missing, f"files under bertscore/data missing from the wheel (extend package-data): {missing}"
+    modules = {path.relative_to(source).as_posix() for path in (source / "bertscore").rglob("*.py")}
+    assert len(modules) > 80 and any("/" in m.removeprefix("bertscore/") for m in modules)  # the folders too
+    missing = sorted(modules - names)
+    assert not missing, f"modules missing from the wheel (a folder the packages list does not find): {missing}"
 
 
 @pytest.mark.parametrize("blocked", ["datasets", "evaluate"])

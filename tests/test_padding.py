@@ -1,4 +1,4 @@
-"""bertscore.padding: the probe that tells whether an encoder lets the padding into a text's states.
+"""bertscore.models.padding: the probe that tells whether an encoder lets the padding into a text's states.
 
 The encoders here are small torch functions with a known answer: one that masks its padding (a
 per-token map), one whose padding leaks (a convolution over the sequence, mask ignored), one
@@ -12,8 +12,8 @@ import logging
 import pytest
 import torch
 
-from bertscore import padding
-from bertscore.padding import ALONE_TOLERANCE, CONTENT_TOLERANCE, PROBE_PADDING, padding_is_safe, padding_probe
+from bertscore.models import padding
+from bertscore.models.padding import ALONE_TOLERANCE, CONTENT_TOLERANCE, PROBE_PADDING, padding_is_safe, padding_probe
 
 CPU = torch.device("cpu")
 TABLE = torch.randn(50, 6, generator=torch.Generator().manual_seed(0))  # token id -> state
@@ -104,7 +104,7 @@ def test_safe_up_to_each_tolerance_and_not_beyond(monkeypatch, caplog, dtype: st
              ({"alone": 0.0, "content": 0.0}, True)]
     for probe, safe in cases:
         monkeypatch.setattr(padding, "padding_probe", lambda *args, probe=probe: probe)
-        with caplog.at_level(logging.INFO, logger="bertscore.padding"):
+        with caplog.at_level(logging.INFO, logger="bertscore.models.padding"):
             caplog.clear()
             assert padding_is_safe("tiny-conv", dtype, per_token, [5], 0, 512, CPU) is safe, probe
         if safe:

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.embed import ATTENTION_LENGTH, EmbeddingCache, token_budget_batches  # noqa: E402
-from bertscore.models import load_model  # noqa: E402
+from bertscore.scoring.embed import ATTENTION_LENGTH, EmbeddingCache, token_budget_batches  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
 
 CANDS = [
     "the cat sat on the mat .",

@@ -89,7 +89,8 @@ def test_a_call_longer_than_a_chunk_is_scored_in_blocks_with_the_same_numbers_an
     """chunk_size=3: 10 pairs in blocks (`plan.stream_blocks`), each tokenized apart (ahead on a
     thread or not): every number is the plain loop's, the notes are those of one block, and the
     thread's presence changes no bit."""
-    from bertscore import plan, tokenize_ahead
+    from bertscore.scoring import plan
+    from bertscore.scoring import tokenize_ahead
 
     monkeypatch.setattr(tokenize_ahead, "core_is_free", lambda device: ahead)
     streamed = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=3)
@@ -154,7 +155,7 @@ def test_a_flattened_grid_meets_the_encoder_once_per_text_across_chunks_and_bloc
     """36 pairs of 6 texts with the cache off (as module-level `score()`), 4 pairs a chunk: each text
     is embedded once in the call (it was once per chunk, 3 to 5 times), and every number is the
     plain loop's. (A long text's later windows are still encoded per chunk it is in.)"""
-    from bertscore.embed import Embedder
+    from bertscore.scoring.embed import Embedder
 
     scorer = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=4, long_texts=long_texts)
     texts: list[str] = []
@@ -193,7 +194,7 @@ def test_module_level_score_embeds_a_flattened_grid_once_per_text(minilm_scorer,
     pairs over several blocks (`plan.stream_blocks`)."""
     import bertscore
     from bertscore import EMBEDDED_MODEL_NAME
-    from bertscore.embed import Embedder
+    from bertscore.scoring.embed import Embedder
 
     texts = GRID[:4] + ["Snow falls.", "The mailman ran."]
     cands = [c for c in texts for _ in texts] * 139  # 5,004 pairs: more than two chunks of 2,048
@@ -210,7 +211,7 @@ def test_embed_hands_the_whole_result_to_before_check_before_the_check_and_the_c
     """The pipeline matches a chunk inside `embed(before_check=...)`, while the device may still encode:
     it must see every text of the call (several batches here), and nothing may be cached before the
     overflow check that follows it."""
-    from bertscore.embed import Embedder, EmbeddingCache
+    from bertscore.scoring.embed import Embedder, EmbeddingCache
 
     cache = EmbeddingCache(1 << 20)
     embedder = Embedder(minilm_scorer.model, max_tokens_per_batch=16, cache=cache)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore import plan
+from bertscore.scoring import plan
 
 HIDDEN = 384
 

@@ -118,7 +118,7 @@ def test_long_texts_label_every_kth_token_on_each_axis() -> None:
 def test_tokens_of_any_installed_script_draw_without_missing_glyphs() -> None:
     """Japanese and Arabic tokens (and Hangul, Devanagari, Thai): their labels draw in fonts that have
     their glyphs, with no "Glyph ... missing from font(s)" warning; latin tokens keep DejaVu Sans alone."""
-    from bertscore.fonts import BASE_FAMILY, families_for
+    from bertscore.plot.fonts import BASE_FAMILY, families_for
 
     tokens = ["[CLS]", "猫", "か", "##マ", "ج", "##ل", "한", "हि", "ไทย", "[SEP]"]
     needed = families_for(tokens)

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore.reuse import CallReuse
+from bertscore.scoring.reuse import CallReuse
 
 
 def rows(n: int) -> torch.Tensor:

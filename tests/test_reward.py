@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, score
-from bertscore.embed import Embedder
+from bertscore.scoring.embed import Embedder
 from bertscore.inputs import InputError
 from bertscore.mbr import ConsensusReward, group_rewards
 from bertscore.notes import BERTScoreNote

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, TokenWeights, score
-from bertscore.model_tables import default_model_for_lang
+from bertscore.models.tables import default_model_for_lang
 from bertscore.notes import BERTScoreNote
 from conftest import SENTENCES
 
@@ -122,7 +122,7 @@ def test_return_hash_shape(minilm_dir):
 def test_sentinel_max_length_is_capped_by_positions():
     from types import SimpleNamespace
 
-    from bertscore.model_families import resolve_max_length
+    from bertscore.models.families import resolve_max_length
 
     sentinel = SimpleNamespace(model_max_length=int(1e30))
     assert resolve_max_length(sentinel, SimpleNamespace(model_type="bert", max_position_embeddings=512)) == 512

@@ -1,4 +1,4 @@
-"""bertscore.serving.RequestQueue: merged calls give each request its own numbers and notes; admission
+"""bertscore.space.serving.RequestQueue: merged calls give each request its own numbers and notes; admission
 by expected wait refuses at once, naming the wait. Expected values: a BERTScorer of its own (no
 embedding cache, no queue) scoring each request alone."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import bertscore
 from bertscore.pool import ScorerPool
-from bertscore.serving import QueueFull, RequestQueue
+from bertscore.space.serving import QueueFull, RequestQueue
 
 MODEL = bertscore.EMBEDDED_MODEL_NAME
 HANG_GUARD_S = 300  # the waits below only end a hung test, saying what they waited for: none is a timing bet

@@ -11,33 +11,42 @@ import torch
 from bert_score.utils import lang2model
 
 from bertscore import EMBEDDED_MODEL_NAME, TokenWeights
-from bertscore.inputs import InputError
-from bertscore.settings import (
-    check_long_texts, check_size, resolve_idf, resolve_model_type, resolve_settings,
+from bertscore.inputs import InputError, check_whole_number
+from bertscore.scoring.settings import (
+    check_long_texts, resolve_idf, resolve_model_type, resolve_settings,
 )
-from bertscore.windows import WindowSettingError
+from bertscore.scoring.windows import WindowSettingError
 
 
 @pytest.mark.parametrize("value", [1, 7, 2**20, np.int64(1), np.int32(64)])
-def test_check_size_takes_whole_numbers_from_one(value):
+def test_check_whole_number_takes_whole_numbers_from_one(value):
     """1 and up pass, numpy's integers too (a size read from an array): fails if the bound is off by one
     (`value <= 1` refusing 1) or numpy's integers are refused; 0 beside it is refused, so a check that
     lets everything through fails too."""
-    assert check_size(value, "batch_size") is None
+    assert check_whole_number(value, "batch_size") is None
     with pytest.raises(InputError, match=r"batch_size must be a whole number >= 1, got (np\.int\d+\()?0\)?$"):
-        check_size(value - value, "batch_size")
+        check_whole_number(value - value, "batch_size")
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, True, "8", None])
-def test_check_size_refuses_anything_else_naming_the_option(value):
+def test_check_whole_number_refuses_anything_else_naming_the_option(value):
     with pytest.raises(InputError, match=r"chunk_size must be a whole number >= 1, got"):
-        check_size(value, "chunk_size")
+        check_whole_number(value, "chunk_size")
 
 
-def test_check_size_takes_none_only_where_none_means_something():
-    check_size(None, "batch_size", "None: no sentence cap")
+def test_check_whole_number_takes_none_only_where_none_means_something():
+    check_whole_number(None, "batch_size", 1, "None: no sentence cap")
     with pytest.raises(InputError, match=r"\(or None: no sentence cap\)"):
-        check_size(0, "batch_size", "None: no sentence cap")
+        check_whole_number(0, "batch_size", 1, "None: no sentence cap")
+    with pytest.raises(InputError, match=r"batch_size must be a whole number >= 1, got None"):
+        check_whole_number(None, "batch_size")
+
+
+def test_check_whole_number_takes_its_bound():
+    """num_threads starts at 0, group_size at 1: fails if the bound is ignored either way."""
+    check_whole_number(0, "num_threads", 0)
+    with pytest.raises(InputError, match=r"num_threads must be a whole number >= 0 \(it changes nothing here\), got -1"):
+        check_whole_number(-1, "num_threads", 0, why=" (it changes nothing here)")
 
 
 @pytest.mark.parametrize("mode, stride, message", [

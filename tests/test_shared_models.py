@@ -1,4 +1,4 @@
-"""One loaded encoder per settings in the process (bertscore/shared_models.py): `score()` and new scorers
+"""One loaded encoder per settings in the process (bertscore/models/shared.py): `score()` and new scorers
 reuse it, the number kept is bounded, `release_models()` frees them, rewritten weights load again,
 and the numbers never depend on whether an encoder was reused.
 
@@ -18,8 +18,9 @@ import torch
 
 import bertscore.pool
 import bertscore.scorer
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, release_models, score, shared_models, sources
-from bertscore.models import load_model
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, release_models, score, sources
+from bertscore.models import shared as shared_models
+from bertscore.models.loading import load_model
 from conftest import SENTENCES
 
 CANDS, REFS = SENTENCES[:4], SENTENCES[4:8]

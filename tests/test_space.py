@@ -17,11 +17,11 @@ import sys
 import pandas as pd
 import pytest
 
-from bertscore.serving import QueueFull
+from bertscore.space.serving import QueueFull
 from bertscore.space.api import compute_error
 from bertscore.space.config import AppConfig
 from bertscore.space.messages import (
-    API_TERMS, BATCH_SPELLING, COMPUTE_SPELLING, PAGE_TERMS, PAIR_SPELLING, UserError, load_failure, shortened,
+    BATCH_SPELLING, COMPUTE_SPELLING, PAIR_SPELLING, UserError, load_failure, shortened,
     user_message,
 )
 from bertscore.space.reports import column_widths, results_csv, shown_scores
@@ -215,8 +215,8 @@ def test_layer_fields_are_named_as_each_door_names_them() -> None:
         parse_layer("1.5")
     with pytest.raises(UserError, match=re.escape("num_layers must be a whole number (0 or more), or blank for the "
                                                   "model's default; got '-1'")):
-        parse_layer("-1", API_TERMS.layer)
-    assert PAGE_TERMS.value(PAGE_TERMS.layer, 99) == "Layer 99" and API_TERMS.value("num_layers", 99) == "num_layers=99"
+        parse_layer("-1", COMPUTE_SPELLING.name("num_layers"))
+    assert PAIR_SPELLING.named("num_layers", 99) == "Layer 99" and COMPUTE_SPELLING.named("num_layers", 99) == "num_layers=99"
 
 
 def test_a_model_that_cannot_load_is_said_once_and_whole() -> None:

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, TokenWeights
-from bertscore.embed import Embedder, EmbeddingCache, NonFiniteEmbeddingError
-from bertscore.models import load_model
+from bertscore.scoring.embed import Embedder, EmbeddingCache, NonFiniteEmbeddingError
+from bertscore.models.loading import load_model
 from bertscore.sources import folder_fingerprint
 from bertscore.pool import ScorerPool
 from conftest import SENTENCES

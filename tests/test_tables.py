@@ -267,13 +267,13 @@ def test_non_utf8_names_the_byte_offset(tmp_path: Path) -> None:
     path = tmp_path / "latin.csv"
     path.write_bytes(data)
     offset = data.index(b"\xe9")
-    assert str(error_of(read_table, path)) == f"{path}, line 2: is not UTF-8 text (byte {offset}: b'\\xe9'); save it as UTF-8"
+    assert str(error_of(read_table, path)) == f"{path}, line 2: not valid UTF-8 (byte {offset}: b'\\xe9'); save it as UTF-8"
     # With a BOM in front, and far past the first block read (the streaming path).
     data = "\ufeffcandidate,reference\n".encode("utf-8") + b"a,b\n" * 40_000 + "é,x\n".encode("latin-1")
     path.write_bytes(data)
     offset = data.index(b"\xe9")
     message = str(error_of(read_table, path, name="big.csv"))
-    assert message.startswith(f"big.csv, line 40002: is not UTF-8 text (byte {offset}:")
+    assert message.startswith(f"big.csv, line 40002: not valid UTF-8 (byte {offset}:")
 
 
 def test_utf16_and_binary_files(tmp_path: Path) -> None:

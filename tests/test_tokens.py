@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore import tokens
-from bertscore.tokens import TokenStore
+from bertscore.scoring import tokens
+from bertscore.scoring.tokens import TokenStore
 
 ID_LISTS = st.lists(st.lists(st.integers(0, 2**31 - 1), max_size=12), max_size=9)
 SPECIALS = st.lists(st.integers(0, 1000), max_size=2)

@@ -28,7 +28,7 @@ from conftest import free_port  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore.inputs import InputError  # noqa: E402
-from bertscore.metric_states import decode_texts, encode_texts, kept_pairs  # noqa: E402
+from bertscore.torchmetrics.states import decode_texts, encode_texts, kept_pairs  # noqa: E402
 from bertscore.torchmetrics import BERTScore, BERTScoreF1, BERTScorePrecision, BERTScoreRecall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

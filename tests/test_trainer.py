@@ -35,7 +35,7 @@ def counted_loads(monkeypatch):
     import evaluate
 
     import bertscore.pool
-    from bertscore import shared_models
+    from bertscore.models import shared as shared_models
 
     module = sys.modules[type(evaluate.load(recipe.METRIC_PATH)).__module__]
     pool = ScorerPool(max_models=1)

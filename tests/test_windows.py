@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertscore.windows import (
+from bertscore.scoring.windows import (
     WindowAssembly,
     assemble,
     assign_windows,

@@ -19,9 +19,8 @@ import sys
 from typing import Sequence
 
 from ..inputs import InputError
-from ..notes import CLI, spelled
 from .corpus import check_baseline_output, open_corpus, read_corpus
-from .io import CommandParser, as_program, cli_logging, run_command, shows_progress
+from .io import CommandParser, as_program, run_subcommand, shows_progress
 
 logger = logging.getLogger("bertscore")
 
@@ -65,7 +64,7 @@ def _summary(table, corpus: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..baseline_tables import write_baseline
+    from ..scoring.baseline_tables import write_baseline
     from ..output_files import written_in_place
     from ..calibrate import compute_baseline
 
@@ -88,13 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-
-    def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
-            return run(args)
-
-    return run_command("bertscore baseline", logged, lambda: f": {args.output} is left as it was")
+    return run_subcommand("bertscore baseline", build_parser(), argv, run, lambda args: f": {args.output} is left as it was")
 
 
 if __name__ == "__main__":

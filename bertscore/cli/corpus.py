@@ -39,7 +39,7 @@ def check_baseline_output(output: str, inputs: Sequence[str], sidecar: str | Non
     """The output path, checked before any work: its extension names no other format, it and its
     sidecar are not input files, their folders exist (created) and are usable, and no sidecar lands
     beside an output that is not a regular file."""
-    from ..baseline_tables import sidecar_path
+    from ..scoring.baseline_tables import sidecar_path
     from ..output_files import check_output as check_target, written_in_place
 
     check_extension(output, option, "tsv", "a LAYER,P,R,F baseline table",

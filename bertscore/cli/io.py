@@ -22,6 +22,8 @@ import traceback
 from typing import IO, Any, Callable, Iterator, NoReturn, Sequence
 
 from ..inputs import InputError
+from ..notes import Spelling, command_line, spelled
+from ..tables.lines import file_lines
 
 STRING_MODE_HINT = (
     "-c and -r take files, one text per line; the official bert-score command's mode that scores an argument "
@@ -56,6 +58,11 @@ class CommandParser(argparse.ArgumentParser):
             kwargs.setdefault("suggest_on_error", True)
         super().__init__(*args, **kwargs)
         self.short_usage = short_usage
+
+    def spelling(self) -> Spelling:
+        """How notes name options while this command runs: by this parser's own flags (`--model`)."""
+        return command_line({action.dest: max(action.option_strings, key=len)
+                             for action in self._actions if action.option_strings})
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         self.exit(2, f"usage: {self.prog} {self.short_usage}  (every option: {self.prog} --help)\n"
@@ -92,12 +99,9 @@ def open_text(path: str) -> IO[bytes]:
 
 
 def decoded_lines(handle: IO[bytes], path: str) -> Iterator[str]:
-    """Lines without their newline; a decoding error names the file and line."""
-    for number, raw in enumerate(handle, start=1):
-        try:
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading BOM is not text
-        except UnicodeDecodeError as error:
-            raise InputError(f"{path}, line {number}: not valid UTF-8 ({error.reason}); re-encode it as UTF-8")
+    """Lines without their newline, read by the tables' line reader (`tables.lines.file_lines`: a
+    decoding error names the file, line and byte; a BOM is dropped; a binary file is refused)."""
+    for _, line in file_lines(handle, path):
         yield line.rstrip("\n").rstrip("\r")
 
 
@@ -144,6 +148,20 @@ def shows_progress(quiet: bool = False, verbose: bool = False) -> bool:
     except (AttributeError, ValueError):  # no stderr (pythonw), or a closed one
         return False
 
+
+def run_subcommand(program: str, parser: CommandParser, argv: Sequence[str] | None,
+                   run: Callable[[argparse.Namespace], int], kept: Callable[[argparse.Namespace], str]) -> int:
+    """A subcommand's `main` (`bertscore baseline`, `bertscore layers`): its options parsed, `run(args)`
+    with its log lines (`--quiet`: warnings only) and its notes spelled by the parser's flags, the exit
+    code as `run_command` gives it (`kept(args)`: what an interruption leaves as it was)."""
+    args = parser.parse_args(argv)
+
+    def logged() -> int:
+        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), \
+                spelled(parser.spelling()):
+            return run(args)
+
+    return run_command(program, logged, lambda: kept(args))
 
 @contextlib.contextmanager
 def cli_logging(level: int, package_level: int | None = None) -> Iterator[None]:

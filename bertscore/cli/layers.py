@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import logging
 import sys
 from typing import Any, Sequence
 
 from ..inputs import InputError
 from ..judgements import HUMAN_COLUMNS
-from ..notes import CLI, spelled
 from .corpus import check_baseline_output, read_corpus
-from .io import CommandParser, as_program, check_extension, cli_logging, run_command, shows_progress
+from .io import CommandParser, as_program, check_extension, run_subcommand, shows_progress
 
 PROGRAM = "bertscore layers"
 
@@ -93,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layer_scores import score_layers
     from ..layers import agreement_report
     from ..output_files import check_output, write_text
-    from ..settings import resolve_model_type
+    from ..scoring.settings import resolve_model_type
 
     check_options(args)
     inputs = [args.data, *(args.baseline_corpus or [])]
@@ -135,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_baseline(measured: Any, layer: int, lines: list[str], args: argparse.Namespace) -> str:
-    from ..baseline_tables import write_baseline
+    from ..scoring.baseline_tables import write_baseline
     from ..calibrate import compute_baseline
 
     table = compute_baseline(lines, scorer=measured.all_layers_scorer, num_pairs=args.baseline_pairs,
@@ -214,13 +212,8 @@ def render(report: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-
-    def logged() -> int:
-        with cli_logging(logging.WARNING, package_level=logging.WARNING if args.quiet else logging.INFO), spelled(CLI):
-            return run(args)
-
-    return run_command(PROGRAM, logged, lambda: f": {args.json_output} is left as it was" if args.json_output else "")
+    return run_subcommand(PROGRAM, build_parser(), argv, run,
+                          lambda args: f": {args.json_output} is left as it was" if args.json_output else "")
 
 
 if __name__ == "__main__":

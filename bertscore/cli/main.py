@@ -16,7 +16,7 @@ import sys
 from typing import Sequence
 
 from ..inputs import InputError
-from ..notes import CLI, spelled
+from ..notes import spelled
 from .io import as_program, cli_logging, run_command, shows_progress
 from .options import build_parser, check_baseline_file, check_statistics_options, output_format
 
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def logged() -> int:  # notes name options as this program spells them (--long-texts window)
-        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(CLI):
+        with cli_logging(logging.INFO if args.verbose else logging.WARNING), spelled(parser.spelling()):
             return run(args)
 
     def kept() -> str:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .. import dropin
 from ..inputs import InputError
-from ..notes import CLI, spelled
+from ..notes import Spelling, spelled
 from .io import CommandParser, decoded_lines, open_text, run_command, shows_progress
 
 
@@ -31,7 +31,7 @@ def _score_parser() -> argparse.ArgumentParser:
                            short_usage="-c CANDIDATES -r REFERENCES [REFERENCES ...] (-m MODEL | --lang LANG) [options]")
     parser.add_argument("--lang", type=str, default=None,
                         help='two-letter abbreviation of the language (e.g., en) or "en-sci" for scientific text')
-    parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
+    parser.add_argument("-m", "--model", dest="model_type", default=None, help="model name or path to a model folder")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="use the first N layers")
     parser.add_argument("-b", "--batch_size", type=int, default=64, help="batch size (default: 64)")
     parser.add_argument("--nthreads", type=int, default=4, help="kept for compatibility")
@@ -62,12 +62,13 @@ def _lines(path: str) -> list[str]:
 
 def score_main(argv: Sequence[str] | None = None) -> int:
     """`bert-score -c CANDS -r REFS [REFS ...]`: files of one text per line, or one pair as strings."""
-    args = _score_parser().parse_args(argv)
-    return run_command("bert-score", lambda: _score(args))
+    parser = _score_parser()
+    args = parser.parse_args(argv)
+    return run_command("bert-score", lambda: _score(args, parser.spelling()))
 
 
-def _score(args: argparse.Namespace) -> int:
-    if args.model is None and args.lang is None:  # in this command's words, before any text is read
+def _score(args: argparse.Namespace, spelling: Spelling) -> int:
+    if args.model_type is None and args.lang is None:  # in this command's words, before any text is read
         raise InputError(NO_MODEL)
     if os.path.isfile(args.cand):
         cands = _lines(args.cand)
@@ -87,9 +88,9 @@ def _score(args: argparse.Namespace) -> int:
         if args.idf:
             raise InputError("do not support idf mode for a single pair of sentences")
         cands, refs = [args.cand], [args.ref]
-    with spelled(CLI):  # a model error names --model, as this command spells it
+    with spelled(spelling):  # a model error names --model, as this command spells it
         (precision, recall, f1), hash_code = dropin.score(
-            cands, refs, model_type=args.model, num_layers=args.num_layers, idf=args.idf,
+            cands, refs, model_type=args.model_type, num_layers=args.num_layers, idf=args.idf,
             verbose=shows_progress(args.quiet, args.verbose),  # a bar on a terminal, as every command
             batch_size=args.batch_size, lang=args.lang, return_hash=True,
             rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
@@ -107,7 +108,7 @@ def show_main(argv: Sequence[str] | None = None) -> int:
     parser = CommandParser("bert-score-show", description="Visualize BERTScore (the official command)",
                            short_usage="-c CANDIDATE -r REFERENCE [-f FILE.png] [options]")
     parser.add_argument("--lang", type=str, default="en", help="two-letter abbreviation of the language (e.g., en)")
-    parser.add_argument("-m", "--model", default=None, help="model name or path to a model folder")
+    parser.add_argument("-m", "--model", dest="model_type", default=None, help="model name or path to a model folder")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="use the first N layers")
     parser.add_argument("-v", "--verbose", action="store_true", help="increase output verbosity")
     parser.add_argument("-r", "--ref", type=str, required=True, help="reference sentence")
@@ -119,8 +120,8 @@ def show_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def draw() -> int:
-        with spelled(CLI):
-            dropin.plot_example(args.cand, args.ref, model_type=args.model, lang=args.lang, num_layers=args.num_layers,
+        with spelled(parser.spelling()):
+            dropin.plot_example(args.cand, args.ref, model_type=args.model_type, lang=args.lang, num_layers=args.num_layers,
                                 fname=args.file, rescale_with_baseline=args.rescale_with_baseline,
                                 baseline_path=args.baseline_path)
         print(f"Saved figure to file:  {args.file}")

@@ -105,7 +105,7 @@ def chunk_size(args: argparse.Namespace) -> int:
     if args.chunk_size is not None:
         return args.chunk_size
     if getattr(args, "resume", False):
-        from ..devices import resolve_device
+        from ..models.devices import resolve_device
 
         if resolve_device(args.device).type == "cpu":
             return RESUME_CPU_CHUNK_PAIRS
@@ -193,8 +193,8 @@ def check_statistics_options(args: argparse.Namespace) -> None:
 def check_baseline_file(args: argparse.Namespace) -> None:
     """A malformed --baseline-path file, or one without a row for the layer asked (--num-layers, or
     the model's known default), is named before any model loads."""
-    from ..baseline_tables import baseline_rows, load_baseline
-    from ..model_tables import MODEL_TO_LAYERS, default_model_for_lang
+    from ..scoring.baseline_tables import baseline_rows, load_baseline
+    from ..models.tables import MODEL_TO_LAYERS, default_model_for_lang
 
     table = load_baseline(args.baseline_path)
     model_type = args.model_type or default_model_for_lang(args.lang)

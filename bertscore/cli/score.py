@@ -135,7 +135,7 @@ def _idf_from_references(scorer, args: argparse.Namespace):
     stream = references()
     documents = (ids for chunk in iter(lambda: list(islice(stream, args.chunk_size)), [])
                  for ids in scorer.pipeline.document_ids(chunk))
-    from ..idf import TokenWeights
+    from ..scoring.idf import TokenWeights
 
     model = scorer.model
     # every reference of the input: the idf a single score() call over it all uses, so "idf" it is

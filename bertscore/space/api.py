@@ -13,10 +13,10 @@ import functools
 import inspect
 from typing import Any, NamedTuple
 
-from ..serving import QueueFull
-from .messages import API_TERMS, COMPUTE_SPELLING, UserError, shortened
-from .user_input import api_texts
+from .messages import COMPUTE_SPELLING, UserError, shortened
 from .service import ScoringService
+from .serving import QueueFull
+from .user_input import api_texts
 
 
 class ApiRequest(NamedTuple):
@@ -98,7 +98,7 @@ class ComputeEndpoint:
         input_notes: list[str] = []
         cands, groups = api_texts(self.config, predictions, references, input_notes)
         scorer, notes = self.service.scorer(model, num_layers, idf, rescale, lang, long_texts, window_stride,
-                                            terms=API_TERMS)
+                                            spelling=COMPUTE_SPELLING)
         request = ApiRequest(scorer, cands, groups, input_notes + notes)
         return request if cands else self._result(request, ([], [], []))
 

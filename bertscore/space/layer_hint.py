@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..markup import shown_as_typed
-from ..model_families import count_layers
-from ..model_tables import MODEL_TO_LAYERS
+from ..models.families import count_layers
+from ..models.tables import MODEL_TO_LAYERS
 from ..sources import load_config, resolve_source
+from .markup import shown_as_typed
 from .messages import UserError
 from .user_input import parse_layer
 

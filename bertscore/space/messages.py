@@ -8,8 +8,6 @@ its type, shortened. Each door names texts and settings in its own terms: the pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..notes import Place, Spelling
 from ..tables import TableError
 
@@ -25,24 +23,6 @@ LANG_LABEL = "Baseline language"
 IDF_LABEL = "idf weighting"
 WHOLE_TEXTS_LABEL = "Whole long texts (windows past the model's limit)"
 ERROR_TITLE = "Could not score"  # the heading of an error message in the page
-
-
-@dataclass(frozen=True)
-class Terms:
-    """How a door names its settings in messages: the page by its controls' labels, `/compute` by
-    its parameters (`name=value`, as the library's own errors write them)."""
-
-    layer: str
-    window_stride: str
-    lang: str
-    assign: str  # how a setting and its value read: "{name} {value}" or "{name}={value}"
-
-    def value(self, name: str, value: object) -> str:
-        return self.assign.format(name=name, value=value)
-
-
-PAGE_TERMS = Terms(layer=LAYER_LABEL, window_stride="window stride", lang=LANG_LABEL, assign="{name} {value}")
-API_TERMS = Terms(layer="num_layers", window_stride="window_stride", lang="lang", assign="{name}={value!r}")
 
 
 def _pair_place(place: Place) -> str:
@@ -67,8 +47,9 @@ _LABELS = {
 # The page's notes name its controls and count texts as the page does (from 1); /compute's keep the
 # Python spelling of options (its parameters have the same names) and name texts as its parameters
 # do: predictions[i], references[i][j].
-PAIR_SPELLING = Spelling("space-pair", labels=_LABELS, place=_pair_place)
-BATCH_SPELLING = Spelling("space-batch", labels=_LABELS, place=_row_place, segments="rows")
+_NAMES = {"num_layers": LAYER_LABEL, "window_stride": "window stride", "lang": LANG_LABEL}
+PAIR_SPELLING = Spelling("space-pair", labels=_LABELS, place=_pair_place, names=_NAMES)
+BATCH_SPELLING = Spelling("space-batch", labels=_LABELS, place=_row_place, segments="rows", names=_NAMES)
 COMPUTE_SPELLING = Spelling("compute", candidates="predictions")
 
 

@@ -1,7 +1,7 @@
 """Scores, statistics and notes as the Space shows them: Markdown, tables and the results CSV.
 
 Scores show with 4 decimals; every user or model text in Markdown goes through
-`bertscore.markup.shown_as_typed`, so the page shows it as typed (no markup, no links).
+`bertscore.space.markup.shown_as_typed`, so the page shows it as typed (no markup, no links).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Sequence
 import pandas as pd
 
 from ..explain import Explanation
-from ..markup import shown_as_typed
 from ..output_files import write_text
 from ..stats import bootstrap_ci, compare_systems
+from .markup import shown_as_typed
 from .messages import ERROR_TITLE, shortened
 
 TOKEN_COLUMNS = ["side", "#", "token", "weight", "best match", "cosine"]

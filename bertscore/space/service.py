@@ -10,15 +10,16 @@ from __future__ import annotations
 import logging
 from typing import Any, NamedTuple
 
-from ..baseline_tables import packaged_languages
 from ..inputs import InputError
-from ..model_families import count_layers
-from ..model_tables import MODEL_TO_LAYERS
+from ..models.families import count_layers
+from ..models.tables import MODEL_TO_LAYERS
+from ..notes import Spelling
 from ..pool import ScorerPool
-from ..serving import RequestQueue
+from ..scoring.baseline_tables import packaged_languages
 from ..sources import hub_kwargs, load_config, resolve_source
 from .config import AppConfig
-from .messages import PAGE_TERMS, Terms, UserError, load_failure
+from .messages import PAIR_SPELLING, UserError, load_failure
+from .serving import RequestQueue
 from .user_input import parse_layer
 
 logger = logging.getLogger(__name__)
@@ -47,17 +48,17 @@ class ScoringService:
 
     def scorer(self, model: str, num_layers: Any, idf: bool, rescale: bool, lang: str | None,
                long_texts: str = "truncate", window_stride: Any = None,
-               terms: Terms = PAGE_TERMS) -> tuple[Any, list[str]]:
+               spelling: Spelling = PAIR_SPELLING) -> tuple[Any, list[str]]:
         """A scorer for these settings and notes for the page; UserError on bad settings, naming them
-        as the door does (`terms`: the page's labels, or /compute's parameters)."""
+        as the door does (`spelling`: the page's labels, or /compute's parameters)."""
         notes: list[str] = []
         model = (model or "").strip() or self.config.default_model
         if model not in self.config.models:
             raise UserError(f"model {model!r} is not in this app's allow-list: {', '.join(self.config.models)}")
-        layers = parse_layer(num_layers, terms.layer)
-        stride = parse_layer(window_stride, terms.window_stride, "half a window")
+        layers = parse_layer(num_layers, spelling.name("num_layers"))
+        stride = parse_layer(window_stride, spelling.name("window_stride"), "half a window")
         if layers is not None:
-            self._check_layer(model, layers, terms)
+            self._check_layer(model, layers, spelling)
         lang = (lang or "").strip().lower() or None
         languages = packaged_languages(model)
         if rescale and not languages:
@@ -67,7 +68,7 @@ class ScoringService:
             if lang is None:
                 lang = languages[0] if len(languages) == 1 else ("en" if "en" in languages else languages[0])
             elif lang not in languages:
-                raise UserError(f"{terms.value(terms.lang, lang)}: {model} has no packaged rescale baseline in that "
+                raise UserError(f"{spelling.named('lang', lang)}: {model} has no packaged rescale baseline in that "
                                 f"language; it has {', '.join(languages)} (blank: {'en' if 'en' in languages else languages[0]})")
             notes.append(f"rescaled with the packaged {lang} baseline")
         try:
@@ -86,13 +87,13 @@ class ScoringService:
             raise UserError(load_failure(model, error, offline, fallback)) from error
         return scorer, notes
 
-    def _check_layer(self, model: str, layer: int, terms: Terms) -> None:
+    def _check_layer(self, model: str, layer: int, spelling: Spelling) -> None:
         """A layer past the model's last: a message in the door's terms before anything loads (when
         the model's config can be read here; otherwise loading says what is wrong)."""
         total = _layer_count(model)
         if total is not None and layer > total:
             default = MODEL_TO_LAYERS.get(model, total)
-            raise UserError(f"{terms.value(terms.layer, layer)} is out of range: {model} has layers 0 to {total} "
+            raise UserError(f"{spelling.named('num_layers', layer)} is out of range: {model} has layers 0 to {total} "
                             f"(blank: its default, {default})")
 
     def warm_up(self, pairs: int = 256) -> float:

@@ -1,5 +1,6 @@
-"""Read candidate/reference tables (CSV, TSV, JSONL, JSON; Parquet, Arrow IPC and datasets'
-`save_to_disk` folders through pyarrow: `columnar.py`) for the CLI and the Space.
+"""Candidate/reference tables for the CLI and the Space: CSV, TSV, JSONL, JSON, Parquet, Arrow IPC.
+
+Parquet, Arrow IPC and datasets' `save_to_disk` folders are read through pyarrow (`columnar.py`).
 
 A table has one candidate column and one or several reference columns. Without explicit
 `candidate_column` / `reference_columns`, they are found by name (case-insensitive):

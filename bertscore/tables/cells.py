@@ -7,14 +7,12 @@ string is a valid, empty text; a JSON number, boolean or object is an error, nev
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..inputs import lone_surrogate
 from ..wording import with_article
 from .errors import TableError
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -45,10 +43,9 @@ class Where:
 def _text(value: Any, where: Where, column: str, item: str = "") -> str:
     """A cell (or one item of a list cell, `item` = "[i] ") that must be a string."""
     if isinstance(value, str):
-        bad = _SURROGATE.search(value)
-        if bad:
-            raise where.error(column, f"{item}contains a lone surrogate (U+{ord(bad.group()):04X} at character "
-                                      f"{bad.start()}), which is not valid Unicode text")
+        wrong = lone_surrogate(value)
+        if wrong:
+            raise where.error(column, f"{item}{wrong}")
         return value
     if value is None:
         raise where.error(column, f"{item}is null; write \"\" for an empty text")

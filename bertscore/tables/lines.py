@@ -1,6 +1,8 @@
-"""A table's text as numbered lines: a file's bytes decoded as UTF-8 (errors naming the byte), or a string.
+"""Text as numbered lines: a file's bytes decoded as UTF-8 (errors naming the line and byte), or a string.
 
-Lines keep their line ends; a byte-order mark is dropped; UTF-16 and binary files are refused.
+The one line reader: the tables, the CLI's text files (`-c/-r`, one text per line) and a baseline's
+corpus read their lines here. Lines keep their line ends; a byte-order mark is dropped; UTF-16 and
+binary files (a NUL byte) are refused.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def file_lines(handle: io.BufferedIOBase, source: str) -> Lines:
         except UnicodeDecodeError as error:
             at = offset + start + error.start
             raise TableError(
-                source, f"is not UTF-8 text (byte {at}: {raw[start + error.start:start + error.start + 1]!r}); "
+                source, f"not valid UTF-8 (byte {at}: {raw[start + error.start:start + error.start + 1]!r}); "
                         "save it as UTF-8", line=number,
             ) from None
         offset += len(raw)

@@ -19,8 +19,8 @@ from typing import Any, Iterator
 
 import torch
 
-from .inputs import InputError
-from .notes import advice
+from ..inputs import InputError
+from ..notes import advice
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,11 @@ NATIVE_CPU_FLAGS = {
 }
 
 
+def default_device_type() -> str:
+    """Where work runs when no device is named: "cuda" when this torch sees a GPU, else "cpu"."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """The device to run on: CUDA when available unless told otherwise.
 
@@ -41,7 +46,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     names the devices available, raised here rather than as a torch assertion mid-run.
     """
     if device is None:
-        return with_index(torch.device("cuda")) if torch.cuda.is_available() else torch.device("cpu")
+        return with_index(torch.device("cuda")) if default_device_type() == "cuda" else torch.device("cpu")
     accelerators = {"cuda": (torch.cuda.is_available, torch.cuda.device_count),
                     "mps": (torch.backends.mps.is_available, lambda: 1)}
     if getattr(torch, "xpu", None) is not None:

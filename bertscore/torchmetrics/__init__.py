@@ -11,10 +11,10 @@ The numbers are `bertscore.score`'s (the official definition): the scorer comes 
 `ScorerPool`, so metrics on one model share its encoder and embedding cache, and every option is
 checked exactly as `BERTScorer` checks it. The constructor has torchmetrics' BERTScore signature
 (its positional order and defaults), plus ours as keywords (`reduction`, `long_texts`, `dtype`, ...);
-`bertscore.metric_arguments` reads them.
+`bertscore.torchmetrics.arguments` reads them.
 
 What is kept between `update()` and `compute()` (torchmetrics' "cat" states, gathered by its own
-sync on any backend; never an epoch of embeddings; helpers in `bertscore.metric_states`):
+sync on any backend; never an epoch of embeddings; helpers in `bertscore.torchmetrics.states`):
 - token weights that do not depend on the data (no idf, fixed idf texts or a mapping): each
   `update()` scores its batch at once and keeps the per-candidate P, R, F;
 - `idf=True` (idf over the references): `update()` keeps the texts as UTF-8 bytes and `compute()`
@@ -45,18 +45,18 @@ except ModuleNotFoundError as missing:  # pragma: no cover - tested in a fresh i
         'project run  pip install ".[torchmetrics]"  (or pip install "torchmetrics>=1.3")', name="torchmetrics",
     ) from None
 
-from .devices import resolve_device
-from .distributed import local_device, rank, score_distributed, world_size
-from .inputs import InputError
-from .metric_arguments import check_arguments, shortened
-from .metric_dtypes import FloatScores
-from .metric_states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
+from ..distributed import local_device, rank, score_distributed, world_size
+from ..inputs import InputError
+from ..models.devices import resolve_device
+from ..notes import Site, Spelling, caller_site, noted_at, spelled
+from ..pool import ScorerPool
+from ..scorer import BERTScorer
+from ..scoring.settings import resolve_model_type
+from ..sources import embedded_model_hint
+from .arguments import check_arguments, shortened
+from .dtypes import FloatScores
+from .states import (RunningIdf, batch_indexes, batch_inputs, check_indexing, decode_texts, encode_texts,
                             kept_pairs, named_by_pairs, pair_digests, pair_labels, split_groups)
-from .notes import Site, Spelling, caller_site, noted_at, spelled
-from .pool import ScorerPool
-from .scorer import BERTScorer
-from .settings import resolve_model_type
-from .sources import embedded_model_hint
 
 OUTPUTS = ("precision", "recall", "f1")
 TEXT_STATES = ("cand_bytes", "cand_sizes", "ref_bytes", "ref_sizes", "ref_counts")
@@ -298,7 +298,7 @@ class BERTScore(FloatScores, _Machinery, Metric):
         return result
 
     def _kept_pairs(self) -> torch.Tensor | None:
-        """Positions of the pairs to score (`metric_states.kept_pairs`)."""
+        """Positions of the pairs to score (`states.kept_pairs`)."""
         return kept_pairs(*(self._cat(name) for name in PAIR_STATES))
 
     def _score(self, candidates: list[str], groups: list[list[str]], synced: bool,

@@ -11,10 +11,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .devices import reduced_precision_note
+from ..models.devices import reduced_precision_note
+from ..models.tables import unknown_layer_message
+from ..notes import BriefPlaces, advice, brief_places, is_brief, name_some, report, setting
 from .idf import TokenWeights
-from .model_tables import unknown_layer_message
-from .notes import BriefPlaces, advice, brief_places, is_brief, name_some, report, setting
 from .settings import Settings
 from .tokens import TokenStore
 

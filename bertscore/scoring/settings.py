@@ -16,19 +16,19 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..digests import text_digest
+from ..inputs import InputError, InputTypeError, as_list, check_text, check_whole_number
+from ..models.loading import LoadedModel
+from ..models.tables import default_model_for_lang
+from ..models.tokenizer import tokenizer_library_versions
+from ..notes import setting
+from ..version import __version__
+from ..wording import a_type
 from . import baseline_tables
-from .digests import text_digest
 from .hashcode import ScoreSettings
 from .idf import TokenWeights
-from .inputs import InputError, InputTypeError, as_list, check_text
-from .model_tables import default_model_for_lang
-from .model_tokenizer import tokenizer_library_versions
-from .models import LoadedModel
-from .notes import setting
 from .tokens import TokenStore
-from .version import __version__
 from .windows import WindowSettingError, resolve_stride
-from .wording import a_type
 
 logger = logging.getLogger(__name__)
 
@@ -119,15 +119,6 @@ class Settings:
 
 
 # ----- checks of single options (before any model loads) ------------------------------------------
-def check_size(value: Any, name: str, none_means: str | None = None) -> None:
-    """InputError unless `value` is a whole number >= 1 (or None where `none_means` says what None does)."""
-    if value is None and none_means is not None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        alternative = f" (or {none_means})" if none_means else ""
-        raise InputError(f"{name} must be a whole number >= 1{alternative}, got {value!r}")
-
-
 def check_long_texts(long_texts: object, window_stride: object) -> None:
     """A ValueError naming a long-text setting that is not one (the stride's range is checked
     against the model's window later, in `resolve_stride`)."""

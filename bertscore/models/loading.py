@@ -1,8 +1,8 @@
 """Loading a model: a name -> tokenizer and encoder truncated at layer k, placed once, as `LoadedModel`.
 
-The loader applies the per-architecture rules of model_families.py (layers, truncation, max length,
-BigBird's attention mode) and builds the tokenizer as model_tokenizer.py says; the default layer
-comes from the official tables (model_tables.py). A loaded model also says how it must be batched
+The loader applies the per-architecture rules of families.py (layers, truncation, max length,
+BigBird's attention mode) and builds the tokenizer as tokenizer.py says; the default layer
+comes from the official tables (tables.py). A loaded model also says how it must be batched
 to score each text as it scores alone (`LoadedModel.is_padding_safe`, from the padding probe of
 padding.py). The embedder asks the loaded model; it never learns family names.
 """
@@ -20,17 +20,17 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ..inputs import InputError
+from ..sources import hub_kwargs, load_config, resolve_source
 from .bert_encoder import BertEncoder, load_bert
 from .devices import DTYPES, with_index
-from .inputs import InputError
-from .model_families import (
+from .families import (
     ENCODER_ONLY_T5_TYPES, attention_mode_for, count_layers, has_position_limit, pad_to_blocks, resolve_max_length,
     truncate_to_layers,
 )
-from .model_tables import MODEL_TO_LAYERS
-from .model_tokenizer import fast_backend, load_tokenizer, prepared_backend, special_layout
 from .padding import PROBE_TEXT, padding_is_safe
-from .sources import hub_kwargs, load_config, resolve_source
+from .tables import MODEL_TO_LAYERS
+from .tokenizer import fast_backend, load_tokenizer, prepared_backend, special_layout
 
 logger = logging.getLogger(__name__)
 

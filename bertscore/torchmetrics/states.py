@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from .digests import text_digest
-from .idf import TokenWeights
-from .inputs import InputError, check_text, normalize_group, normalize_inputs
-from .notes import Place, Spelling
+from ..digests import text_digest
+from ..inputs import InputError, check_text, normalize_batch, normalize_group
+from ..notes import Place, Spelling
+from ..scoring.idf import TokenWeights
 
 NO_INDEX = -1  # the index state of a pair given without `indexes`
 
@@ -34,9 +34,7 @@ def batch_inputs(preds: Any, target: Any) -> tuple[list[str], list[list[str]]]:
     """
     if isinstance(preds, str):
         return [check_text(preds, "preds")], [normalize_group(target, "target")]
-    if isinstance(preds, Sequence) and isinstance(target, Sequence) and len(preds) == 0 and len(target) == 0:
-        return [], []
-    return normalize_inputs(preds, target, "preds", "target")
+    return normalize_batch(preds, target, "preds", "target")
 
 
 def batch_indexes(indexes: Any, count: int) -> torch.Tensor:

@@ -12,9 +12,8 @@ import dataclasses
 import warnings
 from typing import Any
 
-from .inputs import InputError
-from .scorer import BERTScorer
-from .settings import check_size
+from ..inputs import InputError, check_whole_number
+from ..scorer import BERTScorer
 
 REDUCTIONS = ("none", "mean")
 
@@ -48,10 +47,8 @@ def check_arguments(not_here: dict[str, Any], verbose: Any, return_hash: Any, re
     if truncation and long_texts != "truncate":
         raise InputError(f"truncation=True cuts texts at max_length, long_texts={long_texts!r} reads them "
                          "whole: pass one of the two")
-    check_size(max_length, "max_length", "None: the model's own limit")
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                    or num_threads < 0):
-        raise InputError(f"num_threads must be a whole number >= 0 (it changes nothing here), got {num_threads!r}")
+    check_whole_number(max_length, "max_length", 1, "None: the model's own limit")
+    check_whole_number(num_threads, "num_threads", 0, "None", why=" (it changes nothing here)")
 
 
 def shortened(scorer: BERTScorer, max_length: int | None, settings: dict[str, Any]) -> BERTScorer:

@@ -6,7 +6,7 @@ this room, so that code written for the official package (`bert_score.score`,
 this package's scorer: the official positional order and keywords, the official hash format
 (its version field naming this implementation, `official.IMPLEMENTATION_VERSION`), the
 official tables. Scoring is `BERTScorer`'s; a scorer built here takes the encoder this process
-already loaded (`shared_models.py`), so one-pair-per-call loops load the model once.
+already loaded (`models/shared.py`), so one-pair-per-call loops load the model once.
 """
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ import sys
 
 import torch
 
-from . import dropin_helpers
-from .devices import resolve_placement
-from .dropin_helpers import (  # noqa: F401 - the official names, re-exported by the drop-in
+from ..models.devices import resolve_placement
+from ..models.loading import load_model
+from ..models.tables import DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL, MODEL_TO_LAYERS
+from ..official import IMPLEMENTATION_VERSION, official_hash_text
+from ..scorer import BERTScorer as _Scorer
+from ..scoring.pipeline import Scores
+from ..scoring.settings import lang_default_failure
+from . import helpers as dropin_helpers
+from .helpers import (  # noqa: F401 - the official names, re-exported by the drop-in
     bert_cos_score_idf, bert_encode, collate_idf, get_bert_embedding, get_idf_dict, get_model, get_tokenizer,
     greedy_cos_idf, padding, score_with_helpers, sent_encode,
 )
-from .model_tables import DEFAULT_MULTILINGUAL_MODEL, LANG_TO_MODEL, MODEL_TO_LAYERS
-from .models import load_model
-from .official import IMPLEMENTATION_VERSION, official_hash_text
-from .pipeline import Scores
-from .scorer import BERTScorer as _Scorer
-from .settings import lang_default_failure
 
 if TYPE_CHECKING:  # for type checkers only: the figure type of an optional dependency
     from matplotlib.figure import Figure

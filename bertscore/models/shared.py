@@ -17,27 +17,80 @@ import gc
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Hashable
+from typing import Generic, Hashable, TypeVar
 
 import torch
 
+from ..sources import resolve_source
 from .devices import with_index
-from .model_tables import MODEL_TO_LAYERS
-from .models import LoadedModel, load_model
-from .sources import resolve_source
+from .loading import LoadedModel, load_model
+from .tables import MODEL_TO_LAYERS
 
 DEFAULT_KEPT_MODELS = 1  # encoders kept after their last scorer is gone (the most recently used)
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """At most `size` values, the least recently used dropped first: the one bound on kept encoders
+    (here and in `ScorerPool`). Not locked: its owner holds its own lock around every call."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The value under `key` (now the most recently used), or None."""
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> list[tuple[K, V]]:
+        """Keep `value` as the most recently used; returns what this dropped to stay within `size`."""
+        self._items[key] = value
+        self._items.move_to_end(key)
+        dropped = []
+        while len(self._items) > max(0, self.size):
+            dropped.append(self._items.popitem(last=False))
+        return dropped
+
+    def keys(self) -> list[K]:
+        """Least recently used first."""
+        return list(self._items)
+
+    def values(self) -> list[V]:
+        return list(self._items.values())
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+def encoder_key(model_type: str, num_layers: int | None, all_layers: bool, device: torch.device | str,
+                dtype: str) -> tuple:
+    """What tells two loaded encoders apart: the model and its weights (a local folder by its content:
+    rewritten weights load again), the layer, all layers or one, the device and the dtype."""
+    revision = resolve_source(model_type)[1]
+    return (model_type, revision, num_layers, bool(all_layers), str(with_index(torch.device(device))), dtype)
 
 
 class SharedModels:
     """Live encoders (weakly, while some scorer holds them) plus the `max_models` last used (strongly)."""
 
     def __init__(self, max_models: int = DEFAULT_KEPT_MODELS):
-        self.max_models = max_models
         self._live: weakref.WeakValueDictionary[Hashable, LoadedModel] = weakref.WeakValueDictionary()
-        self._kept: OrderedDict[Hashable, LoadedModel] = OrderedDict()
+        self._kept: LRU[Hashable, LoadedModel] = LRU(max_models)
         self._lock = threading.Lock()
         self.loads = 0
+
+    @property
+    def max_models(self) -> int:
+        """How many encoders stay loaded after their last scorer is gone (settable)."""
+        return self._kept.size
+
+    @max_models.setter
+    def max_models(self, value: int) -> None:
+        self._kept.size = value
 
     def get(
         self, model_type: str, num_layers: int | None, all_layers: bool, device: torch.device, dtype: str,
@@ -50,8 +103,7 @@ class SharedModels:
         """
         if num_layers is None:  # the default layer as the table says now (it may be edited between calls)
             num_layers = MODEL_TO_LAYERS.get(model_type)
-        revision = resolve_source(model_type)[1]  # a local folder's content: rewritten weights load again
-        key = (model_type, revision, num_layers, bool(all_layers), str(with_index(torch.device(device))), dtype)
+        key = encoder_key(model_type, num_layers, all_layers, device, dtype)
         with self._lock:
             model = self._live.get(key)
             if model is None:
@@ -60,19 +112,15 @@ class SharedModels:
                 self._live[key] = model
                 if num_layers is None and not all_layers:  # a model without a default layer: its last one,
                     self._live[key[:2] + (model.num_layers,) + key[3:]] = model  # asked for by number too
-            if not keep:
-                return model
-            self._kept[key] = model
-            self._kept.move_to_end(key)
-            while len(self._kept) > max(0, self.max_models):
-                self._kept.popitem(last=False)
+            if keep:
+                self._kept.put(key, model)
         return model
 
     @property
     def kept(self) -> list[Hashable]:
         """Keys of the encoders kept now, least recently used first."""
         with self._lock:
-            return list(self._kept)
+            return self._kept.keys()
 
     def release(self) -> None:
         """Drop the kept encoders (GPU memory included, once no scorer holds them)."""

@@ -16,8 +16,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..scoring.matching import normalize
 from .devices import full_fp32_precision
-from .matching import normalize
 
 logger = logging.getLogger(__name__)
 

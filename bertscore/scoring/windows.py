@@ -25,7 +25,7 @@ The rule, exactly (issue 8, `long_texts="window"`):
 
 `plan_windows` returns that mapping as a `WindowPlan`; `window_ids` builds the windows' id
 sequences; `assemble` gathers a text's embedding from its windows' hidden states, and
-`WindowAssembly` does the same window by window as the encoder returns them (bertscore/embed.py).
+`WindowAssembly` does the same window by window as the encoder returns them (bertscore/scoring/embed.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .inputs import InputError, InputTypeError
+from ..inputs import InputError, InputTypeError
 
 
 class WindowSettingError(InputError):

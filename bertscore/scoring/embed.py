@@ -4,7 +4,7 @@ Texts arrive already tokenised (ids). They are sorted by token count and packed 
 whose padded size stays under a token budget; the encoder runs once per batch; each text's
 normalised fp32 embedding [L, D] (or [K, L, D] for all layers) is returned and cached.
 Texts longer than the encoder's limit (long_texts="window") are encoded as windows
-(bertscore/windows.py): the windows go through the same token-budget batching, and each text's
+(bertscore/scoring/windows.py): the windows go through the same token-budget batching, and each text's
 embedding is assembled from them and cached under a key that names the window.
 """
 
@@ -18,10 +18,10 @@ from typing import Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from .devices import full_fp32_precision, resolve_device
-from .inputs import InputError
+from ..inputs import InputError
+from ..models.devices import full_fp32_precision, resolve_device
+from ..models.loading import LoadedModel
 from .matching import normalize_with_norms, pinned_to_device
-from .models import LoadedModel
 from .windows import WindowAssembly, plan_windows
 
 logger = logging.getLogger(__name__)
@@ -315,7 +315,7 @@ class Embedder:
         """Whole-text embeddings of texts longer than the encoder's limit, encoded in windows.
 
         `ids[i]` is the whole text: lead + content + trail. `window` is (W, S): W content tokens
-        per window, one every S (bertscore/windows.py has the rule). Every window goes through
+        per window, one every S (bertscore/scoring/windows.py has the rule). Every window goes through
         the token-budget batches; each text's embedding [lead + n + trail, D] is filled in as its
         windows come back (`WindowAssembly`: one copy held, not every window) and cached under
         `window_key`. `first_windows[key]`, when given, is window 0's states already computed

@@ -7,6 +7,11 @@ scorer's cache is off, as in module-level `score()`: a 256 x 256 grid would embe
 candidate once per chunk. `CallReuse` counts each text's uses over the whole call and keeps an
 embedding only while uses remain, within `max_bytes`: a text is embedded once per call, and a
 call whose texts do not return holds nothing extra.
+
+Why not a per-call `EmbeddingCache` instead: an LRU cache does not know which texts return, so it
+holds texts that never do (up to its budget) and, on a grid larger than its budget, evicts the
+ones that do; and the scorer's `Embedder` (and its cache) is shared by every thread scoring
+through the scorer, while this object belongs to one call.
 """
 
 from __future__ import annotations

@@ -30,10 +30,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .inputs import normalize_inputs
+from ..inputs import normalize_inputs
 
 if TYPE_CHECKING:
-    from .scorer import BERTScorer, Scores
+    from ..scorer import BERTScorer, Scores
 
 SPEED_SMOOTHING = 0.3  # weight of the latest call in the running average of pairs per second
 MIN_MEASURED_PAIRS = 64  # smaller calls (an idle queue) say little about the speed of merged calls

@@ -4,17 +4,17 @@ critical path (on a GPU the encoder is fast, and the host work around it is the 
 
 Only where tokenizing runs without Python's lock (the tokenizers library's backend, which
 releases it): a tokenizer written in Python would only take turns with the caller. Where the
-encoder runs on the CPU, a block tokenized in the background runs on that one thread
-(TOKENIZERS_PARALLELISM=false, restored as found once the call's last block is in): the
-tokenizers library's own thread pool would take the cores that the encoder and the matching run
-on, and make the call slower, not faster (benchmarks/results/host_speed.md). On an accelerator
-those cores are idle and the tokenizer is the host's longest step: the user's setting applies
-(the library's default is its pool on every core).
+encoder runs on the CPU, only where the tokenizers library runs serially (the user's
+TOKENIZERS_PARALLELISM=false): its own thread pool would take the cores that the encoder and the
+matching run on, and make the call slower, not faster (benchmarks/results/host_speed.md). On an
+accelerator those cores are idle and the tokenizer is the host's longest step.
+
+The variable is read, never written: it is process-wide, and a write during a call would race
+with every other thread of the process (two scorers in a thread pool, the Space's concurrency).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -24,34 +24,30 @@ import torch
 Store = TypeVar("Store")
 
 PARALLELISM_VARIABLE = "TOKENIZERS_PARALLELISM"
+_SERIAL_VALUES = ("", "off", "false", "f", "no", "n", "0")  # what the tokenizers library reads as "off"
+
+
+def tokenizers_parallel() -> bool:
+    """Whether the tokenizers library runs a batch on its own thread pool, as it reads
+    TOKENIZERS_PARALLELISM (unset: it does)."""
+    value = os.environ.get(PARALLELISM_VARIABLE)
+    return value is None or value.lower() not in _SERIAL_VALUES
 
 
 def core_is_free(device: torch.device) -> bool:
     """Whether a tokenizing thread would have a core to itself: on an accelerator (the host's
-    threads mostly wait for it), or where torch runs on fewer threads than this process has CPUs.
-    Elsewhere the thread would take turns with torch's own threads on every core, and cost more
-    than it saves (benchmarks/results/host_speed.md)."""
+    threads mostly wait for it), or where the tokenizer runs serially and torch runs on fewer
+    threads than this process has CPUs. Elsewhere the thread would take turns with torch's own
+    threads on every core, and cost more than it saves (benchmarks/results/host_speed.md)."""
     if device.type != "cpu":
         return True
+    if tokenizers_parallel():
+        return False
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     return torch.get_num_threads() < cpus
-
-
-@contextlib.contextmanager
-def serial_tokenizers() -> Iterator[None]:
-    """TOKENIZERS_PARALLELISM=false inside, and the variable as it was (or unset) after."""
-    before = os.environ.get(PARALLELISM_VARIABLE)
-    os.environ[PARALLELISM_VARIABLE] = "false"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(PARALLELISM_VARIABLE, None)
-        else:
-            os.environ[PARALLELISM_VARIABLE] = before
 
 
 def tokenized_blocks(
@@ -60,15 +56,12 @@ def tokenized_blocks(
     ref_keys: Sequence[str],
     blocks: Sequence[range],
     ahead: bool,
-    serial: bool = True,
 ) -> Iterator[tuple[range, Store]]:
     """(block, tokenize(its candidates + references)) for each block of pairs, in order.
 
-    The first block is tokenized on the caller's thread (with the tokenizer's own parallelism);
-    with `ahead`, block k + 1 is tokenized on one background thread while the caller works on
-    block k, serially where `serial` (an encoder on the CPU), else as the user set
-    TOKENIZERS_PARALLELISM. Use it under `contextlib.closing`: leaving early then waits for the
-    block in flight and restores the environment.
+    The first block is tokenized on the caller's thread; with `ahead`, block k + 1 is tokenized on
+    one background thread while the caller works on block k. Use it under `contextlib.closing`:
+    leaving early then waits for the block in flight.
     """
 
     def texts(block: range) -> list[str]:
@@ -79,8 +72,7 @@ def tokenized_blocks(
             yield block, tokenize(texts(block))
         return
     first = tokenize(texts(blocks[0]))
-    # The pool is left first (it waits for a block in flight), then the environment is restored.
-    with serial_tokenizers() if serial else contextlib.nullcontext(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertscore-tokenize") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertscore-tokenize") as pool:  # waits for one in flight
         pending = pool.submit(tokenize, texts(blocks[1]))
         yield blocks[0], first
         for k in range(1, len(blocks)):

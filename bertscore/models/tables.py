@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from .notes import advice
-from .sources import EMBEDDED_MODEL_NAME
+from ..notes import advice
+from ..sources import EMBEDDED_MODEL_NAME
 
 DEFAULT_MULTILINGUAL_MODEL = "bert-base-multilingual-cased"  # the official default of a language not in the table
 

@@ -9,8 +9,8 @@ import functools
 import logging
 from typing import Any
 
-from .inputs import InputError
-from .sources import hub_kwargs
+from ..inputs import InputError
+from ..sources import hub_kwargs
 
 logger = logging.getLogger(__name__)
 

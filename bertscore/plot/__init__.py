@@ -17,11 +17,11 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from .explain import Explanation, explain_pair
+from ..explain import Explanation, explain_pair
+from ..output_files import write_bytes
+from ..scoring.pipeline import HasPipeline
+from ..wording import a_type
 from .fonts import families_for
-from .output_files import write_bytes
-from .pipeline import HasPipeline
-from .wording import a_type
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Code written against the official internals runs on them unedited: mbrs encodes 
 with a scorer's `_model` and `_tokenizer` and matches them with `greedy_cos_idf`; scripts build a
 model with `get_model` and score with `bert_cos_score_idf`; evaluate's tests patch those two names
 in `bert_score.scorer`. Each keeps its official name, arguments and result layout; the models and
-tokenizers are this package's (`models.py`, `model_tokenizer.py`), the matching is `matching.py`'s.
+tokenizers are this package's (`models/loading.py`, `models/tokenizer.py`), the matching is `scoring/matching.py`'s.
 Where the official numbers are wrong (a padded position's similarity of 0 wins a max when every
 real similarity is negative) these return the real maximum; docs/existing-code.md lists the rest.
 """
@@ -18,14 +18,14 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from .devices import full_fp32_precision
-from .idf import TokenWeights
-from .inputs import normalize_inputs
-from .matching import greedy_match, harmonic_mean, normalize, pad_sequences
-from .model_tokenizer import load_tokenizer, special_layout
-from .models import load_model
-from .official import weights_as_dict
-from .sources import resolve_source
+from ..inputs import normalize_inputs
+from ..models.devices import full_fp32_precision
+from ..models.loading import load_model
+from ..models.tokenizer import load_tokenizer, special_layout
+from ..official import weights_as_dict
+from ..scoring.idf import TokenWeights
+from ..scoring.matching import greedy_match, harmonic_mean, normalize, pad_sequences
+from ..sources import resolve_source
 
 logger = logging.getLogger(__name__)
 
@@ -223,8 +223,8 @@ def score_with_helpers(
     batch_size: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The official `BERTScorer.score` steps: `bert_cos_score_idf` (as the caller's module names it now:
-    a patched one counts) on the scorer's `_model` and `_tokenizer`, the best of each candidate's
-    references, then the rescale baseline."""
+    a patched one counts) on the scorer's `_model` and `_tokenizer`, then the pipeline's `finish`: the
+    best of each candidate's references, the rescale baseline."""
     candidates, groups = normalize_inputs(cands, refs)
     flat_refs = [reference for group in groups for reference in group]
     flat_cands = [candidate for candidate, group in zip(candidates, groups) for _ in group]
@@ -232,13 +232,7 @@ def score_with_helpers(
         scorer._model, flat_refs, flat_cands, scorer._tokenizer, official_idf_dict(scorer, flat_refs),
         verbose=verbose, device=scorer.device, batch_size=batch_size or 64, all_layers=scorer.all_layers,
     ).cpu()
-    bounds, start = [], 0
-    for group in groups:
-        bounds.append((start, start + len(group)))
-        start += len(group)
-    preds = torch.stack([preds[..., lo:hi, :].amax(dim=-2) for lo, hi in bounds], dim=-2)
-    if scorer.rescale_with_baseline:
-        baseline = scorer.baseline_vals
-        baseline = baseline.unsqueeze(-2) if preds.dim() == 3 else baseline
-        preds = (preds - baseline) / (1 - baseline)
-    return preds[..., 0], preds[..., 1], preds[..., 2]
+    # the pipeline's own last steps: the best of each candidate's references, the rescale, the layout
+    owners = torch.repeat_interleave(torch.arange(len(groups)), torch.tensor([len(group) for group in groups]))
+    pair_scores = preds.transpose(0, 1) if preds.dim() == 3 else preds  # [n, 3] or [n, K, 3]
+    return scorer.pipeline.finish(pair_scores.float(), owners, len(candidates))

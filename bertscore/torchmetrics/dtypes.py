@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .inputs import InputError
+from ..inputs import InputError
 
 
 class FloatScores:

@@ -2,10 +2,28 @@
 
 A `Pipeline` is the settings (frozen, see `settings.py`) plus an `Embedder`. Its public steps
 serve `BERTScorer.score`, `explain_pair` and the distributed path alike, so that each of them
-computes what `score()` computes. The work runs in chunks of pairs (embed, match, release),
-so peak memory depends on the chunk and batch budgets (`plan.py`), not on the corpus;
-embeddings are reused through a bounded cache, and within a call a text that returns in a
-later chunk is embedded once (`reuse.py`).
+computes what `score()` computes.
+
+The schedule: one call's pairs are grouped four levels deep, each level bounding one thing.
+
+1. Stream blocks (`score_in_blocks`, `plan.stream_blocks`): a call longer than a chunk is put in
+   `plan.stream_order` (by reference length in characters: the tokens are not known yet) and cut
+   into blocks growing from FIRST_STREAM_BLOCK pairs; block k + 1 is tokenized while block k is
+   scored (`tokenize_ahead`). They bound the tokens held and let tokenizing overlap scoring.
+2. Chunks (`Pipeline.score_pairs`, `plan.chunks`): a block's pairs, sorted by token length and
+   reference (`plan.sort_pairs`, so a shared reference sits in one chunk), taken up to
+   `chunk_size` pairs and CHUNK_EMBEDDING_BYTES of embeddings; a chunk's texts are embedded
+   together (token-budget batches, `embed.py`), matched, and released. They bound peak memory.
+3. Match batches (`match_pairs`, `plan.match_batches`): a chunk's pairs padded together up to
+   MATCH_BATCH_BYTES of embeddings and similarities. They bound one matching step.
+4. Tiles (`matching.greedy_match_tiled`): a pair too large for a match batch alone
+   (`plan.needs_tiling`) is matched over tiles of its similarity matrix.
+
+Embeddings are kept in two places: the scorer's `EmbeddingCache` (across calls, bounded, off in
+module-level `score()`) and the call's `CallReuse` (`reuse.py`: a text that returns in a later
+chunk of the same call is kept until its last use, so it is embedded once per call even with the
+cache off). Encoders are kept apart from embeddings: `models/shared.py` (one per settings in the
+process) and `pool.py` (scorers for changing settings).
 """
 
 from __future__ import annotations
@@ -18,13 +36,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..models.devices import full_fp32_precision
+from ..models.loading import LoadedModel
+from ..notes import name_some, report
 from . import baseline_tables, input_notes, plan, tokenize_ahead
-from .devices import full_fp32_precision
 from .embed import Embedder, Fetch
 from .idf import TokenWeights
 from .matching import MATCH_TILE_BYTES, greedy_match, greedy_match_tiled, pad_sequences
-from .models import LoadedModel
-from .notes import name_some, report
 from .reuse import CallReuse
 from .settings import Settings
 from .tokens import TokenStore
@@ -324,8 +342,7 @@ def score_in_blocks(
     else:
         device = pipeline.model.device
         ahead = pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(device)
-        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead,
-                                                 serial=device.type == "cpu")
+        blocks = tokenize_ahead.tokenized_blocks(pipeline.tokenize, cand_keys, ref_keys, block_ranges, ahead)
     with contextlib.closing(blocks):  # leaving early: the block in flight is waited for
         for block, block_ids in blocks:
             positions = order[block.start:block.stop]

@@ -26,9 +26,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import torch
 
-from .digests import file_sha256
-from .inputs import InputError
-from .output_files import check_output, open_output, written_in_place
+from ..digests import file_sha256
+from ..inputs import InputError
+from ..output_files import check_output, open_output, written_in_place
 
 _BASELINE_ROOT = "data/rescale_baseline"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from .inputs import InputError
-from .wording import a_type
+from ..inputs import InputError
+from ..wording import a_type
 
 logger = logging.getLogger(__name__)
 

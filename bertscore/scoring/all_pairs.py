@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import torch
 
+from ..inputs import text_list
+from ..models.devices import full_fp32_precision
 from . import baseline_tables
-from .devices import full_fp32_precision
 from .idf import TokenWeights
-from .inputs import text_list
 from .matching import MATCH_TILE_BYTES, all_pairs_match, pad_sequences
 from .pipeline import Pipeline, Scores
 from .tokens import TokenStore
