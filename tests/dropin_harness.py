@@ -48,7 +48,7 @@ def memory_round_trip(texts: tuple[list[str], list[str]]) -> dict:
     bert_score.score(*texts, model_type=MODEL, num_layers=4)
     gc.collect()
     loaded = rss_mib()
-    model = SHARED_MODELS._kept[SHARED_MODELS.kept[-1]].encoder
+    model = SHARED_MODELS._kept.get(SHARED_MODELS.kept[-1]).encoder
     encoder = weakref.ref(model)
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in [*model.parameters(), *model.buffers()]}
     storage_refs = [StorageWeakRef(storage) for storage in storages.values()]

@@ -525,9 +525,10 @@ def test_texts_travel_as_utf8_bytes_unchanged() -> None:
 
 def test_without_torchmetrics_the_error_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "torchmetrics", None)
-    spec = importlib.util.spec_from_file_location("bertscore._torchmetrics_probe", ROOT / "bertscore" / "torchmetrics.py")
+    for name in [n for n in sys.modules if n == "bertscore.torchmetrics" or n.startswith("bertscore.torchmetrics.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh below; monkeypatch puts them back
     with pytest.raises(ModuleNotFoundError, match=r'pip install "\.\[torchmetrics\]"'):
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        importlib.import_module("bertscore.torchmetrics")
     import tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]

@@ -20,8 +20,11 @@ Lines = Iterator[tuple[int, str]]  # (1-based line number, the line with its "\n
 
 
 def file_lines(handle: io.BufferedIOBase, source: str) -> Lines:
-    """Decoded lines of a binary file: UTF-8 (BOM dropped), errors naming the byte offset."""
-    head = handle.read(HEAD_BYTES)
+    """Decoded lines of a binary file: UTF-8 (BOM dropped), errors naming the byte offset.
+
+    The head is what one read returns (`read1`): from a pipe that is what has arrived, so lines
+    stream as they come (a CLI reading `-c -` scores before its input ends)."""
+    head = getattr(handle, "read1", handle.read)(HEAD_BYTES)
     if head.startswith(_UTF16_BOMS):
         raise TableError(source, "is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8")
     if b"\0" in head:
