@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--torch", default="torch==2.14.1", help="the user's torch, from PyPI")
     parser.add_argument("--venv", default=str(ROOT / ".venv-user"))
     args = parser.parse_args()
-    venv = Path(args.venv)
+    venv = Path(args.venv).resolve()  # the script later runs from a folder outside the clone
     shutil.rmtree(venv, ignore_errors=True)
     run([find_python(args.python), "-m", "venv", str(venv)])
     python, bin_dir = venv / "bin" / "python", venv / "bin"
