@@ -131,6 +131,44 @@ def test_a_call_longer_than_a_chunk_is_scored_in_blocks_with_the_same_numbers_an
         assert torch.equal(mine, theirs)  # the same blocks with or without the thread: the same bits
 
 
+@pytest.mark.parametrize("chunk_size", [3, 2048])
+def test_a_call_sorts_its_pairs_once_and_chunks_take_that_order(minilm_scorer, monkeypatch, chunk_size):
+    """One sort per call: by characters when it streams (chunk_size=3: blocks in `plan.stream_order`,
+    each scored in that order), by tokens when it is one block. Each chunk's pairs must come in the
+    order a plain sort of the call's pairs by (reference length, reference, candidate length) gives."""
+    from bertscore.scoring import plan
+
+    sorts: list[int] = []
+    seen: list[list[tuple[str, str]]] = []
+    original_sort, original_chunks = plan.sort_pairs, plan.chunks
+
+    def counted_sort(pairs, *keys):
+        sorts.append(len(keys))
+        return original_sort(pairs, *keys)
+
+    def recorded_chunks(order, cand_keys, ref_keys, *rest):
+        for chunk in original_chunks(order, cand_keys, ref_keys, *rest):
+            seen.append([(cand_keys[i], ref_keys[i]) for i in chunk])
+            yield chunk
+
+    monkeypatch.setattr(plan, "sort_pairs", counted_sort)
+    monkeypatch.setattr(plan, "chunks", recorded_chunks)
+    scorer = BERTScorer(loaded_model=minilm_scorer.model, cache_bytes=0, chunk_size=chunk_size)
+    cands = [c for c, group in zip(STREAM_CANDIDATES, STREAM_GROUPS) for _ in group if c.strip()]
+    refs = [r for c, group in zip(STREAM_CANDIDATES, STREAM_GROUPS) for r in group if c.strip()]
+    pairs = [(c.strip(), r.strip()) for c, r in zip(cands, refs) if r.strip()]
+    scorer.score([c for c, _ in pairs], [r for _, r in pairs])
+    assert sorts == [3]  # one sort of the whole call, not one more per block
+    taken = [pair for chunk in seen for pair in chunk]
+    if chunk_size == 3:
+        expected = sorted(pairs, key=lambda p: (len(p[1]), p[1], len(p[0])))  # characters: stream order
+    else:
+        tokens = minilm_scorer.model.tokenizer
+        size = {t: len(tokens(t, add_special_tokens=True)["input_ids"]) for pair in pairs for t in pair}
+        expected = sorted(pairs, key=lambda p: (size[p[1]], p[1], size[p[0]]))
+    assert taken == expected and (len(seen) > 1) == (chunk_size == 3)  # several blocks, or one chunk
+
+
 def test_score_pairs_in_blocks_names_the_empty_pairs_as_one_block_does(minilm_scorer):
     cands = [c for c, group in zip(STREAM_CANDIDATES, STREAM_GROUPS) for _ in group]
     refs = [r for group in STREAM_GROUPS for r in group]

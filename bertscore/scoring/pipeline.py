@@ -6,12 +6,16 @@ computes what `score()` computes.
 
 The schedule: one call's pairs are grouped four levels deep, each level bounding one thing.
 
-1. Stream blocks (`score_in_blocks`, `plan.stream_blocks`): a call longer than a chunk is put in
-   `plan.stream_order` (by reference length in characters: the tokens are not known yet) and cut
-   into blocks growing from FIRST_STREAM_BLOCK pairs; block k + 1 is tokenized while block k is
-   scored (`tokenize_ahead`). They bound the tokens held and let tokenizing overlap scoring.
-2. Chunks (`Pipeline.score_pairs`, `plan.chunks`): a block's pairs, sorted by token length and
-   reference (`plan.sort_pairs`, so a shared reference sits in one chunk), taken up to
+A call's pairs are sorted once, by reference length, reference, then candidate length (a shared
+reference sits in one chunk, pairs of similar lengths are padded together): in tokens when the
+call is one block (`Pipeline.score_pairs`: its tokens are known before the first chunk), in
+characters when it streams (`plan.stream_order`: the tokens are not known yet).
+
+1. Stream blocks (`score_in_blocks`, `plan.stream_blocks`): a call longer than a chunk is taken
+   in `plan.stream_order` and cut into blocks growing from FIRST_STREAM_BLOCK pairs; block k + 1
+   is tokenized while block k is scored (`tokenize_ahead`). They bound the tokens held and let
+   tokenizing overlap scoring.
+2. Chunks (`Pipeline.score_pairs`, `plan.chunks`): a block's pairs in that order, taken up to
    `chunk_size` pairs and CHUNK_EMBEDDING_BYTES of embeddings; a chunk's texts are embedded
    together (token-budget batches, `embed.py`), matched, and released. They bound peak memory.
 3. Match batches (`match_pairs`, `plan.match_batches`): a chunk's pairs padded together up to
@@ -192,8 +196,12 @@ class Pipeline:
         batch_size: int | None = None,
         progress: Any = None,
         reuse: CallReuse | None = None,
+        in_order: bool = False,
     ) -> torch.Tensor:
         """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`, `reuse`: the call's, else own).
+
+        The pairs are sorted by token length (`plan.sort_pairs`) unless `in_order`: a streamed
+        block, already in `plan.stream_order`, is taken as it comes (a call sorts once).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -213,8 +221,9 @@ class Pipeline:
         head_length = token_ids.head_lengths(limit).__getitem__
 
         # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
-        order = plan.sort_pairs((i for i in range(len(cand_keys)) if i not in empty) if empty else range(len(cand_keys)),
-                                list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
+        order = [i for i in range(len(cand_keys)) if i not in empty] if empty else range(len(cand_keys))
+        if not in_order:
+            order = plan.sort_pairs(order, list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
         own_bar = progress is None
         progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair") if own_bar else progress
         progress.update(len(empty))
@@ -330,7 +339,8 @@ def score_in_blocks(
     if own_bar:
         progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair")
     chunk_size = pipeline.settings.chunk_size
-    if token_ids is not None or len(cand_keys) <= chunk_size:
+    streamed = token_ids is None and len(cand_keys) > chunk_size  # sorted here, so not again per block
+    if not streamed:
         block_ranges, order = [range(len(cand_keys))], list(range(len(cand_keys)))
     else:
         order = plan.stream_order(cand_keys, ref_keys)
@@ -349,7 +359,7 @@ def score_in_blocks(
             on_block(positions, block_ids)
             scores[positions] = pipeline.score_pairs(
                 cand_keys[block.start:block.stop], ref_keys[block.start:block.stop], block_ids, weights,
-                batch_size=batch_size, progress=progress, reuse=reuse,
+                batch_size=batch_size, progress=progress, reuse=reuse, in_order=streamed,
             )
     if own_bar:
         progress.close()
