@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,20 +34,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from harness import device_sync, measured, official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
-from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import device_sync, measured, official_scorer, run_child, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
 
 MEMORY_CHILD = r"""
-import json, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import json
 from all_pairs import matrix_peak
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 texts = json.loads(sys.stdin.read())
-print(json.dumps(matrix_peak(BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device={device!r}), texts)))
+print(json.dumps(matrix_peak(BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device=sys.argv[1]), texts)))
 """
 
 
@@ -218,11 +214,7 @@ def memory(args: argparse.Namespace) -> list[dict]:
     rows = []
     for size in args.memory_sizes:
         texts = tatoeba_short_texts(args.data, size)
-        code = MEMORY_CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads,
-                                   device=args.device)
-        done = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
-                              text=True, check=True)
-        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row = run_child(MEMORY_CHILD, args.device, threads=args.threads, stdin=json.dumps(texts))
         row.update(size=size, above_model_gib=(row["peak_rss_bytes"] - row["rss_before_bytes"]) / 2**30)
         print(f"{size} x {size} short texts: peak {row['above_model_gib']:.3f} GiB above the loaded model", flush=True)
         rows.append(row)

@@ -28,7 +28,6 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,11 +36,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from harness import device_sync, measured, table, timed, wmt17_syslevel  # noqa: E402
+from harness import device_sync, measured, run_child, table, timed, wmt17_syslevel  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -51,10 +48,7 @@ RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
 CHILD = r"""
-import json, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import json
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 from long_texts import cost
 mode, pair, device = sys.argv[1], json.loads(open(sys.argv[2], encoding="utf-8").read()), sys.argv[3]
@@ -63,7 +57,7 @@ store = scorer.pipeline.tokenize([pair["candidate"], pair["reference"]])
 lengths = [store.content_length(t.strip()) for t in (pair["candidate"], pair["reference"])]
 found = cost(scorer, [pair["candidate"]], [pair["reference"]])
 found.pop("scores")
-print(json.dumps({{"mode": mode, "content_tokens": lengths, **found, "f1": found["f1"][0], "hash": scorer.hash}}))
+print(json.dumps({"mode": mode, "content_tokens": lengths, **found, "f1": found["f1"][0], "hash": scorer.hash}))
 """
 
 
@@ -235,12 +229,10 @@ def resources(args) -> list[dict]:
             pair_file = Path(folder) / f"pair{length}.json"
             pair_file.write_text(json.dumps(pairs[length]), encoding="utf-8")
             for mode in ("truncate", "window"):
-                code = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads)
-                done = subprocess.run([sys.executable, "-c", code, mode, str(pair_file), args.device], capture_output=True,
-                                      text=True, timeout=3600)
-                if done.returncode != 0:
-                    sys.exit(f"error: the {mode} run on {length} tokens failed:\n{done.stderr[-3000:]}")
-                result = json.loads(done.stdout.strip().splitlines()[-1])
+                try:
+                    result = run_child(CHILD, mode, str(pair_file), args.device, threads=args.threads, timeout=3600)
+                except RuntimeError as error:
+                    sys.exit(f"error: the {mode} run on {length} tokens failed:\n{error}")
                 result.update(target_tokens=length, segments=pairs[length]["segments"])
                 results.append(result)
                 print(json.dumps(result), flush=True)

@@ -34,17 +34,13 @@ from typing import Any, Callable
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import PeakMemory, measured, random_bert, table  # noqa: E402
+from harness import PeakMemory, measured, random_bert, run_child, table  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 CHILD = r"""
-import csv, json, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import csv, json
 from harness import official_score
 from memory import measure
 which, model_dir, pairs_file, layers, device = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -57,7 +53,7 @@ if which == "ours":
     fn = lambda c, r: bertscore.score(c, r, model_type=model_dir, num_layers=layers, batch_size=64, device=device)
 else:
     fn = lambda c, r: official_score(c, r, model_dir, layers, batch_size=64, device=device)
-print(json.dumps(measure(fn, {{len(pairs[0]): pairs}}, device)[0]))
+print(json.dumps(measure(fn, {len(pairs[0]): pairs}, device)[0]))
 """
 
 
@@ -110,20 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
         model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)[0]
-        script = tmp_path / "child.py"
-        script.write_text(CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads))
         for n in sorted(set(sizes["ours"] + sizes["official"])):
             write_pairs(args.data, n, tmp_path / f"pairs_{n}.tsv")
         for which, n in [(which, n) for which, ns in sizes.items() for n in ns]:
             started = time.perf_counter()
             row = {"package": which, "pairs": n}
             try:
-                proc = subprocess.run([sys.executable, str(script), which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"),
-                                       str(args.layers), args.device], capture_output=True, text=True, timeout=args.timeout)
-                lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-                row.update(json.loads(lines[-1]) if proc.returncode == 0 and lines else {"error": proc.stderr[-2000:]})
+                row.update(run_child(CHILD, which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers),
+                                     args.device, threads=args.threads, timeout=args.timeout))
             except subprocess.TimeoutExpired:
                 row["error"] = f"timed out after {args.timeout} s"
+            except RuntimeError as error:
+                row["error"] = str(error)
             results.append({**row, "wall_s": time.perf_counter() - started, "cpu_model": machine["cpu_model"]})
             print(json.dumps(results[-1]), flush=True)
 

@@ -29,11 +29,9 @@ import torch  # noqa: E402
 
 from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from conftest import SENTENCES  # noqa: E402
 from harness import max_delta, official_score, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
-from tiny_models import build_all  # noqa: E402
 
 
 def case(family: str, mode: str, model: Path | str, layer: int, cands: list[str], refs: list[Any],
@@ -74,6 +72,9 @@ def compare(cases: list[dict[str, Any]], ours: Callable[[dict[str, Any]], Any],
 
 def measure(device: str = "cpu", pairs: int = 200) -> list[dict[str, Any]]:
     """tests/test_parity.py's cases, ours on `device` against the official package at batch_size=1."""
+    from conftest import SENTENCES
+    from tiny_models import build_all
+
     cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", pairs)
     half = pairs // 2
     minilm, real = embedded_model_dir(), "MiniLM (real weights)"

@@ -30,7 +30,6 @@ import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +37,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import FIXTURE, device_sync, table, timed, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, device_sync, run_child, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CALLS = 30
@@ -104,31 +103,26 @@ def child(kind: str, device: str) -> None:
     print(json.dumps(one_pair_calls(loops, pairs(), device)))
 
 
-def run_child(kind: str, device: str) -> dict:
+def one_round(kind: str, device: str) -> dict:
+    """`child(kind, device)` in a fresh interpreter whose path finds the drop-in or the official `bert_score`."""
     path = [str(ROOT / "bert_score_dropin"), str(ROOT)] if CHILDREN[kind] == "dropin" else [str(ROOT)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join(path)}
-    done = subprocess.run([sys.executable, __file__, "--child", kind, "--device", device], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, f"{kind} failed\n{done.stderr[-3000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child("from per_call import child\nchild(*sys.argv[1:])", kind, device, threads=THREADS,
+                          timeout=1800, env=env)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="where every loop scores (CPU: the committed results)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     add_output_options(parser)
     args = parser.parse_args()
-    if args.child:
-        child(args.child, args.device)
-        return
     folder = output_folder(args)
     rounds: dict[str, list[dict]] = {kind: [] for kind in CHILDREN}
     for _ in range(args.rounds):
         for kind in CHILDREN:
-            rounds[kind].append(run_child(kind, args.device))
+            rounds[kind].append(one_round(kind, args.device))
             print(kind, {name: round(run["calls_s"], 2) for name, run in rounds[kind][-1].items()}, flush=True)
     reference_f1 = rounds["ours"][0][KEPT]["f1"]
     for kind in CHILDREN:  # the same numbers every way (the official's within 1e-5 of ours)
