@@ -4,46 +4,43 @@ the most from one short run, with models built or carried to the machine (nothin
 Sections, cheapest first, each written to <out>/gpu_check.md and .json as soon as it ends (a
 timeout still leaves the finished ones); a section whose planned time (PLANNED_S) would end past
 the budget is skipped, saying so. Where a CPU benchmark measures the same thing, the section runs
-that script's function on the GPU (named in brackets):
+that script's function with the device (in brackets):
   environment  versions, GPU, CPU model and flags
-  setup        the embedded all-MiniLM-L6-v2 (real weights, carried in fp16), a 24-layer, 1024-wide
-               random BERT (bert-large shape, layer 18) with the MiniLM WordPiece tokenizer, the
-               tiny RoBERTa, XLM-R and ELECTRA (tests/tiny_models.py) and the convolution families
-               SqueezeBERT, ConvBERT, DeBERTa-v2-conv (tests/tiny_families.py)
-  parity       CUDA fp32 vs CPU fp32 on 500 WMT17 pairs, every family, idf off/on and
-               multi-reference: max |delta| <= 1e-5; batch invariance on CUDA [parity.compare]
+  setup        the embedded all-MiniLM-L6-v2 (real weights, carried in fp16), a random BERT of
+               bert-large's shape (layer 18, MiniLM WordPiece), the tiny RoBERTa, XLM-R, ELECTRA and
+               the convolution families SqueezeBERT, ConvBERT, DeBERTa-v2-conv (tests/tiny_*.py)
+  parity       CUDA fp32 vs CPU fp32, 500 WMT17 pairs, every family, idf off/on, multi-reference:
+               max |delta| <= 1e-5; batch invariance on CUDA [parity.compare]
   probe        the padding probe's verdict per family on CUDA, as on the CPU (ConvBERT: one length)
-  official     the official package on CUDA at batch_size=1 vs ours: MiniLM, the large BERT and the
-               convolution families with CUDA convolutions in exact fp32 on both sides (our decision,
-               docs/exactness.md): <= 1e-5; at torch's default (TF32 convolutions): a figure
+  official     the official package on CUDA at batch_size=1 vs ours (MiniLM, the large BERT, the
+               convolution families), CUDA convolutions in exact fp32 on both sides (docs/exactness.md):
+               <= 1e-5; at torch's default (TF32 convolutions): a figure
   options      on MiniLM: all_layers (vs official), dtype="auto", cache_device="cpu", a cache on
                CUDA read by a CPU scorer (bit-identical), explain_pair, a caller's TF32 + autocast
-  torchrun     the CLI under torchrun: one rank without a group, one rank over nccl, two ranks
-               over gloo on one GPU (each sees it as cuda:0)
+  torchrun     the CLI under torchrun: one rank without a group, one over nccl, two over gloo
   evaluate     the evaluate module on CUDA (when evaluate/datasets are installed)
-  precision    bf16 and fp16 vs fp32 on CUDA: max |dF| <= 5e-3, Pearson >= 0.999 [speed.reduced_vs_fp32]
+  precision    bf16 and fp16 vs fp32: max |dF| <= 5e-3, Pearson >= 0.999 [speed.reduced_vs_fp32]
   long_texts   long_texts="window" on 100 pairs of ~5k tokens: time, peak memory, CUDA vs CPU
                [long_texts.consecutive, long_texts.cost]
-  all_pairs    score_matrix (MiniLM, fp32) vs the flattened score() at 128 x 128 texts: <= 1e-5, >= 4x;
-               at 1,024 x 1,024 its peak GPU memory, its time by phase and against its floor (the
-               encoder alone plus one matching pass at the measured fp32 matmul rate): <= 1.3x
-               [all_pairs.matrix_vs_flattened, matrix_peak, against_floor]
-  per_call     one pair a call (as HELM and DeepEval score on a GPU), 200 calls: ms per call, official
-               fp32 vs ours fp32 and bf16 with the token budget, ours by phase [per_call.one_pair_calls]
-  memory       peak GPU memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x [memory.measure]
-  throughput   20,000 WMT17 pairs, the large BERT: official fp32 (batch_size 64), ours fp32 / bf16, the
-               encoder-only floors of the same batches, peak GPU memory, our time by phase. Targets:
-               bf16 <= 1.3x its floor, >= 3x official fp32 (batch 64), >= 25x with the token budget;
-               fp32 <= 1.05x its floor and >= 0.95x official fp32 [speed.side_by_side]
+  all_pairs    score_matrix vs the flattened score() at 128 x 128: <= 1e-5, >= 4x; at 1,024 x 1,024
+               its peak memory, phases and floor (encoder alone + one matching pass at the measured
+               matmul rate): <= 1.3x [all_pairs.matrix_vs_flattened, matrix_peak, against_floor]
+  per_call     one pair a call (HELM, DeepEval), 200 calls: official fp32 vs ours fp32 and bf16 with
+               the token budget, ours by phase [per_call.one_pair_calls]
+  memory       peak memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x [memory.measure]
+  throughput   20,000 pairs, the large BERT: official fp32 (batch 64), ours fp32 / bf16, each beside
+               the encoder-only floor of its batches, peak memory, phases. bf16 <= 1.3x its floor,
+               >= 3x official (>= 25x with the token budget); fp32 <= 1.05x its floor, >= 0.95x
+               official [speed.side_by_side]
 
     .venv/bin/python benchmarks/gpu_check.py --prepare      # here: fill .gpu_carry/, print the run
     python3 benchmarks/gpu_check.py --out $OUT              # there (the command --prepare prints)
     .venv/bin/python benchmarks/gpu_check.py --dry-run      # CPU, tiny sizes, < 1 min (CI runs it)
 
---dry-run runs the same code on the CPU with tiny sizes (a 2-layer small BERT, a few dozen pairs);
-what needs CUDA says "skipped (no CUDA)", speed and memory targets are not judged, and peak
-memory is the process's resident set (harness.PeakMemory: the allocator's peak on CUDA). It reads no
-../shared: the WMT17 fixture under tests/data/ where present, else sentences built in.
+--dry-run runs the same code on the CPU with tiny sizes; what needs CUDA says "skipped (no CUDA)",
+speed and memory targets are not judged, and peak memory is the process's resident set
+(harness.PeakMemory: the allocator's peak on CUDA). It reads no ../shared: the WMT17 fixture under
+tests/data/ where present, else sentences built in.
 Exit code: 0 when every section ran and every judged check passed, else 1.
 """
 
@@ -552,6 +549,13 @@ def users_tokenizers_parallelism() -> Iterator[str]:
 
 
 def section_throughput(s: Section, ctx: Context) -> None:
+    with users_tokenizers_parallelism() as parallelism:
+        s.note(f"TOKENIZERS_PARALLELISM: {parallelism}, as this script was started (a user's setting); "
+               f"{os.cpu_count()} logical CPUs")
+        _throughput(s, ctx)
+
+
+def _throughput(s: Section, ctx: Context) -> None:
     """speed.side_by_side on the device: the official package, ours fp32 / bf16 / bf16 with the token
     budget alone, each beside the encoder-only floor of its own batches; then ours by phase."""
     from host_speed import phase_times
@@ -563,11 +567,8 @@ def section_throughput(s: Section, ctx: Context) -> None:
                "ours_bf16": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0),
                "ours_bf16_budget": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0, batch_size=None)}
     s.note(f"{n} pairs, {spec.description}; every method scores the same pairs once after a warm-up on 16 pairs")
-    with users_tokenizers_parallelism() as parallelism:
-        s.note(f"TOKENIZERS_PARALLELISM: {parallelism}, as this script was started (a user's setting); "
-               f"{os.cpu_count()} logical CPUs")
-        results, outputs, tokens = speed.side_by_side(scorers, cands, refs, ctx.device, 1,
-                                                      {"official_fp32": official} if official else None)
+    results, outputs, tokens = speed.side_by_side(scorers, cands, refs, ctx.device, 1,
+                                                  {"official_fp32": official} if official else None)
     s.note(f"attention backends in torch's priority order outside our calls: {sdp_priority()} (ours and the floors "
            "run under full_fp32_precision, which pins torch's documented order: flash, efficient, math, ...)")
     s.note(f"{len(set(cands + refs))} unique texts, {tokens} tokens; token budget per encoder batch "
@@ -909,8 +910,8 @@ def section_torchrun(s: Section, ctx: Context) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="gpu-check-cli-") as tmp:
         folder = Path(tmp)
-        for name, texts in (("c.txt", cands), ("r.txt", refs)):
-            (folder / name).write_text("".join(t.replace("\n", " ") + "\n" for t in texts), encoding="utf-8")
+        (folder / "c.txt").write_text("".join(c.replace("\n", " ") + "\n" for c in cands), encoding="utf-8")
+        (folder / "r.txt").write_text("".join(r.replace("\n", " ") + "\n" for r in refs), encoding="utf-8")
         # The launches at once (they share the GPU; start-up, not scoring, is most of their time).
         started, launched = time.perf_counter(), {}
         for index, (label, (ranks, command)) in enumerate(runs.items()):

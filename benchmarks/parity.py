@@ -2,9 +2,10 @@
 
 The same cases as tests/test_parity.py, with the deltas printed and saved instead of asserted:
 real MiniLM weights on WMT17 de-en pairs (idf off/on, multi-reference, custom baseline, all
-layers) and tiny random models of other tokenizer families built offline.
+layers) and tiny random models of other tokenizer families built offline. `compare` is what
+gpu_check.py's parity section runs: ours on the GPU against ours on the CPU.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py [--device cpu]
 
 Writes parity.md and .json to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
@@ -98,13 +99,12 @@ def measure(device: str = "cpu", pairs: int = 200) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    torch.set_num_threads(2)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="where ours runs (the official package: its default)")
     add_output_options(parser)
     args = parser.parse_args(argv)
-    out = output_folder(args)
-    torch.set_num_threads(2)
-    machine = machine_info()
+    out, machine = output_folder(args), machine_info()
     print(machine_line(machine), flush=True)
     rows = measure(args.device)
     lines = ["# Parity with the official bert-score package", "",
