@@ -10,13 +10,15 @@
    (DA-syslevel.csv), per language pair. Per-segment scores of benchmarks/system_level.py are
    reused when its cache (--sentence-cache) holds them for the same scorer hash and texts.
 2. Resources. One pair of texts of about 1k, 10k and 30k tokens (real WMT17 text: a system's
-   output against the references, consecutive segments), scored with window vs truncate, each
-   in a fresh subprocess: seconds (total, and in the encoder), peak RSS of the process.
+   output against the references, consecutive segments: `consecutive`), scored with window vs
+   truncate, each in a fresh subprocess (`cost`, harness.PeakMemory): seconds (total, and in the
+   encoder), the resident set at the call's start and the process's peak inside it. gpu_check.py
+   runs `consecutive` and `cost` on the GPU.
 
 MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
-        [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
+        [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources] [--device cpu]
 
 Writes long_texts.md and long_texts.json to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
@@ -293,8 +295,8 @@ def render(result: dict) -> str:
             "",
             f"A system output ({RESOURCE_SOURCE[1]}, {RESOURCE_SOURCE[0]}) against the references, consecutive "
             "segments up to the length; each run in a fresh subprocess (`BERTScorer`, default cache; the encoder "
-            "warmed up on one short pair first). Peak RSS is the whole process (Python, torch, the model: "
-            "'before' is the peak after loading).",
+            "warmed up on one short pair first). Peak RSS is the whole process's high-water mark during the call "
+            "(Python, torch, the model included: 'before' is the resident set at its start).",
             "",
             *table(["tokens (cand / ref)", "mode", "seconds", "encoder s", "encoder s per 1k tokens", "RSS before",
                     "peak RSS", "F1"],
