@@ -741,6 +741,12 @@ def section_options(s: Section, ctx: Context) -> None:
     s.check("caller's matmul precision after our call", after, "high (as set)", after == "high")
 
 
+def mib(found: dict[str, Any]) -> list[int]:
+    """[peak MiB, peak above the start MiB] of a probed call (the CPU scripts' rss_before / peak_rss bytes:
+    on CUDA the allocator's)."""
+    return [round(found["peak_rss_bytes"] / 2**20), round(max(found["peak_rss_bytes"] - found["rss_before_bytes"], 0) / 2**20)]
+
+
 def section_all_pairs(s: Section, ctx: Context) -> None:
     """score_matrix on the device (MiniLM, fp32, cache off): equal to the flattened score() and its speed
     beside it (all_pairs.matrix_vs_flattened), its peak memory at all_pairs_memory x all_pairs_memory
@@ -754,11 +760,10 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
     matrix_s, flat_s, delta, _ = all_pairs.matrix_vs_flattened(scorer, small)
     peak = all_pairs.matrix_peak(scorer, big)
     floor = all_pairs.against_floor(scorer, big, ctx.sizes.matmul_size)
-    mib = [round(peak["peak_rss_bytes"] / 2**20), round(max(peak["peak_rss_bytes"] - peak["rss_before_bytes"], 0) / 2**20)]
     s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
     s.table(["N x N", "score_matrix s", "flattened score() s", "x", "peak MiB", "peak above start MiB"],
             [[f"{len(small)} x {len(small)}", matrix_s, flat_s, flat_s / matrix_s, "-", "-"],
-             [f"{len(big)} x {len(big)}", peak["seconds"], "-", "-", *mib]])
+             [f"{len(big)} x {len(big)}", peak["seconds"], "-", "-", *mib(peak)]])
     s.table(["N x N", "total s", "embed s", "match s", "rest s (tokenize, notes, rescale)", "encoder alone s",
              "one matching pass at the matmul rate s", "fp32 matmul TFLOP/s"],
             [[f"{len(big)} x {len(big)}", floor["total"], floor["embed"], floor["match"],
@@ -826,8 +831,7 @@ def section_memory(s: Section, ctx: Context) -> None:
     found = memory.measure(lambda c, r: scorer.score(c, r), {label: ([cands[i] for i in chosen], [refs[i] for i in chosen])
                                                              for label, chosen in sets.items()}, ctx.device)
     rows = [[row["set"], row["n"], max(tokens[i] for i in sets[row["set"]]), row["seconds"],
-             round(row["peak_rss_bytes"] / 2**20), round(max(row["peak_rss_bytes"] - row["rss_before_bytes"], 0) / 2**20),
-             round(row["host_peak_above_bytes"] / 2**20)] for row in found]
+             *mib(row), round(row["host_peak_above_bytes"] / 2**20)] for row in found]
     s.note(f"{spec.description}; bf16 on CUDA, cache off, batch_size={scorer.batch_size}, token budget "
            f"{scorer.embedder.max_tokens_per_batch}; one scorer for every set. The first {small_n} pairs have "
            "shorter longest texts: their peak is shown, not judged (the encoder batch of the longest texts grows "
@@ -870,8 +874,7 @@ def section_long_texts(s: Section, ctx: Context) -> None:
         run = long_texts.cost(scorer, cands[:count], refs[:count])
         finite = all(bool(t.isfinite().all()) for t in run["scores"])
         rows.append([label, count, run["seconds"], count / run["seconds"], run["encoder_seconds"],
-                     sum(run["f1"]) / count, round(run["peak_rss_bytes"] / 2**20),
-                     round(max(run["peak_rss_bytes"] - run["rss_before_bytes"], 0) / 2**20)])
+                     sum(run["f1"]) / count, *mib(run)])
         s.check(f"{label}: every score finite", "yes" if finite else "no", "finite", finite)
     s.table(["run", "pairs", "seconds", "pairs/s", "encoder s", "mean F", "peak MiB", "peak above start MiB"], rows)
     s["runs"] = rows

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in commands),
         "",
-        f"Model: {result['model']} (random weights, fp32, {args.device}). Pairs: seeded draw from the WMT17 "
+        f"Model: {result['model']} (random weights, fp32, {'CPU' if args.device == 'cpu' else args.device}). Pairs: seeded draw from the WMT17 "
         "to-English system outputs joined with their references. Each row is a fresh subprocess; "
         "harness.PeakMemory around the scoring call: 'before' = the resident set at its start (after imports, "
         "model-independent setup and reading the pairs), 'peak' = the process's high-water mark (VmHWM) inside "
