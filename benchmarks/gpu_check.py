@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import gzip
 import importlib.metadata
 import inspect
@@ -76,10 +77,22 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 import all_pairs  # noqa: E402
 import long_texts  # noqa: E402
 import memory  # noqa: E402
+import numpy  # noqa: E402
 import parity  # noqa: E402
 import per_call  # noqa: E402
 import speed  # noqa: E402
+import tokenizers  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
 from harness import FIXTURE, max_delta, official_scorer, random_bert, table, wmt17_pairs, wmt17_sample  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
+
+from bertscore import BERTScorer, __version__ as bertscore_version  # noqa: E402
+from bertscore.explain import explain_pair  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
+from bertscore.scoring.embed import EmbeddingCache, NonFiniteEmbeddingError, default_tokens_per_batch  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
@@ -191,8 +204,6 @@ class Report:
             self.flush()
 
     def flush(self) -> None:
-        from bertscore.output_files import write_text
-
         for suffix, text in (("json", json.dumps(self.data, indent=2, default=str) + "\n"), ("md", render(self.data))):
             write_text(self.out / f"gpu_check.{suffix}", text)  # the one writer: whole or not at all
 
@@ -281,10 +292,7 @@ def resave_minilm(source: Path, target: Path, carry: bool) -> Path:
     """The MiniLM saved again: for the carry in fp16 (half the bytes: the device call carries at most
     64 MiB; marked CARRIED_FP16), or the carried fp16 widened to an fp32 folder, so that both packages
     load the same fp32 weights (transformers 5 would otherwise load a checkpoint in its own dtype)."""
-    import torch
     from transformers import AutoModel
-
-    from bertscore.output_files import write_text
 
     model = AutoModel.from_pretrained(str(source), dtype=torch.float32 if carry else torch.float16)
     (model.half() if carry else model.float()).save_pretrained(target)
@@ -323,10 +331,6 @@ def build_models(work: Path, tokenizer_dir: Path, minilm_dir: Path, sizes: Sizes
 
 
 def _empty_cache() -> None:
-    import gc
-
-    import torch
-
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -340,16 +344,12 @@ class Models:
         self._loaded: dict[tuple[str, str, str], Any] = {}
 
     def loaded(self, family: str, device: str, dtype: str = "float32") -> Any:
-        from bertscore.models.loading import load_model
-
         if (family, device, dtype) not in self._loaded:
             spec = self.specs[family]
             self._loaded[family, device, dtype] = load_model(str(spec.path), spec.layer, device=device, dtype=dtype)
         return self._loaded[family, device, dtype]
 
     def scorer(self, family: str, device: str, dtype: str = "float32", **kwargs: Any) -> Any:
-        from bertscore import BERTScorer
-
         return BERTScorer(model_type=str(self.specs[family].path), device=device, dtype=dtype,
                           loaded_model=self.loaded(family, device, dtype), **kwargs)
 
@@ -382,10 +382,6 @@ class Context:
     def device_budget(self) -> dict[str, int]:
         """The GPU's default token budget per encoder batch, also on the dry run's CPU stand-in,
         so that its 'device' side batches differ from the CPU side's (a batch-invariance check)."""
-        import torch
-
-        from bertscore.scoring.embed import default_tokens_per_batch
-
         return {"max_tokens_per_batch": default_tokens_per_batch(torch.device("cuda"))}
 
     def first(self, n: int) -> tuple[list[str], list[str]]:
@@ -403,13 +399,6 @@ class Context:
 
 
 def section_environment(s: Section, meta: dict[str, Any]) -> None:
-    import numpy
-    import tokenizers
-    import torch
-    import transformers
-
-    from bertscore import __version__ as bertscore_version
-
     versions = {"python": platform.python_version(), "torch": torch.__version__,
                 "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
                 "numpy": numpy.__version__, "cuda (torch build)": torch.version.cuda,
@@ -453,8 +442,6 @@ def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) ->
 def section_parity(s: Section, ctx: Context) -> None:
     """parity.compare: ours on the device against ours on the CPU (each side one embedding cache per
     family: idf does not change embeddings), then the device's batches against each other."""
-    from bertscore.scoring.embed import EmbeddingCache
-
     cands, refs = ctx.first(ctx.sizes.parity_pairs)
     s.note(f"{len(cands)} pairs; CPU fp32 (token budget 2048 per batch) vs {ctx.device} fp32 (budget "
            f"{ctx.device_budget()['max_tokens_per_batch']}); multi-reference: 2 references per candidate "
@@ -492,8 +479,6 @@ def section_parity(s: Section, ctx: Context) -> None:
 
 
 def section_precision(s: Section, ctx: Context) -> None:
-    from bertscore.scoring.embed import NonFiniteEmbeddingError
-
     cands, refs = ctx.first(ctx.sizes.precision_pairs)
     s.note(f"{len(cands)} pairs on {ctx.device}; F of bf16 / fp16 against fp32 (same device)")
     rows = []
@@ -518,8 +503,6 @@ def section_precision(s: Section, ctx: Context) -> None:
 def sdp_priority() -> str:
     """torch's attention-backend priority order as the process has it now (a recent torch with a recent
     cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
-    import torch
-
     getter = getattr(torch._C, "_get_sdp_priority_order", None)
     if getter is None:
         return "not exposed by this torch"
@@ -613,8 +596,6 @@ def _throughput(s: Section, ctx: Context) -> None:
 def cuda_conv_precision(value: str) -> Iterator[None]:
     """CUDA convolutions at `value` ("ieee": exact fp32, as ours; "tf32": torch's default) for
     the block, through the API this torch has; the previous setting after."""
-    import torch
-
     cudnn = torch.backends.cudnn
     if getattr(getattr(cudnn, "conv", None), "fp32_precision", None) is not None:
         owner, name, setting = cudnn.conv, "fp32_precision", value
@@ -682,12 +663,6 @@ def section_probe(s: Section, ctx: Context) -> None:
 def section_options(s: Section, ctx: Context) -> None:
     """all_layers, dtype="auto", cache_device, a cache on the device read by a CPU scorer, explain_pair,
     and a caller's TF32 and autocast: each on the embedded MiniLM on the device."""
-    import torch
-
-    from bertscore import BERTScorer
-    from bertscore.explain import explain_pair
-    from bertscore.scoring.embed import EmbeddingCache
-
     cands, refs = ctx.first(ctx.sizes.option_pairs)
     spec, n = ctx.models.specs["minilm"], ctx.sizes.official_pairs
     plain = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
@@ -851,8 +826,6 @@ def section_memory(s: Section, ctx: Context) -> None:
 def section_long_texts(s: Section, ctx: Context) -> None:
     """long_texts="window" on pseudo-documents of consecutive pairs (long_texts.consecutive), each run
     timed and probed on the device (long_texts.cost), and windowed CUDA against the CPU."""
-    from bertscore import BERTScorer
-
     if "long_texts" not in inspect.signature(BERTScorer.__init__).parameters:
         raise Skip("this build has no long_texts (BERTScorer takes no long_texts argument)")
     loaded = ctx.models.loaded("bert", ctx.device)
@@ -981,7 +954,6 @@ def section_evaluate(s: Section, ctx: Context) -> None:
 # ----- preparing the carried folder --------------------------------------------------------
 def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
     """Fill `carry` with the MiniLM tokenizer files, a WMT17 slice and the wheels; print the run."""
-    from bertscore.sources import embedded_model_dir
     from shared_data import missing_data
 
     source = embedded_model_dir()
@@ -1030,7 +1002,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--torchrun-worker"]:
         return torchrun_worker(argv[1], argv[2:])
-    from machine import add_output_options, output_folder
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, under a minute (what CI runs)")
@@ -1052,12 +1023,6 @@ def main(argv: list[str] | None = None) -> int:
     sizes = DRY if args.dry_run else FULL
     if args.prepare:
         return prepare(args.carry.resolve(), args.shared_data, sizes.throughput_pairs, not args.no_wheels)
-
-    import torch
-
-    from bertscore.sources import embedded_model_dir
-    from machine import machine_info, machine_line
-
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("error: no CUDA device here; use --dry-run to check the script on the CPU")
     threads = args.threads if args.threads is not None else (1 if args.dry_run else None)
