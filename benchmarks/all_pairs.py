@@ -9,12 +9,13 @@ CPU, cache off, batch_size=64 everywhere. Each size runs its methods in turn, `-
 (the first size) and once for larger sizes; the plain script at 64 x 64 only (one padded batch:
 its einsum holds N^2 L^2 floats), the official package only at `--official-sizes`.
 
-Peak memory runs in a fresh subprocess per size: the resident set after loading the model and
-scoring a 2 x 2 warm-up, then the process's own peak (VmHWM, harness.peak_rss) after `score_matrix`;
-the difference is the figure ("above the loaded model").
+Peak memory runs in a fresh subprocess per size (`matrix_peak`): harness.PeakMemory around
+`score_matrix` after loading the model and a 2 x 2 warm-up: the resident set at its start and the
+process's peak inside it (VmHWM); the difference is the figure ("above the loaded model").
+gpu_check.py runs `matrix_vs_flattened`, `matrix_peak` and `against_floor` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
-        [--memory-sizes 512,1024] [--repeats 3] [--update-results] [--render SAVED.json]
+        [--memory-sizes 512,1024] [--repeats 3] [--device cpu] [--update-results] [--render SAVED.json]
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,26 +34,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from harness import device_sync, official_scorer, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
-from machine import ROOT, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import device_sync, measured, official_scorer, run_child, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
 
 MEMORY_CHILD = r"""
-import json, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import psutil, torch
-torch.set_num_threads({threads})
+import json
+from all_pairs import matrix_peak
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
-from harness import peak_rss
 texts = json.loads(sys.stdin.read())
-scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device="cpu")
-scorer.score_matrix(texts[:2], texts[:2], notes=[])
-before = psutil.Process().memory_info().rss
-P, R, F = scorer.score_matrix(texts, texts, notes=[])
-peak = peak_rss()
-print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak, "shape": list(F.shape),
-                  "nan": bool(torch.isnan(F).any())}}))
+print(json.dumps(matrix_peak(BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, device=sys.argv[1]), texts)))
 """
 
 
@@ -80,13 +71,13 @@ def plain_script(tokenizer, model, texts: list[str]) -> tuple[torch.Tensor, torc
     (every real token, special ones too, can be a best match; special tokens weigh 0 in the means).
     What `score_matrix` is measured against for speed (the table gives how far their numbers are apart)."""
     with torch.inference_mode():
-        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt").to(model.device)
         states = model(**batch, output_hidden_states=True).hidden_states[LAYER]
         states = torch.nn.functional.normalize(states, dim=-1)
         real = batch["attention_mask"]
         content = real.clone()
         content[:, 0] = 0
-        content[torch.arange(len(texts)), real.sum(1) - 1] = 0
+        content[torch.arange(len(texts), device=real.device), real.sum(1) - 1] = 0
         similarity = torch.einsum("ild,jmd->ijlm", states, states)  # [cand, ref, cand token, ref token]
         similarity = similarity.masked_fill(real[None, :, None, :] == 0, -2.0)
         best_ref = similarity.max(dim=-1).values  # each candidate token's best reference token
@@ -138,6 +129,43 @@ def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
     return spent
 
 
+def matrix_peak(scorer: Any, texts: list[str]) -> dict[str, Any]:
+    """score_matrix(texts, texts) after a 2 x 2 warm-up, timed and probed on the scorer's device
+    (harness.measured): the memory held at its start and the peak inside it (bytes: the resident set
+    on the CPU, the allocator on CUDA), its seconds, the matrix's shape and whether it holds a NaN."""
+    scorer.score_matrix(texts[:2], texts[:2], notes=[])
+    seconds, _, memory, (_, _, f1) = measured(lambda: scorer.score_matrix(texts, texts, notes=[]), str(scorer.device))
+    return {"rss_before_bytes": memory.before, "peak_rss_bytes": memory.peak, "seconds": seconds,
+            "shape": list(f1.shape), "nan": bool(torch.isnan(f1).any())}
+
+
+def matmul_rate(device: str, size: int = 4096) -> float:
+    """The device's fp32 matmul rate (flop/s, full precision: no TF32), best of 5 products of N x N."""
+    from bertscore.models.devices import full_fp32_precision
+
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    with full_fp32_precision():
+        a @ b  # warm-up
+        best = min(timed(lambda: a @ b, device_sync(device))[0] for _ in range(5))
+    return 2.0 * size ** 3 / best
+
+
+def against_floor(scorer: Any, texts: list[str], matmul_size: int = 4096) -> dict[str, float]:
+    """score_matrix(texts, texts) by phase (`matrix_phases`) and its floor: the encoder alone over the
+    texts (speed.make_floor, the scorer's batches) plus one matching pass (2 x D x K x tokens^2 flops:
+    every token pair once) at the device's fp32 matmul rate, measured here."""
+    from speed import make_floor
+
+    device = str(scorer.device)
+    spent = matrix_phases(scorer, texts)
+    floor, _, tokens = make_floor(scorer.model, texts, scorer.embedder.max_tokens_per_batch, scorer.embedder.batch_size)
+    floor_s, _ = timed(floor, device_sync(device))
+    rate = matmul_rate(device, matmul_size)
+    match_floor_s = 2.0 * scorer.model.encoder.config.hidden_size * scorer.pipeline.settings.score_layers * tokens ** 2 / rate
+    return {**spent, "floor_s": floor_s, "match_floor_s": match_floor_s, "tokens": tokens, "matmul_flops_per_s": rate,
+            "x_floor": spent["total"] / (floor_s + match_floor_s)}
+
+
 def speed(args: argparse.Namespace) -> list[dict]:
     from transformers import AutoModel, AutoTokenizer
 
@@ -145,10 +173,10 @@ def speed(args: argparse.Namespace) -> list[dict]:
     from bertscore.sources import embedded_model_dir
 
     # cache_bytes=0: what module-level `score()` runs (a text is still embedded once per call).
-    ours = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, batch_size=64, device="cpu")
-    official = official_scorer(embedded_model_dir(), LAYER, batch_size=64)
+    ours = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, batch_size=64, device=args.device)
+    official = official_scorer(embedded_model_dir(), LAYER, args.device, batch_size=64)
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir()))
-    model = AutoModel.from_pretrained(str(embedded_model_dir())).eval()
+    model = AutoModel.from_pretrained(str(embedded_model_dir())).eval().to(args.device)
     warm = wmt17_texts(args.data, 4)  # first calls pay one-off costs (thread pools, lazy imports): not timed
     ours.score_matrix(warm, warm, notes=[]), ours.score(warm, warm, notes=[]), official.score(warm, warm)
     plain_script(tokenizer, model, warm)
@@ -164,11 +192,11 @@ def speed(args: argparse.Namespace) -> list[dict]:
                 runs["matrix"].append(matrix_s)
                 runs["flattened"].append(flat_s)
                 if size in PLAIN_SCRIPT_SIZES:
-                    seconds, plain = timed(lambda: plain_script(tokenizer, model, texts))
+                    seconds, plain = timed(lambda: plain_script(tokenizer, model, texts), device_sync(args.device))
                     runs["plain"].append(seconds)
-                    deltas["max_abs_delta_vs_plain"] = max(float((m - p).abs().max()) for m, p in zip(matrix, plain))
+                    deltas["max_abs_delta_vs_plain"] = max(float((m - p.cpu()).abs().max()) for m, p in zip(matrix, plain))
                 if size in args.official_sizes:
-                    seconds, theirs = timed(lambda: official.score(flat_c, flat_r, batch_size=64))
+                    seconds, theirs = timed(lambda: official.score(flat_c, flat_r, batch_size=64), device_sync(args.device))
                     runs["official"].append(seconds)
                     deltas["max_abs_delta_vs_official"] = max(
                         float((m.flatten() - t).abs().max()) for m, t in zip(matrix, theirs))
@@ -186,10 +214,7 @@ def memory(args: argparse.Namespace) -> list[dict]:
     rows = []
     for size in args.memory_sizes:
         texts = tatoeba_short_texts(args.data, size)
-        code = MEMORY_CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads)
-        done = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
-                              text=True, check=True)
-        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row = run_child(MEMORY_CHILD, args.device, threads=args.threads, stdin=json.dumps(texts))
         row.update(size=size, above_model_gib=(row["peak_rss_bytes"] - row["rss_before_bytes"]) / 2**30)
         print(f"{size} x {size} short texts: peak {row['above_model_gib']:.3f} GiB above the loaded model", flush=True)
         rows.append(row)
@@ -247,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-sizes", type=sizes, default=[512, 1024])
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the first size (larger sizes: 1)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="where every method runs (CPU: the committed results)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--render", type=Path, help="write the report of a saved all_pairs.json again (no scoring)")
     add_output_options(parser)
@@ -261,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     print(machine_line(info), flush=True)
     speed_rows = speed(args)
     memory_rows = memory(args)
-    result = {"machine": info, "speed": speed_rows, "memory": memory_rows}
+    result = {"machine": info, "device": args.device, "speed": speed_rows, "memory": memory_rows}
     write_results(folder, "all_pairs", result, report(info, speed_rows, memory_rows))
 
 

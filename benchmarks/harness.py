@@ -257,3 +257,23 @@ def table(headers: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]:
         return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
 
     return [row(headers), "|" + "---|" * len(headers), *(row(cells) for cells in rows)]
+
+
+# ----- device runs (gpu_check) -----
+def run_child(code: str, *args: str, threads: int, stdin: str | None = None, timeout: float | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`code` in a fresh interpreter (the repository and benchmarks/ first on its path, `threads` torch
+    threads, `args` as sys.argv[1:]): the JSON object of its last output line that holds one. A failed
+    run raises RuntimeError with the end of its error output (subprocess.TimeoutExpired past `timeout`)."""
+    import json
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    preamble = (f"import sys\nsys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]\n"
+                f"import torch\ntorch.set_num_threads({threads})\n")
+    done = subprocess.run([sys.executable, "-c", preamble + code, *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    found = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not found:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(found[-1])

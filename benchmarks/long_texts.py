@@ -10,13 +10,15 @@
    (DA-syslevel.csv), per language pair. Per-segment scores of benchmarks/system_level.py are
    reused when its cache (--sentence-cache) holds them for the same scorer hash and texts.
 2. Resources. One pair of texts of about 1k, 10k and 30k tokens (real WMT17 text: a system's
-   output against the references, consecutive segments), scored with window vs truncate, each
-   in a fresh subprocess: seconds (total, and in the encoder), peak RSS of the process.
+   output against the references, consecutive segments: `consecutive`), scored with window vs
+   truncate, each in a fresh subprocess (`cost`, harness.PeakMemory): seconds (total, and in the
+   encoder), the resident set at the call's start and the process's peak inside it. gpu_check.py
+   runs `consecutive` and `cost` on the GPU.
 
 MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
-        [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources]
+        [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources] [--device cpu]
 
 Writes long_texts.md and long_texts.json to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
@@ -28,19 +30,17 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from harness import table, wmt17_syslevel  # noqa: E402
+from harness import device_sync, measured, run_child, table, timed, wmt17_syslevel  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -50,40 +50,25 @@ RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
 CHILD = r"""
-import json, sys, time
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import json
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
-from bertscore.scoring.embed import Embedder
-from harness import peak_rss, timed
-mode = sys.argv[1]
-pair = json.loads(open(sys.argv[2], encoding="utf-8").read())
-encoder_seconds = [0.0]
-forward = Embedder._forward
-def counted(self, batch_ids):
-    seconds, out = timed(lambda: forward(self, batch_ids))
-    encoder_seconds[0] += seconds
-    return out
-Embedder._forward = counted
-scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device="cpu", long_texts=mode)
-scorer.score(["warm up"], ["warm up the encoder"])
+from long_texts import cost
+mode, pair, device = sys.argv[1], json.loads(open(sys.argv[2], encoding="utf-8").read()), sys.argv[3]
+scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, device=device, long_texts=mode)
 store = scorer.pipeline.tokenize([pair["candidate"], pair["reference"]])
 lengths = [store.content_length(t.strip()) for t in (pair["candidate"], pair["reference"])]
-encoder_seconds[0] = 0.0
-before = peak_rss()
-notes = []
-seconds, (P, R, F) = timed(lambda: scorer.score([pair["candidate"]], [pair["reference"]], notes=notes))
-print(json.dumps({{"mode": mode, "content_tokens": lengths, "seconds": seconds, "encoder_seconds": encoder_seconds[0],
-                  "rss_before_bytes": before, "peak_rss_bytes": peak_rss(), "f1": float(F[0]), "hash": scorer.hash,
-                  "truncation_note": bool(notes)}}))
+found = cost(scorer, [pair["candidate"]], [pair["reference"]])
+found.pop("scores")
+print(json.dumps({"mode": mode, "content_tokens": lengths, **found, "f1": found["f1"][0], "hash": scorer.hash}))
 """
 
 
 # ----- data ----------------------------------------------------------------------------------------
-def system_rows(outputs, lp: str, system: str):
+def system_pairs(outputs, references, lp: str, system: str) -> tuple[list[str], list[str]]:
+    """One system's outputs in sid order, and the references of the same segments."""
     rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
-    return rows.assign(order=rows.sid.astype(int)).sort_values("order")
+    rows = rows.assign(order=rows.sid.astype(int)).sort_values("order")
+    return rows.candidate.tolist(), references[references.lp == lp].set_index("sid")["reference"].loc[rows.sid].tolist()
 
 
 def documents(texts: list[str], size: int) -> list[str]:
@@ -135,12 +120,9 @@ def correlation(args) -> dict:
         pair_human = human_table[human_table.LP == lp]
         human = dict(zip(pair_human.SYSTEM, pair_human.HUMAN.astype(float)))
         systems = [name for name in outputs[outputs.lp == lp].sys.unique() if name in human]
-        refs_by_sid = references[references.lp == lp].set_index("sid")["reference"]
         rows = {}
         for system in systems:
-            ordered = system_rows(outputs, lp, system)
-            cands_all = ordered.candidate.tolist()
-            refs_all = refs_by_sid.loc[ordered.sid].tolist()
+            cands_all, refs_all = system_pairs(outputs, references, lp, system)
             cands, refs = cands_all[:segments], refs_all[:segments]
             cand_docs, ref_docs = documents(cands, args.segments_per_doc), documents(refs, args.segments_per_doc)
             doc_f1 = {}
@@ -194,46 +176,65 @@ def correlation(args) -> dict:
 
 
 # ----- 2. resources ----------------------------------------------------------------------------------------
-def resource_pairs(data: Path, lengths: tuple[int, ...]) -> dict[int, dict]:
-    """For each length, a (candidate, reference) pair of about that many MiniLM content tokens:
-    consecutive segments of one system's output and the matching references."""
-    from bertscore import EMBEDDED_MODEL_NAME
-    from bertscore.models.loading import load_model
+def consecutive(cands: list[str], refs: list[str], counts: list[int], target: int,
+                docs: int = 1) -> list[dict[str, Any]]:
+    """Up to `docs` pseudo-documents, one after the other: consecutive pairs joined (stripped, a space
+    between) until the counted side (`counts`: its content tokens per pair) reaches `target` tokens."""
+    found: list[dict[str, Any]] = []
+    position = 0
+    while len(found) < docs and position < len(cands):
+        take, total = position, 0
+        while total < target and take < len(cands):
+            total, take = total + counts[take], take + 1
+        found.append({"candidate": " ".join(c.strip() for c in cands[position:take]), "tokens": total,
+                      "reference": " ".join(r.strip() for r in refs[position:take]), "segments": take - position})
+        position = take
+    return found
 
-    outputs, references, _ = wmt17_syslevel(data, human=True)
-    lp, system = RESOURCE_SOURCE
-    ordered = system_rows(outputs, lp, system)
-    refs_by_sid = references[references.lp == lp].set_index("sid")["reference"]
-    cands, refs = ordered.candidate.tolist(), refs_by_sid.loc[ordered.sid].tolist()
-    model = load_model(EMBEDDED_MODEL_NAME)
-    counts = [len(ids) for ids in model.content_ids(refs)]
-    pairs = {}
-    for length in lengths:
-        total, take = 0, 0
-        while total < length and take < len(refs):
-            total += counts[take]
-            take += 1
-        pairs[length] = {"candidate": " ".join(c.strip() for c in cands[:take]),
-                         "reference": " ".join(r.strip() for r in refs[:take]), "segments": take}
-    return pairs
+
+def cost(scorer: Any, cands: list[str], refs: list[Any]) -> dict[str, Any]:
+    """One call of `scorer` (after a warm-up on a short pair), timed and probed on its device
+    (harness.measured): seconds, seconds inside the encoder (its forward calls, synchronised on
+    CUDA), the memory held at its start and the peak inside it (bytes: resident set on the CPU, the
+    allocator on CUDA), the F1s, the (P, R, F) tensors, and whether a truncation note came."""
+    from bertscore.scoring.embed import Embedder
+
+    device, forward, inside, notes = str(scorer.device), Embedder._forward, [0.0], []
+    scorer.score(["warm up"], ["warm up the encoder"])
+
+    def counted(self: Any, batch_ids: Any) -> Any:
+        seconds, out = timed(lambda: forward(self, batch_ids), device_sync(device))
+        inside[0] += seconds
+        return out
+
+    Embedder._forward = counted
+    try:
+        seconds, _, memory, scores = measured(lambda: scorer.score(cands, refs, notes=notes), device)
+    finally:
+        Embedder._forward = forward
+    return {"seconds": seconds, "encoder_seconds": inside[0], "rss_before_bytes": memory.before,
+            "peak_rss_bytes": memory.peak, "f1": scores[2].tolist(), "scores": scores, "truncation_note": bool(notes)}
 
 
 def resources(args) -> list[dict]:
     import tempfile
 
+    from bertscore import EMBEDDED_MODEL_NAME
+    from bertscore.models.loading import load_model
+
+    cands, refs = system_pairs(*wmt17_syslevel(args.data), *RESOURCE_SOURCE)
+    counts = [len(ids) for ids in load_model(EMBEDDED_MODEL_NAME).content_ids(refs)]
+    pairs = {length: consecutive(cands, refs, counts, length)[0] for length in RESOURCE_LENGTHS}
     results = []
-    pairs = resource_pairs(args.data, RESOURCE_LENGTHS)
     with tempfile.TemporaryDirectory() as folder:
         for length in RESOURCE_LENGTHS:
             pair_file = Path(folder) / f"pair{length}.json"
             pair_file.write_text(json.dumps(pairs[length]), encoding="utf-8")
             for mode in ("truncate", "window"):
-                code = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads)
-                done = subprocess.run([sys.executable, "-c", code, mode, str(pair_file)], capture_output=True,
-                                      text=True, timeout=3600)
-                if done.returncode != 0:
-                    sys.exit(f"error: the {mode} run on {length} tokens failed:\n{done.stderr[-3000:]}")
-                result = json.loads(done.stdout.strip().splitlines()[-1])
+                try:
+                    result = run_child(CHILD, mode, str(pair_file), args.device, threads=args.threads, timeout=3600)
+                except RuntimeError as error:
+                    sys.exit(f"error: the {mode} run on {length} tokens failed:\n{error}")
                 result.update(target_tokens=length, segments=pairs[length]["segments"])
                 results.append(result)
                 print(json.dumps(result), flush=True)
@@ -294,8 +295,8 @@ def render(result: dict) -> str:
             "",
             f"A system output ({RESOURCE_SOURCE[1]}, {RESOURCE_SOURCE[0]}) against the references, consecutive "
             "segments up to the length; each run in a fresh subprocess (`BERTScorer`, default cache; the encoder "
-            "warmed up on one short pair first). Peak RSS is the whole process (Python, torch, the model: "
-            "'before' is the peak after loading).",
+            "warmed up on one short pair first). Peak RSS is the whole process's high-water mark during the call "
+            "(Python, torch, the model included: 'before' is the resident set at its start).",
             "",
             *table(["tokens (cand / ref)", "mode", "seconds", "encoder s", "encoder s per 1k tokens", "RSS before",
                     "peak RSS", "F1"],
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=8, help="pseudo-documents per system (the first ones)")
     parser.add_argument("--segments-per-doc", type=int, default=48, help="consecutive segments per document")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--device", default="cpu", help="where the resources part scores (CPU: the committed results)")
     parser.add_argument("--sentence-cache", type=Path, default=SENTENCE_CACHE,
                         help="benchmarks/system_level.py's per-segment cache (reused when hash and texts match)")
     parser.add_argument("--skip-correlation", action="store_true")

@@ -5,13 +5,15 @@ The model is a small RANDOM BertModel with MiniLM's hidden size (384; --layers l
 a temporary folder: the hidden size sets the embedding memory, the small depth keeps the run
 short. Pairs are drawn (seeded) from the 170k WMT17 to-English system outputs joined with
 their references. Each measurement runs in a fresh subprocess, which reads only its pairs
-and reports its own resident-set high-water mark (VmHWM, harness.peak_rss) before scoring
-(model + data loaded) and after it (the peak of the whole process).
+and probes the scoring call (`measure`: harness.PeakMemory): the resident set at its start
+(model + data loaded) and the process's high-water mark (VmHWM) inside it. gpu_check.py runs
+`measure` on the GPU (the allocator's peak).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py [--sizes 5000,50000] [--official-sizes 5000,50000]
+        [--device cpu]
 
 Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
-official runs `bert_score.score`; both fp32 on CPU, batch_size=64, idf off.
+official runs `bert_score.score`; both fp32 on the CPU (--device), batch_size=64, idf off.
 Writes memory.md and memory.json to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
@@ -27,34 +29,47 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import PeakMemory, measured, random_bert, run_child, table  # noqa: E402
+from shared_data import DEFAULT_DATA  # noqa: E402
 
 CHILD = r"""
-import csv, json, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
-from harness import official_score, peak_rss, timed
-which, model_dir, pairs_file, layers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+import csv, json
+from harness import official_score
+from memory import measure
+which, model_dir, pairs_file, layers, device = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 with open(pairs_file, newline="", encoding="utf-8") as handle:
     rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-cands, refs = [r[0] for r in rows], [r[1] for r in rows]
+pairs = ([r[0] for r in rows], [r[1] for r in rows])
 del rows
 if which == "ours":
     import bertscore
-    fn = lambda: bertscore.score(cands, refs, model_type=model_dir, num_layers=layers, batch_size=64, device="cpu")
+    fn = lambda c, r: bertscore.score(c, r, model_type=model_dir, num_layers=layers, batch_size=64, device=device)
 else:
-    fn = lambda: official_score(cands, refs, model_dir, layers, batch_size=64)
-before = peak_rss()
-seconds, (P, R, F) = timed(fn)
-print(json.dumps({{"rss_before_bytes": before, "peak_rss_bytes": peak_rss(), "seconds": seconds, "n": len(F),
-                  "mean_f": float(F.mean())}}))
+    fn = lambda c, r: official_score(c, r, model_dir, layers, batch_size=64, device=device)
+print(json.dumps(measure(fn, {len(pairs[0]): pairs}, device)[0]))
 """
+
+
+def measure(score: Callable[[list[str], list[Any]], Any], sets: dict[Any, tuple[list[str], list[Any]]],
+            device: str = "cpu") -> list[dict[str, Any]]:
+    """Each set of pairs scored by `score(cands, refs)`, timed and probed on `device` (harness.measured),
+    the host's resident set probed around it too: per set {set, n, seconds, rss_before_bytes (held at
+    its start), peak_rss_bytes (the peak inside it; on CUDA: the allocator's), host_peak_above_bytes,
+    mean_f}. memory.py runs one set per fresh process; gpu_check.py several in one."""
+    rows = []
+    for label, (cands, refs) in sets.items():
+        with PeakMemory("cpu") as host:
+            seconds, _, memory, (_, _, f1) = measured(lambda: score(cands, refs), device)
+        rows.append({"set": label, "n": len(f1), "seconds": seconds, "rss_before_bytes": memory.before,
+                     "peak_rss_bytes": memory.peak, "host_peak_above_bytes": host.above, "mean_f": float(f1.mean())})
+    return rows
 
 
 def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
@@ -68,7 +83,7 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import add_output_options, output_folder
+    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
@@ -77,46 +92,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--ffn", type=int, default=384, help="FFN width (384 keeps the run short)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="where both packages score (CPU: the committed results)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     args = parser.parse_args(argv)
     args.out = output_folder(args)
-    sizes = [int(x) for x in args.sizes.split(",") if x]
-    official_sizes = [int(x) for x in args.official_sizes.split(",") if x]
-    from harness import random_bert, table
-    from machine import machine_info, machine_line, write_results
-
+    sizes = {"ours": [int(x) for x in args.sizes.split(",") if x],
+             "official": [int(x) for x in args.official_sizes.split(",") if x]}
     machine = machine_info(torch_threads=args.threads)  # each child sets these threads
     print(machine_line(machine), flush=True)
-    runs = [("ours", n) for n in sizes] + [("official", n) for n in official_sizes]
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
         model_dir = random_bert(tmp_path / "model", 384, args.layers, 12, args.ffn)[0]
-        script = tmp_path / "child.py"
-        script.write_text(CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=args.threads))
-        for n in sorted(set(sizes + official_sizes)):
+        for n in sorted(set(sizes["ours"] + sizes["official"])):
             write_pairs(args.data, n, tmp_path / f"pairs_{n}.tsv")
-        for which, n in runs:
+        for which, n in [(which, n) for which, ns in sizes.items() for n in ns]:
             started = time.perf_counter()
+            row = {"package": which, "pairs": n}
             try:
-                proc = subprocess.run(
-                    [sys.executable, str(script), which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers)],
-                    capture_output=True, text=True, timeout=args.timeout,
-                )
+                row.update(run_child(CHILD, which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers),
+                                     args.device, threads=args.threads, timeout=args.timeout))
             except subprocess.TimeoutExpired:
-                row = {"package": which, "pairs": n, "error": f"timed out after {args.timeout} s"}
-            else:
-                lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-                if proc.returncode != 0 or not lines:
-                    row = {"package": which, "pairs": n, "error": proc.stderr[-2000:]}
-                else:
-                    row = {"package": which, "pairs": n, **json.loads(lines[-1])}
-            row["wall_s"] = time.perf_counter() - started
-            row["cpu_model"] = machine["cpu_model"]
-            results.append(row)
-            print(json.dumps(row), flush=True)
+                row["error"] = f"timed out after {args.timeout} s"
+            except RuntimeError as error:
+                row["error"] = str(error)
+            results.append({**row, "wall_s": time.perf_counter() - started, "cpu_model": machine["cpu_model"]})
+            print(json.dumps(results[-1]), flush=True)
 
     commands = []
     if args.merge and (args.out / "memory.json").is_file():
@@ -125,51 +128,38 @@ def main(argv: list[str] | None = None) -> int:
         results = [r for r in previous["runs"] if (r["package"], r["pairs"]) not in new_keys] + results
         commands = previous.get("commands", [previous.get("command")])
         for r in results:
-            sizes_of = {"ours": sizes, "official": official_sizes}.get(r["package"])
-            if sizes_of is None:
-                continue
-            if r["pairs"] not in sizes_of:
-                sizes_of.append(r["pairs"])
-
-    def peak(which: str, n: int) -> float | None:
-        for row in results:
-            if row["package"] == which and row["pairs"] == n and "peak_rss_bytes" in row:
-                return row["peak_rss_bytes"]
-        return None
-
-    growth = {}
-    for which, ns in (("ours", sizes), ("official", official_sizes)):
-        if len(ns) >= 2 and peak(which, min(ns)) and peak(which, max(ns)):
-            growth[which] = {"small": min(ns), "large": max(ns), "ratio": peak(which, max(ns)) / peak(which, min(ns))}
+            if r["package"] in sizes and r["pairs"] not in sizes[r["package"]]:
+                sizes[r["package"]].append(r["pairs"])
+    peaks = {(r["package"], r["pairs"]): r["peak_rss_bytes"] for r in results if "peak_rss_bytes" in r}
+    growth = {which: {"small": min(ns), "large": max(ns), "ratio": peaks[which, max(ns)] / peaks[which, min(ns)]}
+              for which, ns in sizes.items() if len(ns) >= 2 and peaks.get((which, min(ns))) and peaks.get((which, max(ns)))}
     target = None
     if "ours" in growth:
         target = {"target": f"ours at {growth['ours']['large']} <= 1.25x ours at {growth['ours']['small']}",
                   "measured": round(growth["ours"]["ratio"], 3), "met": growth["ours"]["ratio"] <= 1.25}
     command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes '{args.sizes}' "
-               f"--official-sizes '{args.official_sizes}' "
-               f"--layers {args.layers} --ffn {args.ffn}" + (" --merge" if args.merge else ""))
+               f"--official-sizes '{args.official_sizes}' --layers {args.layers} --ffn {args.ffn}"
+               + (" --merge" if args.merge else "") + (f" --device {args.device}" if args.device != "cpu" else ""))
     commands = list(dict.fromkeys([c for c in commands if c] + [command]))
     import torch
     import transformers
 
     result = {
-        "command": command,
-        "commands": commands,
+        "command": command, "commands": commands,
         "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
         "runs": results, "growth": growth, "target": target,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-        "machine": machine,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__}, "machine": machine,
     }
     lines = [
         "# Peak memory: 5,000 vs 50,000 pairs",
         "",
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in commands),
         "",
-        f"Model: {result['model']} (random weights, fp32, CPU). Pairs: seeded draw from the WMT17 to-English "
-        "system outputs joined with their references. Each row is a fresh subprocess; RSS: its own "
-        "high-water mark (VmHWM). 'before' = after imports, model-independent setup and reading "
-        "the pairs; 'peak' = the whole process's high-water mark. Ours = `bertscore.score`, official = "
-        "`bert_score.score`, both batch_size=64, idf off.",
+        f"Model: {result['model']} (random weights, fp32, {'CPU' if args.device == 'cpu' else args.device}). Pairs: seeded draw from the WMT17 "
+        "to-English system outputs joined with their references. Each row is a fresh subprocess; "
+        "harness.PeakMemory around the scoring call: 'before' = the resident set at its start (after imports, "
+        "model-independent setup and reading the pairs), 'peak' = the process's high-water mark (VmHWM) inside "
+        "it. Ours = `bertscore.score`, official = `bert_score.score`, both batch_size=64, idf off.",
         "",
         machine_line(machine),
         *[f"(Rows of earlier --merge runs on another CPU: {cpu}.)" for cpu in
@@ -181,12 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                 [row["package"], row["pairs"], "-", "-",
                  f"failed: {row['error'].splitlines()[-1] if row['error'] else '?'}"] for row in results]),
         "",
+        *[f"- {which}: peak at {g['large']} pairs = **{g['ratio']:.2f}x** the peak at {g['small']} pairs"
+          for which, g in growth.items()],
+        *([f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)"] if target else []),
+        "",
     ]
-    for which, g in growth.items():
-        lines.append(f"- {which}: peak at {g['large']} pairs = **{g['ratio']:.2f}x** the peak at {g['small']} pairs")
-    if target:
-        lines.append(f"- target ({target['target']}): {'met' if target['met'] else 'MISSED'} ({target['measured']}x)")
-    lines.append("")
     write_results(args.out, "memory", result, "\n".join(lines))
     return 0
 

