@@ -198,10 +198,8 @@ class Pipeline:
         reuse: CallReuse | None = None,
         in_order: bool = False,
     ) -> torch.Tensor:
-        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`, `reuse`: the call's, else own).
-
-        The pairs are sorted by token length (`plan.sort_pairs`) unless `in_order`: a streamed
-        block, already in `plan.stream_order`, is taken as it comes (a call sorts once).
+        """Raw scores of aligned pairs of stripped texts, chunk by chunk (`progress`, `reuse`: the call's, else own;
+        `in_order`: a streamed block, already in `plan.stream_order`, is not sorted again).
 
         Every chunk is first scored exactly as in truncate mode: the texts cut at the content
         limit (`TokenStore.head`), embedded and matched in the same batches. In window mode,
@@ -220,10 +218,7 @@ class Pipeline:
         limit = self.model.content_limit
         head_length = token_ids.head_lengths(limit).__getitem__
 
-        # Pairs sharing a reference sit together, so a reference is embedded once per chunk.
-        order = [i for i in range(len(cand_keys)) if i not in empty] if empty else range(len(cand_keys))
-        if not in_order:
-            order = plan.sort_pairs(order, list(map(head_length, ref_keys)), ref_keys, list(map(head_length, cand_keys)))
+        order = plan.chunk_order(cand_keys, ref_keys, head_length, empty, presorted=in_order)
         own_bar = progress is None
         progress = tqdm(total=len(cand_keys), disable=not verbose, desc="BERTScore", unit="pair") if own_bar else progress
         progress.update(len(empty))

@@ -75,6 +75,15 @@ def sort_pairs(pairs: Iterable[int], *keys: Sequence) -> list[int]:
     return order
 
 
+def chunk_order(cand_keys: Sequence[str], ref_keys: Sequence[str], length: Length, skip: set[int],
+                presorted: bool = False) -> list[int]:
+    """The pairs chunks take (all but `skip`), in order: as given when `presorted` (a streamed block,
+    already in `stream_order`), else by (reference length, reference, candidate length) in tokens
+    (`length`): pairs sharing a reference sit together, so a reference is embedded once per chunk."""
+    order = [i for i in range(len(cand_keys)) if i not in skip]
+    return order if presorted else sort_pairs(order, list(map(length, ref_keys)), ref_keys, list(map(length, cand_keys)))
+
+
 def needs_tiling(cand_length: int, ref_length: int, layers: int) -> bool:
     """Whether one pair's similarity ([layers,] Lc x Lr fp32) alone exceeds MATCH_BATCH_BYTES:
     such a pair is matched by `greedy_match_tiled` (never within the limit of any encoder)."""
