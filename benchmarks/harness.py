@@ -1,14 +1,15 @@
 """What every benchmark shares, written once: timing (interleaved rounds), the peak-memory probe,
 the WMT17 pairs, the official package, and the markdown table.
 
-- `timed(fn, sync)` / `interleaved(methods, rounds)`: wall seconds of one call; every method once per
-  round, in the same order, so that a drift of the machine falls on all methods alike.
-- `PeakMemory(device)` / `peak_rss(pid)`: the one memory probe. On the CPU, the kernel's own
-  high-water mark of a process's resident set (VmHWM in /proc/PID/status), reset at the start of a
-  block (clear_refs 5): exact, never sampled; on CUDA, torch's allocator peak (max_memory_allocated).
+- `timed(fn, sync)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of
+  one call, of a call `rounds` times, of every method once per round in the same order, so that a
+  drift of the machine falls on all methods alike. `run_child(command)`: the same for a child process
+  (its wall and CPU seconds, its output, and with `poll` its peak resident set).
+- `PeakMemory(device, kind=...)`: the one memory probe, for four kinds of memory, each reported as
+  what it is: a process's resident set (the kernel's VmHWM, reset at the block's start, or polled for a
+  child), the CUDA allocator's peak, Python's allocations (tracemalloc: numpy's buffers), and the live
+  CPU tensor storages (with what was alive at the peak). `peak_rss(pid)`: the resident set's counter.
   `device_sync(device)`: the synchronise `timed` takes on CUDA; `measured(fn, device)`: time and peak.
-  Other quantities are measured as what they are: numpy's allocations
-  (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
 - `random_bert`: a random BERT of a given shape; `max_delta`: the largest |delta| over (P, R, F).
@@ -17,16 +18,22 @@ the WMT17 pairs, the official package, and the markdown table.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import os
 import re
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from shared_data import missing_data
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "wmt17_de-en.first300.tsv"
+WMT17_TO_ENGLISH = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]  # its 7 language pairs
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 
 
@@ -59,6 +66,62 @@ def interleaved(methods: dict[str, Callable[[], Any]], rounds: int,
     return seconds, outputs
 
 
+def repeated(fn: Callable[[], Any], rounds: int) -> tuple[list[float], list[float], Any]:
+    """`rounds` calls of fn: the wall seconds and this process's CPU seconds of each, and the last result
+    (on a shared machine the CPU time is the steadier figure: other processes stretch the wall time)."""
+    walls, cpus, out = [], [], None
+    for _ in range(rounds):
+        wall, cpu, out = timed(fn, cpu=True)
+        walls.append(wall)
+        cpus.append(cpu)
+    return walls, cpus, out
+
+
+class Child(NamedTuple):
+    """A finished child process: wall and CPU seconds (user + system, its own and its waited-for
+    children's), its peak resident set (polled VmHWM; None unless asked) and ru_maxrss, its exit."""
+
+    wall: float
+    cpu: float
+    peak: int | None
+    ru_maxrss: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_child(command: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None,
+              timeout: float | None = None, poll: float | None = None, check: bool = False) -> Child:
+    """Run `command` to its end, its output captured. With `poll` (seconds), its own peak resident set:
+    its VmHWM read that often while it runs (its ru_maxrss is no measure: Linux carries the launching
+    process's high-water mark across fork and exec into it). `timeout` kills it; `check` stops the run
+    on a failure, with the end of its stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err)
+        timer = threading.Timer(timeout, child.kill) if timeout else None
+        if timer is not None:
+            timer.start()
+        try:
+            with PeakMemory(pid=child.pid, poll=poll) if poll else contextlib.nullcontext() as memory:
+                _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:
+            child.kill()
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        done = Child(wall, usage.ru_utime + usage.ru_stime, memory.peak if poll else None, usage.ru_maxrss * 1024,
+                     child.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+    if check and done.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done
+
+
 # ----- memory ----------------------------------------------------------------------------------
 def peak_rss(pid: int | str = "self") -> int | None:
     """The process's resident-set high-water mark in bytes (VmHWM); None once it has exited."""
@@ -87,33 +150,71 @@ def device_sync(device: str = "cpu") -> Callable[[], None] | None:
 
 class PeakMemory:
     """`with PeakMemory(device) as memory:` ... `memory.peak`, `memory.above` (bytes): the most memory
-    held inside the block, and that less what was held at entry. On the CPU, the process's resident
-    set from the kernel's counter (VmHWM, reset at entry); on CUDA, torch's allocator
-    (max_memory_allocated, reset at entry), the device synchronised at both ends."""
+    held inside the block, and that less what was held at entry. `kind` says which memory:
 
-    def __init__(self, device: str = "cpu", pid: int | str = "self"):
-        self.cuda = bool(device_sync(device))
-        self.pid = pid
+    - "rss" (the CPU's default): the process's resident set, from the kernel's own high-water mark
+      (VmHWM), reset at entry: exact, never sampled. With `poll` (seconds) the counter of `pid` (a
+      child that may end inside the block) is read that often instead, from its start, never reset;
+    - "cuda" (a CUDA device's default): torch's allocator (max_memory_allocated, reset at entry), the
+      device synchronised at both ends;
+    - "python": Python's allocations in the block, tracemalloc's peak (numpy reports its buffers to it);
+    - "tensors": the live bytes of the CPU tensor storages made in the block (a TorchDispatchMode sees
+      each operator's outputs; a storage counts until it is freed), and `memory.at_peak`: what was alive
+      at the peak, as (bytes, operator and shape, the bertscore/transformers line that made it).
+    """
+
+    def __init__(self, device: str = "cpu", pid: int | str = "self", kind: str | None = None,
+                 poll: float | None = None):
+        self.kind = kind or ("cuda" if device_sync(device) else "rss")
+        self.pid, self.poll = pid, poll
         self.peak = self.before = 0
+        self.at_peak: list[tuple[int, str, str]] = []
 
     def __enter__(self) -> "PeakMemory":
-        if self.cuda:
+        if self.kind == "cuda":
             import torch
 
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             self.before = torch.cuda.memory_allocated()
+        elif self.kind == "python":
+            import tracemalloc
+
+            tracemalloc.start()
+        elif self.kind == "tensors":
+            self.mode = _live_storages(self)
+            self.mode.__enter__()
+        elif self.poll:
+            self.stop = threading.Event()
+            self.poller = threading.Thread(target=self._poll, daemon=True)
+            self.poller.start()
         else:
             reset_peak_rss(self.pid)
             self.before = peak_rss(self.pid) or 0
         return self
 
+    def _poll(self) -> None:
+        while True:
+            self.peak = max(self.peak, peak_rss(self.pid) or 0)
+            if self.stop.wait(self.poll):
+                return
+
     def __exit__(self, *exc: Any) -> None:
-        if self.cuda:
+        if self.kind == "cuda":
             import torch
 
             torch.cuda.synchronize()
             self.peak = torch.cuda.max_memory_allocated()
+        elif self.kind == "python":
+            import tracemalloc
+
+            self.peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        elif self.kind == "tensors":
+            self.mode.__exit__(*exc)
+        elif self.poll:
+            self.stop.set()
+            self.poller.join()
         else:
             self.peak = peak_rss(self.pid) or 0
 
@@ -124,6 +225,56 @@ class PeakMemory:
     def mib(self) -> tuple[int, int]:
         """(peak MiB, peak above entry MiB)."""
         return round(self.peak / 2**20), round(self.above / 2**20)
+
+
+def _origin() -> str:
+    """The innermost bertscore/transformers line on the stack, and the bertscore line that led there."""
+    import traceback
+
+    frames = [f for f in traceback.extract_stack(limit=40) if ("bertscore/" in f.filename or "transformers/" in
+                                                                f.filename) and "/benchmarks/" not in f.filename]
+    if not frames:
+        return "?"
+    ours = [f for f in frames if "bertscore/" in f.filename]
+    inner = f"{Path(frames[-1].filename).parent.name}/{Path(frames[-1].filename).name}:{frames[-1].lineno}"
+    return inner + (f" (from {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else "")
+
+
+def _live_storages(memory: PeakMemory) -> Any:
+    """The TorchDispatchMode of PeakMemory(kind="tensors"): it keeps `memory.peak` and `memory.at_peak`."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    live: dict[int, tuple[int, str, str]] = {}
+    total = [0]
+
+    def freed(pointer: int) -> None:
+        entry = live.pop(pointer, None)
+        if entry is not None:
+            total[0] -= entry[0]
+
+    class LiveStorages(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            grew = False
+            for tensor in out if isinstance(out, (tuple, list)) else [out]:
+                if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+                    continue
+                storage = tensor.untyped_storage()
+                pointer, size = storage.data_ptr(), storage.nbytes()
+                if pointer and size and pointer not in live:
+                    live[pointer] = (size, f"{func.__name__} {tuple(tensor.shape)} {tensor.dtype}", _origin())
+                    total[0] += size
+                    grew = True
+                    weakref.finalize(storage, freed, pointer)
+            if grew and total[0] > memory.peak:
+                memory.peak = total[0]
+                memory.at_peak = sorted(live.values(), key=lambda entry: -entry[0])
+            return out
+
+    return LiveStorages()
 
 
 def measured(fn: Callable[[], Any], device: str = "cpu") -> tuple[float, float, PeakMemory, Any]:
@@ -241,6 +392,14 @@ def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int,
     model.save_pretrained(folder)
     words.save_pretrained(folder)
     return folder, sum(p.numel() for p in model.parameters())
+
+
+def sentence_metrics(cands: list[str], refs: list[str]) -> dict[str, list[float]]:
+    """sacrebleu's sentence BLEU and chrF (their defaults) of each pair: {"bleu": [...], "chrf": [...]}."""
+    import sacrebleu
+
+    return {"bleu": [sacrebleu.sentence_bleu(c, [r]).score for c, r in zip(cands, refs)],
+            "chrf": [sacrebleu.sentence_chrf(c, [r]).score for c, r in zip(cands, refs)]}
 
 
 def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:
