@@ -41,7 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from harness import sentence_metrics, table, tatoeba_english, timed, wmt17_syslevel
-from machine import DEFAULT_DATA, command, header, machine_line, start, write_results
+from machine import DEFAULT_DATA, command, header, machine_line, begin, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-doc-sentences", type=int, default=32, help="sentences per long pseudo-document")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    args, _, info = start(parser, argv)
+    args, _, info = begin(parser, argv)
     started = time.perf_counter()
     outputs, references, human = wmt17_syslevel(args.data, human=True)
     judged = set(zip(human.LP, human.SYSTEM))

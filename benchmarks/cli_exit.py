@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from harness import interleaved, run_child, table
-from machine import ROOT, header, start, write_results
+from machine import ROOT, header, begin, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME
 
@@ -36,7 +36,7 @@ WAYS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    args, folder, info = start(parser)
+    args, folder, info = begin(parser)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
     cpus: dict[str, list[float]] = {way: [] for way in WAYS}
     outputs = set()

@@ -32,7 +32,7 @@ from io import BytesIO
 from pathlib import Path
 
 from harness import interleaved, run_child, table
-from machine import ROOT, header, start, write_results
+from machine import ROOT, header, begin, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME
 
@@ -87,7 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-rev", default=BASELINE_REV, help="the older revision to compare with")
-    args, folder, info = start(parser)
+    args, folder, info = begin(parser)
     from bertscore.sources import embedded_model_dir
 
     model_dir = str(embedded_model_dir())

@@ -23,7 +23,7 @@ import torch
 from scipy.stats import pearsonr
 
 from harness import WMT17_TO_ENGLISH, sentence_metrics, table, wmt17_segments
-from machine import DEFAULT_DATA, header, start, write_results
+from machine import DEFAULT_DATA, header, begin, write_results
 
 from bertscore import BERTScorer
 from bertscore.sources import EMBEDDED_MODEL_NAME
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--threads", type=int, default=2)
-    args, _, info = start(parser, argv)
+    args, _, info = begin(parser, argv)
     frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in PAIRS}
     scorers = {
         "bertscore_f1": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=False),

@@ -30,7 +30,7 @@ import threading
 import time
 
 from harness import table
-from machine import command, header, start, write_results
+from machine import command, header, begin, write_results
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300, help="scoring time per mode (default 300)")
     parser.add_argument("--block", type=float, default=30, help="the modes alternate in blocks of this many seconds")
     parser.add_argument("--wait", type=float, default=10, help="seconds an interrupt may take to surface")
-    args, folder, info = start(parser)
+    args, folder, info = begin(parser)
     # Started in the background by a shell without job control, SIGINT is ignored: every interrupt would
     # read as lost. Python's own handler, as an interactive start has it.
     signal.signal(signal.SIGINT, signal.default_int_handler)

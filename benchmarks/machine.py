@@ -1,6 +1,6 @@
 """The machine a benchmark ran on: CPU model, the CPU flags that decide reduced-precision speed,
 torch threads and versions, recorded next to every figure (json) and printed as one line (markdown);
-and a run's report plumbing, written once: `start` (the output switch, torch's threads, the machine
+and a run's report plumbing, written once: `begin` (the output switch, torch's threads, the machine
 line), `header` (title, the command that reproduces it, the machine), `write_results` (md + json).
 
 bf16/fp16 pay on a CPU only with native instructions (AVX512-BF16 / AMX on x86, BF16 on Arm);
@@ -107,7 +107,7 @@ def output_folder(args: argparse.Namespace) -> Path:
     return folder
 
 
-def start(parser: argparse.ArgumentParser, argv: list[str] | None = None,
+def begin(parser: argparse.ArgumentParser, argv: list[str] | None = None,
           threads_elsewhere: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
     """A benchmark's opening: the output switch added and read (`args.out` becomes the folder), torch
     set to `--threads` threads where the script has that option (with `threads_elsewhere`, the threads

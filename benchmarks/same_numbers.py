@@ -21,11 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from harness import table  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import table
+from machine import ROOT, command, header, begin, write_results
 
 # Runs inside each checkout (cwd = that checkout, which is first on sys.path): writes its tensors.
 PROBE = r'''
@@ -78,9 +75,7 @@ def run_probe(checkout: Path, target: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the git revision to compare with (e.g. main~5, a tag)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
+    args, out, machine = begin(parser, argv)
     import torch
 
     revision = subprocess.run(["git", "rev-parse", "--short", args.against], cwd=ROOT, check=True,
@@ -104,18 +99,16 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"path": name, "values": before.numel(), "bit_identical": same, "max_abs_delta": delta})
     same_hashes = old["hashes"] == new["hashes"]
     same_notes = old["notes"] == new["notes"]
-    machine = machine_info()
     lines = [
-        f"# Same numbers: {head} (this checkout) against {revision}", "",
-        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against {args.against}`", "",
-        machine_line(machine), "",
+        *header(f"Same numbers: {head} (this checkout) against {revision}", machine,
+                command("same_numbers.py", ["--against", args.against])),
         *table(["path", "values", "bit-identical", "max abs delta"],
                [[r["path"], r["values"], "yes" if r["bit_identical"] else "NO", f"{r['max_abs_delta']:.3g}"] for r in rows]),
         "", f"- hashes identical: {'yes' if same_hashes else 'NO'} ({len(old['hashes'])} scorers)",
         f"- notes identical: {'yes' if same_notes else 'NO'} ({len(old['notes'])} notes)",
     ]
     write_results(out, "same_numbers", {"against": revision, "head": head, "rows": rows, "hashes_identical": same_hashes,
-                                        "notes_identical": same_notes, "machine": machine}, "\n".join(lines) + "\n")
+                                        "notes_identical": same_notes, "machine": machine}, lines)
     return 0 if all(r["bit_identical"] for r in rows) and same_hashes and same_notes else 1
 
 

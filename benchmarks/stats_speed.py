@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from harness import PeakMemory, repeated, table
-from machine import ROOT, header, machine_line, start, write_results
+from machine import ROOT, header, machine_line, begin, write_results
 
 from bertscore import resampling, stats
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    args, _, info = start(parser, argv)
+    args, _, info = begin(parser, argv)
 
     scores = synthetic_scores(args.segments, 5)
     a, b = scores[0], scores[1]

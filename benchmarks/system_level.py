@@ -39,7 +39,7 @@ import pandas as pd
 from scipy.stats import kendalltau, pearsonr
 
 from harness import WMT17_TO_ENGLISH as PAIRS, repeated, table, timed, wmt17_syslevel
-from machine import DEFAULT_DATA, RESULTS, command, machine_line, start, write_results
+from machine import DEFAULT_DATA, RESULTS, command, machine_line, begin, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, stats
 from bertscore.output_files import write_text
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
-    args, _, info = start(parser, argv)
+    args, _, info = begin(parser, argv)
 
     lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]
