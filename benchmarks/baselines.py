@@ -35,7 +35,7 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from harness import run_child, table, tatoeba_english  # noqa: E402
-from machine import DEFAULT_DATA, ROOT, header, machine_info, machine_line, begin, write_results  # noqa: E402
+from machine import ROOT, begin, header, machine_info, machine_line, write_results  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
@@ -236,7 +236,6 @@ def render(r: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--counts", default="1000,5000", help="pair counts to compare with all pairs")
     parser.add_argument("--refresh-shipped", action="store_true",
@@ -244,7 +243,7 @@ def main() -> int:
                              "change that moves the numbers or the sidecar; what differed is recorded)")
     parser.add_argument("--steps", default="shipped,counts,calibration",
                         help="steps to run; the others are kept from an existing baselines.json")
-    args = begin(parser)[0]
+    args = begin(parser, data=True)[0]
     steps = set(args.steps.split(","))
 
     import torch

@@ -41,7 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from harness import sentence_metrics, table, tatoeba_english, timed, wmt17_syslevel
-from machine import DEFAULT_DATA, command, header, machine_line, begin, write_results
+from machine import begin, command, header, machine_line, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 
@@ -181,15 +181,13 @@ def compare(corrupted: list[str], references: list[str], systems: list[list[str]
 # ----- the experiment --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (wmt17/, tatoeba/)")
     parser.add_argument("--sentences", type=int, default=100, help="references sampled per sentence-level corruption")
     parser.add_argument("--docs", type=int, default=40, help="short pseudo-documents sampled")
     parser.add_argument("--doc-sentences", type=int, default=4, help="sentences per short pseudo-document")
     parser.add_argument("--long-docs", type=int, default=8, help="long pseudo-documents (past the limit) sampled")
     parser.add_argument("--long-doc-sentences", type=int, default=32, help="sentences per long pseudo-document")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
-    args, _, info = begin(parser, argv)
+    args, _, info = begin(parser, argv, threads=2, data=True)
     started = time.perf_counter()
     outputs, references, human = wmt17_syslevel(args.data, human=True)
     judged = set(zip(human.LP, human.SYSTEM))

@@ -32,7 +32,7 @@ from io import BytesIO
 from pathlib import Path
 
 from harness import interleaved, run_child, table
-from machine import ROOT, header, begin, write_results
+from machine import ROOT, begin, header, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME
 

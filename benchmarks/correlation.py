@@ -16,14 +16,13 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import pearsonr
 
 from harness import WMT17_TO_ENGLISH, sentence_metrics, table, wmt17_segments
-from machine import DEFAULT_DATA, header, begin, write_results
+from machine import begin, header, write_results
 
 from bertscore import BERTScorer
 from bertscore.sources import EMBEDDED_MODEL_NAME
@@ -39,9 +38,7 @@ def pearson(x, y) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
-    parser.add_argument("--threads", type=int, default=2)
-    args, _, info = begin(parser, argv)
+    args, _, info = begin(parser, argv, threads=2, data=True)
     frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in PAIRS}
     scorers = {
         "bertscore_f1": BERTScorer(model_type=EMBEDDED_MODEL_NAME, idf=False),

@@ -30,7 +30,7 @@ import threading
 import time
 
 from harness import table
-from machine import command, header, begin, write_results
+from machine import begin, command, header, write_results
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import tempfile
 from typing import Any, Callable
 
 from harness import FIXTURE, repeated, table, timed, wmt17_pairs
-from machine import command, header, begin, write_results
+from machine import begin, command, header, write_results
 
 
 def median_seconds(action: Callable[[], Any], repeats: int) -> float:

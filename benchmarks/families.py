@@ -40,7 +40,7 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "tests")]
 
 from harness import FIXTURE, max_delta, official_scorer, repeated, table, wmt17_pairs  # noqa: E402
-from machine import header, begin, write_results  # noqa: E402
+from machine import begin, header, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore.scoring.embed import token_budget_batches  # noqa: E402
@@ -198,10 +198,9 @@ def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: d
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--families", default="", help="comma-separated families (default: all)")
-    args, out, machine = begin(parser, argv)
+    args, out, machine = begin(parser, argv, threads=1)
     warnings.simplefilter("ignore")  # the tiny models' 128 tokens truncate a few texts (both packages)
     from transformers.utils import logging as hf_logging
 

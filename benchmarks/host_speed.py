@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs
-from machine import DEFAULT_DATA, header, begin, write_results  # TOKENIZERS_PARALLELISM: as the user has it
+from machine import begin, header, write_results  # TOKENIZERS_PARALLELISM: as the user has it
 
 from bertscore import BERTScorer
 from bertscore.scoring import tokenize_ahead
@@ -233,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's choice)")
     parser.add_argument("--batch-size", type=sentence_cap, default=64, metavar="N|none",
                         help="our sentence cap per encoder batch (default 64, ours and the official default; "
@@ -241,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens-per-batch", type=int, metavar="T",
                         help="our token budget per encoder batch (default: the device's, 2048 on a CPU; "
                              "65536 with --batch-size none is a GPU's budget mode)")
-    args, folder_out, info = begin(parser, argv)
+    args, folder_out, info = begin(parser, argv, data=True)
     cands, refs, source = load_texts(args.data, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
         folder = random_bert(Path(tmp) / "near-free-bert", 32, 1, 2, 64)[0]

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import kendalltau, pearsonr
 
 from harness import WMT17_TO_ENGLISH, PeakMemory, official_score, table, timed, wmt17_segments
-from machine import DEFAULT_DATA, header, begin, write_results
+from machine import begin, header, write_results
 
 from bertscore.layers import choose_layer
 from bertscore.sources import EMBEDDED_MODEL_NAME, embedded_model_dir
@@ -33,10 +32,8 @@ PAIRS = [lp.split("-")[0] for lp in WMT17_TO_ENGLISH]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--pairs", nargs="+", default=PAIRS, choices=PAIRS)
-    parser.add_argument("--threads", type=int, default=2)
-    args, _, info = begin(parser, argv)
+    args, _, info = begin(parser, argv, threads=2, data=True)
     frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in args.pairs}
     per_pair, ours_s, theirs_s = {}, 0.0, 0.0
     with PeakMemory() as memory:

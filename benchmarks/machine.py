@@ -26,7 +26,7 @@ if str(ROOT / "benchmarks") not in sys.path:  # harness and shared_data, for a s
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every benchmark runs offline (before transformers is imported)
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from shared_data import DEFAULT_DATA  # noqa: E402,F401  (re-exported: the scripts' --data default)
+from shared_data import DEFAULT_DATA  # noqa: E402  (also the scripts' --data default)
 from bertscore.models.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
@@ -107,12 +107,17 @@ def output_folder(args: argparse.Namespace) -> Path:
     return folder
 
 
-def begin(parser: argparse.ArgumentParser, argv: list[str] | None = None,
-          threads_elsewhere: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
-    """A benchmark's opening: the output switch added and read (`args.out` becomes the folder), torch
-    set to `--threads` threads where the script has that option (with `threads_elsewhere`, the threads
-    of the processes it starts: recorded, not set), the machine recorded and printed.
+def begin(parser: argparse.ArgumentParser, argv: list[str] | None = None, threads: int | None = None,
+          data: bool = False, threads_elsewhere: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
+    """A benchmark's opening: the output switch added and read (`args.out` becomes the folder), with
+    `threads` an option `--threads` (that default) and with `data` an option `--data`; torch set to
+    `--threads` threads where the script has that option (with `threads_elsewhere`, the threads of the
+    processes it starts: recorded, not set); the machine recorded and printed.
     Returns (args, the output folder, machine_info)."""
+    if threads is not None:
+        parser.add_argument("--threads", type=int, default=threads, help=f"torch threads (default {threads})")
+    if data:
+        parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (wmt17/, tatoeba/)")
     add_output_options(parser)
     args = parser.parse_args(argv)
     args.out = output_folder(args)

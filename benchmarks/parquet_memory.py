@@ -33,7 +33,7 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from harness import FIXTURE, random_bert, run_child, table, wmt17_pairs  # noqa: E402
-from machine import ROOT, header, begin, write_results  # noqa: E402
+from machine import ROOT, begin, header, write_results  # noqa: E402
 
 
 def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import harness
 from harness import peak_rss, table, timed, wmt17_joined
-from machine import DEFAULT_DATA, machine_info, machine_line, begin, write_results
+from machine import begin, machine_info, machine_line, write_results
 
 from bertscore import ray_data
 
@@ -153,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=ray_data.DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
     parser.add_argument("--repeats", type=int, default=2,
                         help="rounds of one process, then 2 actors streamed and grouped")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args, folder, _ = begin(parser, argv)
+    args, folder, _ = begin(parser, argv, data=True)
     import ray
     import torch
 

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from harness import table
-from machine import ROOT, command, header, begin, write_results
+from machine import ROOT, begin, command, header, write_results
 
 # Runs inside each checkout (cwd = that checkout, which is first on sys.path): writes its tensors.
 PROBE = r'''

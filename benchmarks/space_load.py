@@ -40,7 +40,7 @@ from typing import Any
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
-from machine import ROOT, command, machine_line, begin, write_results  # noqa: E402
+from machine import ROOT, begin, command, machine_line, write_results  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 

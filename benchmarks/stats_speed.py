@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from harness import PeakMemory, repeated, table
-from machine import ROOT, header, machine_line, begin, write_results
+from machine import ROOT, begin, header, machine_line, write_results
 
 from bertscore import resampling, stats
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import run_child, table  # noqa: E402
-from machine import ROOT, command, header, begin, write_results  # noqa: E402
+from machine import ROOT, begin, command, header, write_results  # noqa: E402
 
 OURS = "python -m pytest -q -n auto -p no:cacheprovider"
 SUMMARY = re.compile(r"=* ?(.*\b(?:passed|failed|error)\b.*) in ([0-9.]+)s")

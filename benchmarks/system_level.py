@@ -39,7 +39,7 @@ import pandas as pd
 from scipy.stats import kendalltau, pearsonr
 
 from harness import WMT17_TO_ENGLISH as PAIRS, repeated, table, timed, wmt17_syslevel
-from machine import DEFAULT_DATA, RESULTS, command, machine_line, begin, write_results
+from machine import RESULTS, begin, command, machine_line, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, stats
 from bertscore.output_files import write_text
@@ -171,21 +171,19 @@ def pair_statistics(lp: str, scored: dict[str, dict], human: dict[str, float], a
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
     parser.add_argument("--limit-systems", type=int, default=None, help="score only the first N systems of a pair")
     parser.add_argument("--limit-segments", type=int, default=None, help="score only the first N segments")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--dtype-check", type=int, default=0, metavar="PAIRS",
                         help="first time fp32 against bf16 on this many pairs (0: skip)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples (intervals, paired bootstrap)")
     parser.add_argument("--n-permutations", type=int, default=10000, help="randomizations of the permutation test")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
-    args, _, info = begin(parser, argv)
+    args, _, info = begin(parser, argv, threads=2, data=True)
 
     lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]

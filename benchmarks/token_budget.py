@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import torch
 
 from harness import interleaved, table
-from machine import DEFAULT_DATA, command, header, begin, write_results
+from machine import begin, command, header, write_results
 from speed import load_pairs, make_floor
 
 from bertscore.models.loading import load_model
@@ -31,9 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--budgets", default="1024,2048,4096,8192,16384")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args, _, machine = begin(parser, argv)
+    args, _, machine = begin(parser, argv, threads=2, data=True)
     cands, refs, _ = load_pairs(args.data, args.pairs)
     budgets = [int(b) for b in args.budgets.split(",")]
     models = {"fp32": load_model(EMBEDDED_MODEL_NAME), "bf16": load_model(EMBEDDED_MODEL_NAME)}

@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 from harness import official_scorer, table, wmt17_pairs
-from machine import DEFAULT_DATA, header, begin, write_results
+from machine import DEFAULT_DATA, begin, header, write_results
 
 import torch  # after machine: it sets the offline defaults before transformers loads
 import transformers
@@ -84,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", type=int, default=20, help="texts per side of the all-pairs run (default 20)")
     parser.add_argument("--layer", type=int, default=LAYER,
                         help=f"MiniLM layer (default {LAYER}); another layer writes torchmetrics_compare_layer<k>")
-    parser.add_argument("--threads", type=int, default=2)
-    args, out, machine = begin(parser, argv)
+    args, out, machine = begin(parser, argv, threads=2)
     cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", args.pairs or None)
     layer = args.layer
     model_dir = embedded_model_dir()
