@@ -24,20 +24,17 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+from bias_score import bias_score, read_bias_file, sentence_bleu_method1
+from harness import table, timed
+from machine import begin, command, header, machine_line, write_results
 
-from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
-from harness import table, timed  # noqa: E402
-from machine import begin, command, header, machine_line, write_results  # noqa: E402
-
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.output_files import write_text
 
 CATEGORIES = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
 SOURCE = "https://github.com/txsun1997/Metric-Fairness"
@@ -104,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the bias table as JSON here (default: OUT/bias.json)")
     parser.add_argument("--model", action="append", default=[], metavar="M",
                         help="also score with this model (hub id or local folder; repeatable)")
-    args, _, info = begin(parser, argv, threads=2)
+    args, _, info = begin(parser, argv, threads=2, serial_tokenizers=True)
     frames = load_files(args.data)
     stored = {metric: {name: bias_score(frame[column].tolist()) for name, frame in frames.items()}
               for metric, column in STORED.items()}

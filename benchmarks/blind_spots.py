@@ -30,13 +30,10 @@ Writes blind_spots.md and .json to benchmarks/scratch/ (--update-results: benchm
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
 from pathlib import Path
-
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
@@ -187,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-docs", type=int, default=8, help="long pseudo-documents (past the limit) sampled")
     parser.add_argument("--long-doc-sentences", type=int, default=32, help="sentences per long pseudo-document")
     parser.add_argument("--seed", type=int, default=0)
-    args, _, info = begin(parser, argv, threads=2, data=True)
+    args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
     started = time.perf_counter()
     outputs, references, human = wmt17_syslevel(args.data, human=True)
     judged = set(zip(human.LP, human.SYSTEM))

@@ -26,12 +26,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
-from io import BytesIO
 from pathlib import Path
 
-from harness import interleaved, run_child, table
+from harness import checkout, interleaved, run_child, table
 from machine import ROOT, begin, header, write_results
 
 from bertscore import EMBEDDED_MODEL_NAME
@@ -62,14 +60,6 @@ BAR_VS_BASELINE = 0.6  # issue 56: the CLI's first score at most 0.6x the baseli
 BAR_VS_OFFICIAL = 1.0  # ... and no slower than the official command
 
 
-def baseline_tree(rev: str, into: Path) -> Path:
-    """The package as it was at `rev` (git archive), extracted into `into`."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "bertscore"], capture_output=True, check=True)
-    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
     """Stop unless `import bertscore` in this environment and folder runs the package under `expected`.
 
@@ -96,7 +86,7 @@ def main() -> None:
         raise SystemExit("the official bert-score command is not installed (pip install bert-score==0.3.13)")
     with tempfile.TemporaryDirectory() as scratch:
         scratch_path = Path(scratch)
-        old = baseline_tree(args.baseline_rev, scratch_path / "baseline")
+        old = checkout(args.baseline_rev, scratch_path / "baseline", "bertscore")
         cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
         for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
             lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]

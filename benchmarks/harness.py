@@ -1,24 +1,20 @@
-"""What every benchmark shares, written once: timing (interleaved rounds), the peak-memory probe,
-the WMT17 pairs, the official package, and the markdown table.
+"""What every benchmark shares, written once: timing, the memory probe, the public data, the official
+package, the markdown table.
 
-- `timed(fn, sync)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of
-  one call, of a call `rounds` times, of every method once per round in the same order, so that a
-  drift of the machine falls on all methods alike. `run_child(command)`: the same for a child process
-  (its wall and CPU seconds, its output, and with `poll` its peak resident set).
-- `PeakMemory(device, kind=...)`: the one memory probe, for four kinds of memory, each reported as
-  what it is: a process's resident set (the kernel's VmHWM, reset at the block's start, or polled for a
-  child), the CUDA allocator's peak, Python's allocations (tracemalloc: numpy's buffers), and the live
-  CPU tensor storages (with what was alive at the peak). `peak_rss(pid)`: the resident set's counter.
-  `device_sync(device)`: the synchronise `timed` takes on CUDA; `measured(fn, device)`: time and peak.
+- `timed(fn)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of a
+  call, of `rounds` calls, of every method once per round in the same order (a drift of the machine
+  falls on all alike); `run_child(command)`: a child process's wall and CPU seconds, output and peak.
+- `PeakMemory(device, kind=...)`: the one memory probe, each kind reported as what it is: a process's
+  resident set (VmHWM, reset at the block's start or polled for a child), the CUDA allocator's peak,
+  Python's allocations (tracemalloc), the live CPU tensor storages. `measured(fn, device)`: time and peak.
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
-- `random_bert`: a random BERT of a given shape; `max_delta`: the largest |delta| over (P, R, F).
-- `table(headers, rows)`: markdown lines, a '|' inside a cell escaped.
+- `random_bert`, `max_delta`, `sentence_metrics`, `checkout`, `table`: a random BERT, the largest
+  |delta| over (P, R, F), sacrebleu's sentence BLEU/chrF, an older revision's tree, markdown lines.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import re
@@ -32,7 +28,8 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from shared_data import missing_data
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "wmt17_de-en.first300.tsv"
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "data" / "wmt17_de-en.first300.tsv"
 WMT17_TO_ENGLISH = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]  # its 7 language pairs
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 
@@ -78,12 +75,12 @@ def repeated(fn: Callable[[], Any], rounds: int) -> tuple[list[float], list[floa
 
 
 class Child(NamedTuple):
-    """A finished child process: wall and CPU seconds (user + system, its own and its waited-for
-    children's), its peak resident set (polled VmHWM; None unless asked) and ru_maxrss, its exit."""
+    """A finished child process: wall and CPU seconds (user + system, wait4's), its own peak resident
+    set (VmHWM, polled), its ru_maxrss (which Linux carries over from the launcher), its exit and output."""
 
     wall: float
     cpu: float
-    peak: int | None
+    peak: int
     ru_maxrss: int
     returncode: int
     stdout: str
@@ -91,32 +88,26 @@ class Child(NamedTuple):
 
 
 def run_child(command: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None,
-              timeout: float | None = None, poll: float | None = None, check: bool = False) -> Child:
-    """Run `command` to its end, its output captured. With `poll` (seconds), its own peak resident set:
-    its VmHWM read that often while it runs (its ru_maxrss is no measure: Linux carries the launching
-    process's high-water mark across fork and exec into it). `timeout` kills it; `check` stops the run
-    on a failure, with the end of its stderr."""
+              timeout: float | None = None, poll: float = 0.05, check: bool = False) -> Child:
+    """Run `command` to its end, its output captured and its VmHWM read every `poll` seconds; `timeout`
+    kills it, `check` stops the run on a failure with the end of its stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err)
-        timer = threading.Timer(timeout, child.kill) if timeout else None
-        if timer is not None:
-            timer.start()
+        timer = threading.Timer(timeout or threading.TIMEOUT_MAX, child.kill)
+        timer.start()
         try:
-            with PeakMemory(pid=child.pid, poll=poll) if poll else contextlib.nullcontext() as memory:
+            with PeakMemory(pid=child.pid, poll=poll) as memory:
                 _, status, usage = os.wait4(child.pid, 0)
         except BaseException:
             child.kill()
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
-        wall = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        done = Child(wall, usage.ru_utime + usage.ru_stime, memory.peak if poll else None, usage.ru_maxrss * 1024,
-                     child.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+            timer.cancel()
+        wall, child.returncode = time.perf_counter() - start, os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        done = Child(wall, usage.ru_utime + usage.ru_stime, memory.peak, usage.ru_maxrss * 1024, child.returncode,
+                     out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
     if check and done.returncode != 0:
         raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return done
@@ -405,6 +396,27 @@ def sentence_metrics(cands: list[str], refs: list[str]) -> dict[str, list[float]
 def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:
     """The largest |a - b| over paired tensors (P, R, F), in float64 on the CPU."""
     return max(float((a.double().cpu() - b.double().cpu()).abs().max()) for a, b in zip(ours, theirs))
+
+
+# ----- git ------------------------------------------------------------------------------------
+def revision(rev: str = "HEAD", folder: Path | str = REPO) -> str:
+    """The short commit id of `rev` in the git checkout `folder` ("?" where git cannot tell)."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", rev], capture_output=True, text=True)
+    except OSError:
+        return "?"
+    return done.stdout.strip() or "?"
+
+
+def checkout(rev: str, into: Path, *paths: str) -> Path:
+    """This repository's tree at revision `rev` (only `paths` of it, if given), extracted into `into`."""
+    import io
+    import tarfile
+
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, *paths], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 # ----- markdown --------------------------------------------------------------------------------

@@ -108,12 +108,16 @@ def output_folder(args: argparse.Namespace) -> Path:
 
 
 def begin(parser: argparse.ArgumentParser, argv: list[str] | None = None, threads: int | None = None,
-          data: bool = False, threads_elsewhere: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
+          data: bool = False, threads_elsewhere: bool = False,
+          serial_tokenizers: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
     """A benchmark's opening: the output switch added and read (`args.out` becomes the folder), with
     `threads` an option `--threads` (that default) and with `data` an option `--data`; torch set to
     `--threads` threads where the script has that option (with `threads_elsewhere`, the threads of the
-    processes it starts: recorded, not set); the machine recorded and printed.
+    processes it starts: recorded, not set); with `serial_tokenizers`, TOKENIZERS_PARALLELISM=false
+    unless the user set it (this process and its children); the machine recorded and printed.
     Returns (args, the output folder, machine_info)."""
+    if serial_tokenizers:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if threads is not None:
         parser.add_argument("--threads", type=int, default=threads, help=f"torch threads (default {threads})")
     if data:

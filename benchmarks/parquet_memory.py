@@ -30,10 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from harness import FIXTURE, random_bert, run_child, table, wmt17_pairs  # noqa: E402
-from machine import ROOT, begin, header, write_results  # noqa: E402
+from harness import FIXTURE, random_bert, run_child, table, wmt17_pairs
+from machine import ROOT, begin, header, write_results
 
 
 def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
@@ -92,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="row counts")
     parser.add_argument("--threads", type=int, default=1, help="torch/OpenMP threads of the CLI process")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run (reported, not enforced)")
-    args, out, machine = begin(parser, argv, threads_elsewhere=True)
+    args, out, machine = begin(parser, argv, threads_elsewhere=True, serial_tokenizers=True)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     cands, refs = wmt17_pairs(FIXTURE)
     runs = []

@@ -26,17 +26,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from harness import PeakMemory, random_bert, table, timed
+from machine import ROOT, begin, header, write_results
 
-from harness import PeakMemory, random_bert, table, timed  # noqa: E402
-from machine import ROOT, begin, header, write_results  # noqa: E402
-
-from bertscore import BERTScorer  # noqa: E402
+from bertscore import BERTScorer
 
 CARRY = ROOT / ".gpu_carry"
 
@@ -47,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=2000)
     parser.add_argument("--large", type=int, default=20000)
     parser.add_argument("--sets", default="first,longest,all")
-    args, out, info = begin(parser, argv, threads=1)
+    args, out, info = begin(parser, argv, threads=1, serial_tokenizers=True)
     pairs_file = CARRY / "wmt17_pairs.jsonl.gz"
     if not pairs_file.is_file():
         sys.exit(f"error: {pairs_file} is missing: run `python benchmarks/gpu_check.py --prepare` first")

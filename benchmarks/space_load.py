@@ -39,7 +39,7 @@ from typing import Any
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, revision, table, timed, wmt17_pairs  # noqa: E402
 from machine import ROOT, begin, command, machine_line, write_results  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -70,14 +70,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def git_commit(folder: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
 
 
 class Server:
@@ -213,7 +205,7 @@ def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Pat
     that the apps see the machine in the same state (an idle server costs next to nothing)."""
     requests = Requests(args.pairs)
     servers = [Server(folder, log_dir / f"{label}.log", {}) for label, folder in apps]
-    runs = [{"label": label, "folder": str(folder), "commit": git_commit(folder), "levels": []} for label, folder in apps]
+    runs = [{"label": label, "folder": str(folder), "commit": revision("HEAD", folder), "levels": []} for label, folder in apps]
     try:
         for (label, _), server in zip(apps, servers):
             ready = server.wait_ready(args.start_timeout)

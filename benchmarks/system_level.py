@@ -27,12 +27,9 @@ import argparse
 import hashlib
 import itertools
 import json
-import os
 import sys
 import time
 from pathlib import Path
-
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import pandas as pd
@@ -183,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
-    args, _, info = begin(parser, argv, threads=2, data=True)
+    args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
 
     lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]
