@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from harness import run_child, table
-from machine import ROOT, begin, command, header, write_results
+from machine import ROOT, begin, command, header, machine_line, write_results
 
 WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
          "train station morning evening quickly slowly announced reported found built opened closed new old "

@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 from harness import official_scorer, table, wmt17_pairs
-from machine import DEFAULT_DATA, begin, header, write_results
+from machine import DEFAULT_DATA, begin, header, machine_line, write_results
 
 import torch  # after machine: it sets the offline defaults before transformers loads
 import transformers
