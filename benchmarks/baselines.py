@@ -22,8 +22,6 @@ Writes baselines.md and .json (after every step) to benchmarks/scratch/ (--updat
 benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -19,8 +19,6 @@ BERTScorer, one call per file) and any --model given, and writes OUT (JSON: {"me
 {CATEGORY: score}}, "hash": ...}) and bias.json/bias.md in benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import csv
 import json

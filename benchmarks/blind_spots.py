@@ -27,8 +27,6 @@ Corruptions (stated rules; the text is lowercased and Moses-tokenised):
 Writes blind_spots.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import re
 import sys

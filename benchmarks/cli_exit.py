@@ -12,8 +12,6 @@ both print the same output.
 Writes cli_exit.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import statistics

@@ -17,8 +17,6 @@ without them, bertscore/models/bert_encoder.py). Our two CLIs must print the sam
     .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

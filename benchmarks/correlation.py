@@ -10,8 +10,6 @@ where it covers the rows (a sanity check of the protocol).
 Writes correlation.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

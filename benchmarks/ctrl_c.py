@@ -17,8 +17,6 @@ counted where Python reports them (sys.unraisablehook), with the function they w
 Writes ctrl_c.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import contextlib

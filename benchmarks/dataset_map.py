@@ -14,8 +14,6 @@ weights and the embedding cache).
 Writes dataset_map.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import statistics
 import tempfile

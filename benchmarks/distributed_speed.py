@@ -9,8 +9,6 @@ benchmarks/results/). "scoring s" is the time inside `score_distributed` (model 
 includes start-up.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -24,8 +24,6 @@ package's call-order dependence on block-sparse BigBird (unpatched: first call a
 Writes families.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import dataclasses
 import statistics

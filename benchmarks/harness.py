@@ -13,8 +13,6 @@ package, the markdown table.
   |delta| over (P, R, F), sacrebleu's sentence BLEU/chrF, an older revision's tree, markdown lines.
 """
 
-from __future__ import annotations
-
 import csv
 import os
 import re

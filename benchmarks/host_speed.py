@@ -40,8 +40,6 @@ Writes host_speed.md / .json (host_speed_budget.* with --batch-size none) to ben
 (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import tempfile

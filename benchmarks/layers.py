@@ -13,8 +13,6 @@ layer per pair, and the time of each route, with the run's peak memory (RSS).
 Writes layers.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 

@@ -8,8 +8,6 @@ elsewhere they are emulated and several times slower than fp32, so a timing mean
 without these flags. Used by every script in benchmarks/.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -23,8 +23,6 @@ Writes mutation.md and mutation.json to benchmarks/scratch/ (git-ignored), or to
 benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
-from __future__ import annotations
-
 import argparse
 import ast
 import hashlib

@@ -21,8 +21,6 @@ equal to `bertscore.score` on the same texts (1e-6).
 Writes parquet_memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

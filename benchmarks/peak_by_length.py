@@ -21,8 +21,6 @@ batch (the GPU's), on the carried WMT17 pairs (`gpu_check.py --prepare`):
 Writes peak_by_length.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import gzip
 import json

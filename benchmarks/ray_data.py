@@ -24,8 +24,6 @@ whether an actor's peak grows with the corpus.
 Writes ray_data.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import tempfile

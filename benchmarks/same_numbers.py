@@ -12,8 +12,6 @@ texts, long texts truncated and windowed, `score_pairs`, `explain_pair` (window 
 references), all layers; 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import sys

@@ -21,8 +21,6 @@ stopped (also on Ctrl-C).
 Writes space_load.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import shutil

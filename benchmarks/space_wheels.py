@@ -16,8 +16,6 @@ Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/sc
 to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

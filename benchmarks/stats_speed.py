@@ -12,8 +12,6 @@ the memory it would need.
 Writes stats_speed.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -13,8 +13,6 @@ Reproduce docs/testing.md's table:
   HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import json

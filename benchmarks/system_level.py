@@ -21,8 +21,6 @@ statistics does not rescore. Quick runs: --lps de-en --limit-systems 3 --limit-s
 Writes system_level.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import itertools

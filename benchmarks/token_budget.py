@@ -8,8 +8,6 @@ pairs, for several budgets, interleaved over --reps repetitions (best time kept)
 Writes token_budget_cpu.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import sys

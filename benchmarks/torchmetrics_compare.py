@@ -19,8 +19,6 @@ neighbours). On WMT17 de-en human-judged pairs and the embedded MiniLM (layer 6)
 Needs ../shared/data (WMT17), torchmetrics and bert-score (`pip install -e ".[bench]"`).
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib.metadata
 import sys
