@@ -21,6 +21,9 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
+import tracemalloc
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -167,8 +170,6 @@ class PeakMemory:
             torch.cuda.reset_peak_memory_stats()
             self.before = torch.cuda.memory_allocated()
         elif self.kind == "python":
-            import tracemalloc
-
             tracemalloc.start()
         elif self.kind == "tensors":
             self.mode = _live_storages(self)
@@ -195,8 +196,6 @@ class PeakMemory:
             torch.cuda.synchronize()
             self.peak = torch.cuda.max_memory_allocated()
         elif self.kind == "python":
-            import tracemalloc
-
             self.peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
         elif self.kind == "tensors":
@@ -218,8 +217,6 @@ class PeakMemory:
 
 def _origin() -> str:
     """The innermost bertscore/transformers line on the stack, and the bertscore line that led there."""
-    import traceback
-
     frames = [f for f in traceback.extract_stack(limit=40) if ("bertscore/" in f.filename or "transformers/" in
                                                                 f.filename) and "/benchmarks/" not in f.filename]
     if not frames:
@@ -231,8 +228,6 @@ def _origin() -> str:
 
 def _live_storages(memory: PeakMemory) -> Any:
     """The TorchDispatchMode of PeakMemory(kind="tensors"): it keeps `memory.peak` and `memory.at_peak`."""
-    import weakref
-
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -37,13 +37,6 @@ def synthetic_scores(segments: int, systems: int, seed: int = 0) -> np.ndarray:
     return np.clip(difficulty + noise, 0.0, 1.0)
 
 
-def peak_mib(call) -> float:
-    """tracemalloc's peak during one call, in MiB."""
-    with PeakMemory(kind="python") as memory:
-        call()
-    return memory.peak / 2**20
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--segments", type=int, default=100_000)
@@ -74,10 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for key, label, call, one_shot_bytes, targeted in cases:
         walls, cpus, _ = repeated(call, args.rounds)
+        with PeakMemory(kind="python") as memory:  # tracemalloc's peak during one more call
+            call()
         best = min(walls)
         row = {
             "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
-            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(peak_mib(call), 1),
+            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(memory.peak / 2**20, 1),
             "one_shot_mib": round(one_shot_bytes / 2**20, 1),
             "target_seconds": TARGET_SECONDS if targeted else None,
         }
