@@ -278,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         "entity_names": len(names),
         "results": results,
         "examples": examples,
-        "seconds": round(time.perf_counter() - started, 1),
         "versions": {"sacrebleu": sacrebleu.__version__},
         "machine": info,
+        "seconds": round(time.perf_counter() - started, 1),
     }
     write_results(args.out, "blind_spots", result, render(result))
     return 0
