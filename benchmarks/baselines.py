@@ -18,31 +18,20 @@ Corpus: every distinct English sentence of the Tatoeba test set of LASER (column
    all random pairs of half B (seed 0) are scored at every layer and rescaled with it: the mean
    rescaled F per layer must lie within 0.01 of 0. Identical pairs (1,000 sentences of B against
    themselves) rescaled with it must give 1.
-Writes baselines.md and baselines.json (after every step) to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes baselines.md and .json (after every step) to benchmarks/scratch/ (--update-results:
+benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from harness import table, tatoeba_english  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from harness import run_child, table, tatoeba_english
+from machine import ROOT, begin, header, machine_info, machine_line, write_results
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
@@ -65,7 +54,7 @@ print(json.dumps({{"exit_code": code, "seconds": seconds, "cpu_seconds": usage.r
 
 def run_cli(argv: list[str], threads: int) -> dict:
     child = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=threads)
-    done = subprocess.run([sys.executable, "-c", child, *argv], capture_output=True, text=True)
+    done = run_child([sys.executable, "-c", child, *argv])
     report = json.loads(done.stderr.strip().splitlines()[-1])
     if done.returncode != 0 or report["exit_code"] != 0:
         sys.exit(f"error: bertscore baseline failed:\n{done.stderr[-3000:]}")
@@ -158,8 +147,7 @@ def step_calibration(sentences: list[str], work: Path) -> dict:
 def render(r: dict) -> str:
     m = r["machine"]
     lines = [
-        "# Rescale baseline of the embedded MiniLM (Tatoeba English)",
-        "",
+        *header("Rescale baseline of the embedded MiniLM (Tatoeba English)", None),
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in r["commands"]),
         "",
         f"Corpus: every distinct English sentence of the LASER Tatoeba test set ({r['sentences']} lines, "
@@ -244,23 +232,18 @@ def render(r: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--counts", default="1000,5000", help="pair counts to compare with all pairs")
-    add_output_options(parser)
     parser.add_argument("--refresh-shipped", action="store_true",
                         help="copy the recomputed baseline over the shipped files when they differ (after a code "
                              "change that moves the numbers or the sidecar; what differed is recorded)")
     parser.add_argument("--steps", default="shipped,counts,calibration",
                         help="steps to run; the others are kept from an existing baselines.json")
-    args = parser.parse_args()
-    args.out = output_folder(args)
+    args = begin(parser, data=True, serial_tokenizers=True)[0]
     steps = set(args.steps.split(","))
 
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus

@@ -19,30 +19,20 @@ BERTScorer, one call per file) and any --model given, and writes OUT (JSON: {"me
 {CATEGORY: score}}, "hash": ...}) and bias.json/bias.md in benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
 import csv
 import json
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
 import pandas as pd
-import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from bias_score import bias_score, read_bias_file, sentence_bleu_method1
+from harness import table, timed
+from machine import begin, command, header, machine_line, write_results
 
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bias_score import bias_score, read_bias_file, sentence_bleu_method1  # noqa: E402
-from harness import table, timed  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.output_files import write_text
 
 CATEGORIES = ["age", "gender", "physical-appearance", "race", "religion", "socioeconomic"]
 SOURCE = "https://github.com/txsun1997/Metric-Fairness"
@@ -109,12 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the bias table as JSON here (default: OUT/bias.json)")
     parser.add_argument("--model", action="append", default=[], metavar="M",
                         help="also score with this model (hub id or local folder; repeatable)")
-    parser.add_argument("--threads", type=int, default=2)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
-
-    torch.set_num_threads(args.threads)
+    args, _, info = begin(parser, argv, threads=2, serial_tokenizers=True)
     frames = load_files(args.data)
     stored = {metric: {name: bias_score(frame[column].tolist()) for name, frame in frames.items()}
               for metric, column in STORED.items()}
@@ -130,7 +115,6 @@ def main(argv: list[str] | None = None) -> int:
         scored, hashes[model], seconds[model] = score_model(model, frames)
         metrics.update(scored)
 
-    options = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     result = {
         "metrics": metrics,
         "hash": hashes[EMBEDDED_MODEL_NAME],
@@ -143,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         "reading_check": check,
         "scoring_seconds": {m: round(s, 1) for m, s in seconds.items()},
         "source": f"{SOURCE} (commit {SOURCE_COMMIT}), measuring_bias/data/",
-        "command": " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bias.py", *options]),
-        "machine": machine_info(),
+        "command": command("bias.py", sys.argv[1:] if argv is None else argv),
+        "machine": info,
     }
     json_path = args.json or args.out / "bias.json"
     write_results(args.out, "bias", result, render(result))
@@ -161,11 +145,9 @@ def render(r: dict) -> str:
     check = r["reading_check"]
     names = list(r["metrics"])
     lines = [
-        "# Social bias (Sun et al., EMNLP 2022): our default model next to BLEU, chrF and BERTScore",
-        "",
-        f"Reproduce: `{r['command']}` after fetching the data (`git clone {SOURCE}`; the files are "
-        "`measuring_bias/data/*.tsv`, not vendored here).",
-        "",
+        *header("Social bias (Sun et al., EMNLP 2022): our default model next to BLEU, chrF and BERTScore", None,
+                r["command"], f" after fetching the data (`git clone {SOURCE}`; the files are "
+                "`measuring_bias/data/*.tsv`, not vendored here)."),
         f"Source: {r['source']}: {', '.join(f'{c} {n} rows' for c, n in r['rows'].items())} "
         f"({sum(r['rows'].values()) // 2} pairs of sentences that differ only in a sensitive attribute, each scored "
         "against the same reference).",

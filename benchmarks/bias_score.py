@@ -13,8 +13,6 @@ A metric that ignores the attribute scores 0; larger is more biased.
 reader can check that the texts were read as the authors scored them (CSV quotes removed).
 """
 
-from __future__ import annotations
-
 import math
 from collections import Counter
 from collections.abc import Sequence

@@ -24,33 +24,21 @@ Corruptions (stated rules; the text is lowercased and Moses-tokenised):
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/blind_spots.py [--data ../shared/data] [--sentences 100]
 
-Writes blind_spots.json and .md to benchmarks/scratch/ (git-ignored), or to benchmarks/results/ with
---update-results, or to --out FOLDER.
+Writes blind_spots.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
 import numpy as np
-import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from harness import sentence_metrics, table, tatoeba_english, timed, wmt17_syslevel
+from machine import begin, command, header, machine_line, write_results
 
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import table, tatoeba_english, timed, wmt17_syslevel  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
 
 NEGATED = {"don": "do", "doesn": "does", "didn": "did", "isn": "is", "aren": "are", "wasn": "was", "weren": "were",
            "hasn": "has", "haven": "have", "hadn": "had", "couldn": "could", "wouldn": "would", "shouldn": "should",
@@ -152,14 +140,11 @@ class Scorers:
 
     def score(self, cands: list[str], refs: list[str], window: bool = False,
               notes: list[str] | None = None) -> dict[str, np.ndarray]:
-        import sacrebleu
-
         raw, rescaled = (self.window, self.window_rescaled) if window else (self.raw, self.rescaled)
         return {
             "f1": raw.score(cands, refs, notes=notes)[2].numpy().astype(np.float64),
             "f1_rescaled": rescaled.score(cands, refs, notes=[])[2].numpy().astype(np.float64),  # same notes
-            "chrf": np.array([sacrebleu.sentence_chrf(c, [r]).score for c, r in zip(cands, refs)]),
-            "bleu": np.array([sacrebleu.sentence_bleu(c, [r]).score for c, r in zip(cands, refs)]),
+            **{name: np.array(values) for name, values in sentence_metrics(cands, refs).items()},
         }
 
     def content_tokens(self, text: str) -> int:
@@ -191,19 +176,13 @@ def compare(corrupted: list[str], references: list[str], systems: list[list[str]
 # ----- the experiment --------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (wmt17/, tatoeba/)")
     parser.add_argument("--sentences", type=int, default=100, help="references sampled per sentence-level corruption")
     parser.add_argument("--docs", type=int, default=40, help="short pseudo-documents sampled")
     parser.add_argument("--doc-sentences", type=int, default=4, help="sentences per short pseudo-document")
     parser.add_argument("--long-docs", type=int, default=8, help="long pseudo-documents (past the limit) sampled")
     parser.add_argument("--long-doc-sentences", type=int, default=32, help="sentences per long pseudo-document")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
-
-    torch.set_num_threads(args.threads)
+    args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
     started = time.perf_counter()
     outputs, references, human = wmt17_syslevel(args.data, human=True)
     judged = set(zip(human.LP, human.SYSTEM))
@@ -286,9 +265,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import sacrebleu
 
-    options = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     result = {
-        "command": " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/blind_spots.py", *options]),
+        "command": command("blind_spots.py", sys.argv[1:] if argv is None else argv),
         "model": EMBEDDED_MODEL_NAME,
         "hash": {"raw": scorers.raw.hash, "rescaled": scorers.rescaled.hash, "window": scorers.window.hash,
                  "window_rescaled": scorers.window_rescaled.hash},
@@ -300,9 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         "entity_names": len(names),
         "results": results,
         "examples": examples,
-        "seconds": round(time.perf_counter() - started, 1),
         "versions": {"sacrebleu": sacrebleu.__version__},
-        "machine": machine_info(),
+        "machine": info,
+        "seconds": round(time.perf_counter() - started, 1),
     }
     write_results(args.out, "blind_spots", result, render(result))
     return 0
@@ -311,11 +289,9 @@ def main(argv: list[str] | None = None) -> int:
 def render(r: dict) -> str:
     s = r["settings"]
     lines = [
-        "# Blind spots: what F1 misses when a reference is made wrong (WMT17 to-English)",
-        "",
-        f"Reproduce: `{r['command']}` (data: ../shared/data/wmt17/syslevel and tatoeba/, read-only; "
-        f"{r['seconds']:.0f} s on this shared CPU).",
-        "",
+        *header("Blind spots: what F1 misses when a reference is made wrong (WMT17 to-English)", None, r["command"],
+                " (data: ../shared/data/wmt17/syslevel and tatoeba/, read-only; "
+                f"{r['seconds']:.0f} s on this shared CPU)."),
         f"Model `{r['model']}` (embedded), default layer, F1, no idf; rescaled with its shipped baseline "
         f"(F1 baseline {r['baseline_f1']:.4f}); hash `{r['hash']['raw']}` (window mode: `{r['hash']['window']}`). "
         f"chrF and BLEU: sacrebleu {r['versions']['sacrebleu']} `sentence_chrf` / `sentence_bleu` defaults.",
@@ -351,8 +327,7 @@ def render(r: dict) -> str:
     lines += ["", "Examples (the shortest sampled reference of each rule):", ""]
     for label, example in r["examples"].items():
         lines += [f"- {label}: `{example['reference']}` -> `{example['corrupted']}`"]
-    lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ without them, bertscore/models/bert_encoder.py). Our two CLIs must print the sam
     .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os
@@ -26,17 +24,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
-from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import checkout, interleaved, run_child, table
+from machine import ROOT, begin, header, write_results
 
-from bertscore import EMBEDDED_MODEL_NAME  # noqa: E402
-from harness import interleaved, table, timed  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME
 
 BASELINE_REV = "6e6959a"  # main's HEAD before issue 56: the CLI as it was
 PAIRS = 3
@@ -64,22 +58,6 @@ BAR_VS_BASELINE = 0.6  # issue 56: the CLI's first score at most 0.6x the baseli
 BAR_VS_OFFICIAL = 1.0  # ... and no slower than the official command
 
 
-def baseline_tree(rev: str, into: Path) -> Path:
-    """The package as it was at `rev` (git archive), extracted into `into`."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "bertscore"], capture_output=True, check=True)
-    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def run(command: list[str], env: dict[str, str], cwd: Path) -> str:
-    """One run of the command (start to exit): its stdout."""
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
 def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
     """Stop unless `import bertscore` in this environment and folder runs the package under `expected`.
 
@@ -97,9 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-rev", default=BASELINE_REV, help="the older revision to compare with")
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
+    args, folder, info = begin(parser)
     from bertscore.sources import embedded_model_dir
 
     model_dir = str(embedded_model_dir())
@@ -108,7 +84,7 @@ def main() -> None:
         raise SystemExit("the official bert-score command is not installed (pip install bert-score==0.3.13)")
     with tempfile.TemporaryDirectory() as scratch:
         scratch_path = Path(scratch)
-        old = baseline_tree(args.baseline_rev, scratch_path / "baseline")
+        old = checkout(args.baseline_rev, scratch_path / "baseline", "bertscore")
         cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
         for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
             lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]
@@ -128,11 +104,12 @@ def main() -> None:
                                                   "--num_layers", "6"], base_env),
         }
         outputs: dict[str, set[str]] = {way: set() for way in ways}
-        walls, _ = interleaved({way: lambda c=c, e=e: run(c, e, scratch_path) for way, (c, e) in ways.items()},
-                               args.rounds, report=lambda _, way, __, stdout: outputs[way].add(stdout))
-        phases_wall, done = timed(lambda: subprocess.run(
-            [sys.executable, "-c", PHASES, str(cands), str(refs), EMBEDDED_MODEL_NAME], cwd=scratch, env=ours,
-            capture_output=True, text=True, timeout=600, check=True))
+        walls, _ = interleaved({way: lambda c=c, e=e: run_child(c, e, scratch_path, timeout=600, check=True)
+                                for way, (c, e) in ways.items()},
+                               args.rounds, report=lambda _, way, __, done: outputs[way].add(done.stdout))
+        done = run_child([sys.executable, "-c", PHASES, str(cands), str(refs), EMBEDDED_MODEL_NAME], ours, scratch,
+                         timeout=600, check=True)
+        phases_wall = done.wall
     profile = json.loads(done.stdout.splitlines()[-1])
     phases, model_classes = profile["phases"], profile["model_classes_imported"]
     phases.append(("the rest: interpreter start and exit", phases_wall - sum(s for _, s in phases)))
@@ -142,7 +119,6 @@ def main() -> None:
     median = {way: statistics.median(values) for way, values in walls.items()}
     ratio_old = median[ours_cli] / median[old_cli]
     ratio_official = median[ours_cli] / median[official_cli]
-    info = machine_info(torch_threads=None)
     command = f".venv/bin/python benchmarks/cli_startup.py --rounds {args.rounds} --baseline-rev {args.baseline_rev}"
     result = {"command": command, "rounds": args.rounds, "pairs": PAIRS, "wall_s": walls, "median_wall_s": median,
               "cli_vs_baseline_rev": round(ratio_old, 3), "cli_vs_official_cli": round(ratio_official, 3),
@@ -153,10 +129,8 @@ def main() -> None:
         [way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]))
     phase_rows = "\n".join(table(["phase", "s", "share"], [
         [name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]))
-    markdown = (
-        "# Start-up: the first score of a 3-pair call, from a fresh process\n\n"
-        f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"
-        f"Each way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
+    markdown = "\n".join(header("Start-up: the first score of a 3-pair call, from a fresh process", info, command)) + (
+        f"\nEach way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
         f"exits; {args.rounds} rounds, alternating; load average at the end "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.\n\n"
         f"{rows}\n\n"

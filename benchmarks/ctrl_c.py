@@ -14,11 +14,8 @@ counted where Python reports them (sys.unraisablehook), with the function they w
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]
 
-Writes ctrl_c.md and ctrl_c.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/ with
---update-results, or to --out FOLDER.
+Writes ctrl_c.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import collections
@@ -29,12 +26,9 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness import table  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import table
+from machine import begin, command, header, write_results
 
 
 def main() -> None:
@@ -42,9 +36,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300, help="scoring time per mode (default 300)")
     parser.add_argument("--block", type=float, default=30, help="the modes alternate in blocks of this many seconds")
     parser.add_argument("--wait", type=float, default=10, help="seconds an interrupt may take to surface")
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
+    args, folder, info = begin(parser)
     # Started in the background by a shell without job control, SIGINT is ignored: every interrupt would
     # read as lost. Python's own handler, as an interactive start has it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -118,20 +110,16 @@ def main() -> None:
             sys.unraisablehook = outer
     state["stop"] = True
 
-    info = machine_info()
     result = {"machine": info, "seconds_per_mode": args.seconds, "block_seconds": args.block,
               "modes": {mode: {**counts[mode], "dropped_in": dict(dropped_in[mode])} for mode in counts}}
-    rows = "\n".join(table(["mode", "sent", "surfaced", "lost", "dropped by Python in"], [
-        [mode, counts[mode]["sent"], counts[mode]["surfaced"], counts[mode]["lost"],
-         ", ".join(f"{name} ({n})" for name, n in dropped_in[mode].items()) or "-"] for mode in counts]))
-    markdown = (
-        "# Ctrl-C while scoring: interrupts lost, without and with the CLI's guard\n\n"
-        f"{machine_line(info)}\n\n"
+    markdown = [
+        *header("Ctrl-C while scoring: interrupts lost, without and with the CLI's guard", info,
+                command("ctrl_c.py", ["--seconds", f"{args.seconds:g}", "--block", f"{args.block:g}"])),
         f"SIGINTs sent at random moments while scoring one short pair after another, {args.seconds:.0f} s per mode "
-        f"in alternating {args.block:.0f} s blocks; lost: no KeyboardInterrupt within {args.wait:.0f} s.\n\n"
-        f"{rows}\n\n"
-        "Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py"
-        f" --seconds {args.seconds:g} --block {args.block:g}`\n")
+        f"in alternating {args.block:.0f} s blocks; lost: no KeyboardInterrupt within {args.wait:.0f} s.", "",
+        *table(["mode", "sent", "surfaced", "lost", "dropped by Python in"], [
+            [mode, counts[mode]["sent"], counts[mode]["surfaced"], counts[mode]["lost"],
+             ", ".join(f"{name} ({n})" for name, n in dropped_in[mode].items()) or "-"] for mode in counts])]
     write_results(folder, "ctrl_c", result, markdown)
 
 

@@ -11,26 +11,20 @@ weights and the embedding cache).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]
 
-Writes dataset_map.md and dataset_map.json to benchmarks/scratch/ (git-ignored), or to
-benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes dataset_map.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
-from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import FIXTURE, repeated, table, timed, wmt17_pairs
+from machine import begin, command, header, write_results
 
 
 def median_seconds(action: Callable[[], Any], repeats: int) -> float:
-    return statistics.median(timed(action)[0] for _ in range(repeats))
+    return statistics.median(repeated(action, repeats)[0])
 
 
 def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, Any]:
@@ -54,9 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=20)
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
+    args, folder, info = begin(parser)
 
     import datasets
     from datasets.fingerprint import Hasher
@@ -99,12 +91,11 @@ def main() -> None:
     fingerprint["old_state_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(scorer.__dict__), 3), 1)
     fingerprint["cached_embeddings"] = len(scorer.cache)
 
-    info = machine_info()
     result = {"machine": info, "rows": len(candidates), "model": EMBEDDED_MODEL_NAME, "fingerprint": fingerprint,
               "maps": runs}
     lines = [
-        "# datasets' map over a BERTScorer: first map, cache hit, fingerprint", "",
-        machine_line(info), "",
+        *header("datasets' map over a BERTScorer: first map, cache hit, fingerprint", info,
+                command("dataset_map.py", ["--rows", args.rows, "--repeats", args.repeats])),
         f"{len(candidates)} WMT17 de-en pairs (tests/data), saved with save_to_disk and loaded back; "
         f"{EMBEDDED_MODEL_NAME}, default layer, CPU, map batch size 64.", "",
         *table(["map function", "first map", "second map", "rows scored (1st / 2nd)", "cache hit",
@@ -120,11 +111,8 @@ def main() -> None:
         f"({fingerprint['cached_embeddings']} embeddings cached); the plain closure {fingerprint['closure_ms']:.2f} ms. "
         f"Hashing the scorer's state as it was pickled before scorers pickled as their settings (weights and "
         f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms.",
-        "",
-        f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py --rows {args.rows} "
-        f"--repeats {args.repeats}`",
     ]
-    write_results(folder, "dataset_map", result, "\n".join(lines) + "\n")
+    write_results(folder, "dataset_map", result, lines)
 
 
 if __name__ == "__main__":

@@ -4,23 +4,22 @@
 
 Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
 as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
-split between ranks), and writes distributed_cpu.md (and .json) to benchmarks/scratch/ (--update-results: benchmarks/results/). "scoring s" is the
-time inside `score_distributed` (model loading excluded); "wall s" includes start-up.
+split between ranks), and writes distributed_cpu.md (and .json) to benchmarks/scratch/ (--update-results:
+benchmarks/results/). "scoring s" is the time inside `score_distributed` (model loading excluded); "wall s"
+includes start-up.
 """
-
-from __future__ import annotations
 
 import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from harness import run_child, table
+from machine import ROOT, begin, command, header, machine_line, write_results
+
 WORDS = ("the a cat dog market river city council report weather engineer music team plan price school "
          "train station morning evening quickly slowly announced reported found built opened closed new old "
          "large small first last local national").split()
@@ -30,13 +29,9 @@ def _sentences(count: int, rng: random.Random) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + "." for _ in range(count)]
 
 
-def _run(command: list[str], env: dict[str, str]) -> tuple[dict, float]:
-    from harness import timed
-
-    wall, done = timed(lambda: subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True))
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-3000:])
-    return json.loads(Path(command[command.index("--out") + 1]).read_text()), wall
+def _run(argv: list[str], env: dict[str, str]) -> tuple[dict, float]:
+    done = run_child(argv, env, ROOT, check=True)
+    return json.loads(Path(argv[argv.index("--out") + 1]).read_text()), done.wall
 
 
 def main() -> None:
@@ -44,15 +39,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=600)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    from harness import table
-    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
-
-    add_output_options(parser)
-    args = parser.parse_args()
-    args.out = output_folder(args)
-
-    machine = machine_info(torch_threads=args.threads)  # per process: see the table
-    print(machine_line(machine), flush=True)
+    args, _, machine = begin(parser, threads_elsewhere=True)  # threads per process: see the table
 
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
@@ -81,8 +68,8 @@ def main() -> None:
     speedup = one["seconds"] / many["seconds"]
     best_one = min(one["seconds"], one_thin["seconds"])
     lines = [
-        "# Sharded scoring on CPU: 1 process vs torchrun ranks",
-        "",
+        *header("Sharded scoring on CPU: 1 process vs torchrun ranks", None,
+                command("distributed_speed.py", ["--pairs", args.pairs, "--ranks", args.ranks])),
         f"{args.pairs} synthetic pairs (5-30 words each), embedded MiniLM (`sentence-transformers/all-MiniLM-L6-v2`), "
         f"fp32, idf off, {os.cpu_count()} CPU cores, gloo. Machine shared with other jobs "
         f"(1-min load average {load_before:.1f} before, {load_after:.1f} after), so timings are noisy.",
@@ -98,16 +85,12 @@ def main() -> None:
         f"over the faster 1-process run: **{best_one / many['seconds']:.2f}x** (on a loaded machine, "
         "fewer threads per process thrash less; on an idle machine expect at most ~the core count)",
         f"- max |delta| of P, R, F1 between the 1-process and the sharded runs: **{delta:.2e}** (same hash: {one['hashcode'] == many['hashcode']})",
-        "",
-        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/distributed_speed.py --pairs {args.pairs} "
-        f"--ranks {args.ranks}`",
-        "",
     ]
     figures = {"pairs": args.pairs, "ranks": args.ranks, "threads": args.threads, "max_abs_delta": delta,
                "seconds": {"one_process": one["seconds"], "one_process_thin": one_thin["seconds"], "torchrun": many["seconds"]},
                "wall_s": {"one_process": one_wall, "one_process_thin": one_thin_wall, "torchrun": many_wall},
                "machine": machine}
-    write_results(args.out, "distributed_cpu", figures, "\n".join(lines))
+    write_results(args.out, "distributed_cpu", figures, lines)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,8 @@ package's call-order dependence on block-sparse BigBird (unpatched: first call a
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py [--threads 1]
 
-Writes families.md and families.json to benchmarks/scratch/ (git-ignored), or to
-benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes families.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import dataclasses
@@ -38,13 +35,10 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "tests")]
 
-from harness import FIXTURE, max_delta, official_scorer, table, timed, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import FIXTURE, max_delta, official_scorer, repeated, table, wmt17_pairs  # noqa: E402
+from machine import begin, header, write_results  # noqa: E402
 
 from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
 from bertscore.scoring.embed import token_budget_batches  # noqa: E402
@@ -84,10 +78,9 @@ def family_row(name: str, folder: Path, cands: list[str], refs: list[str]) -> di
 
 
 def best_of(fn, rounds: int) -> dict[str, float]:
-    """The best of `rounds` runs of fn(): wall seconds and this process's CPU seconds (on a shared
-    machine the CPU time is the steadier figure: other processes stretch the wall time)."""
-    runs = [timed(fn, cpu=True)[:2] for _ in range(rounds)]
-    return {"wall": min(wall for wall, _ in runs), "cpu": min(cpu for _, cpu in runs)}
+    """The best of `rounds` runs of fn(): wall seconds and this process's CPU seconds."""
+    walls, cpus, _ = repeated(fn, rounds)
+    return {"wall": min(walls), "cpu": min(cpus)}
 
 
 def one_length_cost(root: Path, rounds: int) -> dict:
@@ -129,11 +122,8 @@ def probe_cost(rounds: int) -> dict:
     model = load_model(EMBEDDED_MODEL_NAME)
     ids = model.tokenize([PROBE_TEXT])[0]
     probe = padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device)
-    wall, cpu = [], []
-    for _ in range(max(5, rounds)):
-        once = best_of(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device), 1)
-        wall.append(once["wall"])
-        cpu.append(once["cpu"])
+    wall, cpu, _ = repeated(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length,
+                                                  model.device), max(5, rounds))
     load = best_of(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
     cands, refs = wmt17_pairs(FIXTURE, limit=300)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
@@ -163,9 +153,8 @@ def exactness_table(rows: list[dict]) -> str:
 
 def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: dict) -> str:
     lines = [
-        "# Every architecture family against the official package", "",
-        "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py --update-results`", "",
-        machine_line(machine), "",
+        *header("Every architecture family against the official package", machine,
+                "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py --update-results"),
         f"Tiny random models (tests/tiny_families.py: hidden 32, 3 layers), layer {LAYER}, the first {PAIRS} "
         "vendored WMT17 de-en pairs; max |delta| over P, R and F. Official: bert-score 0.3.13 at batch_size=1. "
         "Batching: ours default vs one text a batch vs the input reversed. Batches: what the padding probe chose. "
@@ -207,19 +196,13 @@ def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: d
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--families", default="", help="comma-separated families (default: all)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
-    torch.set_num_threads(args.threads)
+    args, out, machine = begin(parser, argv, threads=1)
     warnings.simplefilter("ignore")  # the tiny models' 128 tokens truncate a few texts (both packages)
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # the official runs on BigBird warn at every short text
-    machine = machine_info()
-    print(machine_line(machine), flush=True)
     cands, refs = wmt17_pairs(FIXTURE, limit=PAIRS)
     names = [n for n in args.families.split(",") if n] or list(FAMILIES)
     rows = []

@@ -1,32 +1,37 @@
-"""What every benchmark shares, written once: timing (interleaved rounds), the peak-memory probe,
-the WMT17 pairs, the official package, and the markdown table.
+"""What every benchmark shares, written once: timing, the memory probe, the public data, the official
+package, the markdown table.
 
-- `timed(fn, sync)` / `interleaved(methods, rounds)`: wall seconds of one call; every method once per
-  round, in the same order, so that a drift of the machine falls on all methods alike.
-- `PeakMemory(device)` / `peak_rss(pid)`: the one memory probe. On the CPU, the kernel's own
-  high-water mark of a process's resident set (VmHWM in /proc/PID/status), reset at the start of a
-  block (clear_refs 5): exact, never sampled; on CUDA, torch's allocator peak (max_memory_allocated).
-  `device_sync(device)`: the synchronise `timed` takes on CUDA; `measured(fn, device)`: time and peak.
-  Other quantities are measured as what they are: numpy's allocations
-  (tracemalloc, stats_speed.py), live tensor storages (peak_by_length.py).
+- `timed(fn)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of a
+  call, of `rounds` calls, of every method once per round in the same order (a drift of the machine
+  falls on all alike); `run_child(command)`: a child process's wall and CPU seconds, output and peak.
+- `PeakMemory(device, kind=...)`: the one memory probe, each kind reported as what it is: a process's
+  resident set (VmHWM, reset at the block's start or polled for a child), the CUDA allocator's peak,
+  Python's allocations (tracemalloc), the live CPU tensor storages. `measured(fn, device)`: time and peak.
 - `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
 - `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
-- `random_bert`: a random BERT of a given shape; `max_delta`: the largest |delta| over (P, R, F).
-- `table(headers, rows)`: markdown lines, a '|' inside a cell escaped.
+- `random_bert`, `max_delta`, `sentence_metrics`, `checkout`, `table`: a random BERT, the largest
+  |delta| over (P, R, F), sacrebleu's sentence BLEU/chrF, an older revision's tree, markdown lines.
 """
 
-from __future__ import annotations
-
 import csv
+import os
 import re
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+import traceback
+import tracemalloc
+import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from shared_data import missing_data
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "wmt17_de-en.first300.tsv"
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "data" / "wmt17_de-en.first300.tsv"
+WMT17_TO_ENGLISH = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]  # its 7 language pairs
 READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid": str})
 
 
@@ -59,6 +64,56 @@ def interleaved(methods: dict[str, Callable[[], Any]], rounds: int,
     return seconds, outputs
 
 
+def repeated(fn: Callable[[], Any], rounds: int) -> tuple[list[float], list[float], Any]:
+    """`rounds` calls of fn: the wall seconds and this process's CPU seconds of each, and the last result
+    (on a shared machine the CPU time is the steadier figure: other processes stretch the wall time)."""
+    walls, cpus, out = [], [], None
+    for _ in range(rounds):
+        wall, cpu, out = timed(fn, cpu=True)
+        walls.append(wall)
+        cpus.append(cpu)
+    return walls, cpus, out
+
+
+class Child(NamedTuple):
+    """A finished child process: wall and CPU seconds (user + system, wait4's), its own peak resident
+    set (VmHWM, polled), its ru_maxrss (which Linux carries over from the launcher), its exit and output."""
+
+    wall: float
+    cpu: float
+    peak: int
+    ru_maxrss: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_child(command: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None,
+              timeout: float | None = None, poll: float = 0.05, check: bool = False) -> Child:
+    """Run `command` to its end, its output captured and its VmHWM read every `poll` seconds; `timeout`
+    kills it, `check` stops the run on a failure with the end of its stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err)
+        timer = threading.Timer(timeout or threading.TIMEOUT_MAX, child.kill)
+        timer.start()
+        try:
+            with PeakMemory(pid=child.pid, poll=poll) as memory:
+                _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:
+            child.kill()
+            raise
+        finally:
+            timer.cancel()
+        wall, child.returncode = time.perf_counter() - start, os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        done = Child(wall, usage.ru_utime + usage.ru_stime, memory.peak, usage.ru_maxrss * 1024, child.returncode,
+                     out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+    if check and done.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done
+
+
 # ----- memory ----------------------------------------------------------------------------------
 def peak_rss(pid: int | str = "self") -> int | None:
     """The process's resident-set high-water mark in bytes (VmHWM); None once it has exited."""
@@ -87,33 +142,67 @@ def device_sync(device: str = "cpu") -> Callable[[], None] | None:
 
 class PeakMemory:
     """`with PeakMemory(device) as memory:` ... `memory.peak`, `memory.above` (bytes): the most memory
-    held inside the block, and that less what was held at entry. On the CPU, the process's resident
-    set from the kernel's counter (VmHWM, reset at entry); on CUDA, torch's allocator
-    (max_memory_allocated, reset at entry), the device synchronised at both ends."""
+    held inside the block, and that less what was held at entry. `kind` says which memory:
 
-    def __init__(self, device: str = "cpu", pid: int | str = "self"):
-        self.cuda = bool(device_sync(device))
-        self.pid = pid
+    - "rss" (the CPU's default): the process's resident set, from the kernel's own high-water mark
+      (VmHWM), reset at entry: exact, never sampled. With `poll` (seconds) the counter of `pid` (a
+      child that may end inside the block) is read that often instead, from its start, never reset;
+    - "cuda" (a CUDA device's default): torch's allocator (max_memory_allocated, reset at entry), the
+      device synchronised at both ends;
+    - "python": Python's allocations in the block, tracemalloc's peak (numpy reports its buffers to it);
+    - "tensors": the live bytes of the CPU tensor storages made in the block (a TorchDispatchMode sees
+      each operator's outputs; a storage counts until it is freed), and `memory.at_peak`: what was alive
+      at the peak, as (bytes, operator and shape, the bertscore/transformers line that made it).
+    """
+
+    def __init__(self, device: str = "cpu", pid: int | str = "self", kind: str | None = None,
+                 poll: float | None = None):
+        self.kind = kind or ("cuda" if device_sync(device) else "rss")
+        self.pid, self.poll = pid, poll
         self.peak = self.before = 0
+        self.at_peak: list[tuple[int, str, str]] = []
 
     def __enter__(self) -> "PeakMemory":
-        if self.cuda:
+        if self.kind == "cuda":
             import torch
 
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             self.before = torch.cuda.memory_allocated()
+        elif self.kind == "python":
+            tracemalloc.start()
+        elif self.kind == "tensors":
+            self.mode = _live_storages(self)
+            self.mode.__enter__()
+        elif self.poll:
+            self.stop = threading.Event()
+            self.poller = threading.Thread(target=self._poll, daemon=True)
+            self.poller.start()
         else:
             reset_peak_rss(self.pid)
             self.before = peak_rss(self.pid) or 0
         return self
 
+    def _poll(self) -> None:
+        while True:
+            self.peak = max(self.peak, peak_rss(self.pid) or 0)
+            if self.stop.wait(self.poll):
+                return
+
     def __exit__(self, *exc: Any) -> None:
-        if self.cuda:
+        if self.kind == "cuda":
             import torch
 
             torch.cuda.synchronize()
             self.peak = torch.cuda.max_memory_allocated()
+        elif self.kind == "python":
+            self.peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        elif self.kind == "tensors":
+            self.mode.__exit__(*exc)
+        elif self.poll:
+            self.stop.set()
+            self.poller.join()
         else:
             self.peak = peak_rss(self.pid) or 0
 
@@ -124,6 +213,52 @@ class PeakMemory:
     def mib(self) -> tuple[int, int]:
         """(peak MiB, peak above entry MiB)."""
         return round(self.peak / 2**20), round(self.above / 2**20)
+
+
+def _origin() -> str:
+    """The innermost bertscore/transformers line on the stack, and the bertscore line that led there."""
+    frames = [f for f in traceback.extract_stack(limit=40) if ("bertscore/" in f.filename or "transformers/" in
+                                                                f.filename) and "/benchmarks/" not in f.filename]
+    if not frames:
+        return "?"
+    ours = [f for f in frames if "bertscore/" in f.filename]
+    inner = f"{Path(frames[-1].filename).parent.name}/{Path(frames[-1].filename).name}:{frames[-1].lineno}"
+    return inner + (f" (from {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else "")
+
+
+def _live_storages(memory: PeakMemory) -> Any:
+    """The TorchDispatchMode of PeakMemory(kind="tensors"): it keeps `memory.peak` and `memory.at_peak`."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    live: dict[int, tuple[int, str, str]] = {}
+    total = [0]
+
+    def freed(pointer: int) -> None:
+        entry = live.pop(pointer, None)
+        if entry is not None:
+            total[0] -= entry[0]
+
+    class LiveStorages(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            grew = False
+            for tensor in out if isinstance(out, (tuple, list)) else [out]:
+                if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+                    continue
+                storage = tensor.untyped_storage()
+                pointer, size = storage.data_ptr(), storage.nbytes()
+                if pointer and size and pointer not in live:
+                    live[pointer] = (size, f"{func.__name__} {tuple(tensor.shape)} {tensor.dtype}", _origin())
+                    total[0] += size
+                    grew = True
+                    weakref.finalize(storage, freed, pointer)
+            if grew and total[0] > memory.peak:
+                memory.peak = total[0]
+                memory.at_peak = sorted(live.values(), key=lambda entry: -entry[0])
+            return out
+
+    return LiveStorages()
 
 
 def measured(fn: Callable[[], Any], device: str = "cpu") -> tuple[float, float, PeakMemory, Any]:
@@ -243,9 +378,38 @@ def random_bert(folder: Path, hidden: int, layers: int, heads: int, ffn: int,
     return folder, sum(p.numel() for p in model.parameters())
 
 
+def sentence_metrics(cands: list[str], refs: list[str]) -> dict[str, list[float]]:
+    """sacrebleu's sentence BLEU and chrF (their defaults) of each pair: {"bleu": [...], "chrf": [...]}."""
+    import sacrebleu
+
+    return {"bleu": [sacrebleu.sentence_bleu(c, [r]).score for c, r in zip(cands, refs)],
+            "chrf": [sacrebleu.sentence_chrf(c, [r]).score for c, r in zip(cands, refs)]}
+
+
 def max_delta(ours: Iterable[Any], theirs: Iterable[Any]) -> float:
     """The largest |a - b| over paired tensors (P, R, F), in float64 on the CPU."""
     return max(float((a.double().cpu() - b.double().cpu()).abs().max()) for a, b in zip(ours, theirs))
+
+
+# ----- git ------------------------------------------------------------------------------------
+def revision(rev: str = "HEAD", folder: Path | str = REPO) -> str:
+    """The short commit id of `rev` in the git checkout `folder` ("?" where git cannot tell)."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", rev], capture_output=True, text=True)
+    except OSError:
+        return "?"
+    return done.stdout.strip() or "?"
+
+
+def checkout(rev: str, into: Path, *paths: str) -> Path:
+    """This repository's tree at revision `rev` (only `paths` of it, if given), extracted into `into`."""
+    import io
+    import tarfile
+
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, *paths], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 # ----- markdown --------------------------------------------------------------------------------

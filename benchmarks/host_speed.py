@@ -36,33 +36,25 @@ Thread CPU time, not wall time: the other processes of a shared machine do not c
 the blocks tokenized ahead on the background thread (off the critical path; its waits are the
 phase "tokenize wait" above).
 
-Writes host_speed.md / .json (host_speed_budget.* with --batch-size none) to benchmarks/scratch/ (or --update-results: benchmarks/results/).
+Writes host_speed.md / .json (host_speed_budget.* with --batch-size none) to benchmarks/scratch/
+(--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # TOKENIZERS_PARALLELISM: as the user has it (recorded)
-
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs
+from machine import begin, header, write_results  # TOKENIZERS_PARALLELISM: as the user has it
 
-from bertscore import BERTScorer  # noqa: E402
-from bertscore.scoring import tokenize_ahead  # noqa: E402
-from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from bertscore import BERTScorer
+from bertscore.scoring import tokenize_ahead
 
 
 def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
@@ -239,7 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threads", type=int, help="torch CPU threads for both (default: torch's choice)")
     parser.add_argument("--batch-size", type=sentence_cap, default=64, metavar="N|none",
                         help="our sentence cap per encoder batch (default 64, ours and the official default; "
@@ -247,12 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens-per-batch", type=int, metavar="T",
                         help="our token budget per encoder batch (default: the device's, 2048 on a CPU; "
                              "65536 with --batch-size none is a GPU's budget mode)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    info = machine_info(torch.get_num_threads())
-    print(machine_line(info), flush=True)
+    args, folder_out, info = begin(parser, argv, data=True)
     cands, refs, source = load_texts(args.data, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
         folder = random_bert(Path(tmp) / "near-free-bert", 32, 1, 2, 64)[0]
@@ -285,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
               "batch_size": args.batch_size, "tokens_per_batch": ours.embedder.max_tokens_per_batch,
               "padding_device_ops": padding, "host_work_seconds": host, "host_us_per_pair": host_us}
     lines = [
-        "# Host-side speed: a near-free encoder, ours vs the official package", "",
-        machine_line(info), "",
+        *header("Host-side speed: a near-free encoder, ours vs the official package", info),
         f"{len(cands)} pairs ({source}); a random 1-layer BERT, hidden 32, with the MiniLM WordPiece "
         f"tokenizer; CPU, float32; best of {args.rounds} alternating rounds. TOKENIZERS_PARALLELISM: {parallel}; "
         f"load average over the last minute at the end: {load:.1f} on {os.cpu_count()} logical CPUs (a shared "
@@ -315,10 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{padding['ops']['pad_by_copies']}, a few per batch (an accelerator's route) {padding['ops']['pad_by_index']}; "
         f"scores bit-identical between the routes: {padding['bit_identical']}.",
     ]
-    markdown = "\n".join(lines) + "\n"
     # The budget mode (a GPU's way) has its own results file beside the default mode's.
-    write_results(output_folder(args), "host_speed" if args.batch_size is not None else "host_speed_budget",
-                  result, markdown)
+    write_results(folder_out, "host_speed" if args.batch_size is not None else "host_speed_budget", result, lines)
     return 0
 
 

@@ -13,8 +13,6 @@ venv's site-packages (10^6 bytes); the distributions each step added are listed 
 The venv lives in a temporary folder and is removed afterwards.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import shlex

@@ -10,49 +10,29 @@ layer per pair, and the time of each route, with the run's peak memory (RSS).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py [--data ../shared/data] [--pairs de zh]
 
-Writes layers.md and layers.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
-with --update-results, or to --out FOLDER.
+Writes layers.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
-from __future__ import annotations
-
 import argparse
-import os
 import sys
-from pathlib import Path
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
-import torch
 from scipy.stats import kendalltau, pearsonr
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import WMT17_TO_ENGLISH, PeakMemory, official_score, table, timed, wmt17_segments
+from machine import begin, header, write_results
 
-from bertscore.layers import choose_layer  # noqa: E402
-from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
-from harness import PeakMemory, official_score, table, timed, wmt17_segments  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from bertscore.layers import choose_layer
+from bertscore.sources import EMBEDDED_MODEL_NAME, embedded_model_dir
 
-PAIRS = ["cs", "de", "fi", "lv", "ru", "tr", "zh"]
+PAIRS = [lp.split("-")[0] for lp in WMT17_TO_ENGLISH]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--pairs", nargs="+", default=PAIRS, choices=PAIRS)
-    parser.add_argument("--threads", type=int, default=2)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, info = begin(parser, argv, threads=2, data=True)
     frames = {lp: wmt17_segments(args.data, f"{lp}-en") for lp in args.pairs}
-    torch.set_num_threads(args.threads)
-    info = machine_info()
-    print(machine_line(info), flush=True)
     per_pair, ours_s, theirs_s = {}, 0.0, 0.0
     with PeakMemory() as memory:
         for lp, frame in frames.items():
@@ -87,9 +67,8 @@ def main(argv: list[str] | None = None) -> int:
               "same_best_layer": same_best, "ours_s": ours_s, "official_s": theirs_s, "peak_rss_mb": memory.peak / 2**20}
     segments = sum(p["segments"] for p in per_pair.values())
     lines = [
-        "# Choosing MiniLM's layer on WMT17 (`bertscore layers` vs the official all-layer scores + scipy)", "",
-        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py` (data: ../shared/data/wmt17, read-only). "
-        f"{machine_line(info)}", "",
+        *header("Choosing MiniLM's layer on WMT17 (`bertscore layers` vs the official all-layer scores + scipy)", info,
+                "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/layers.py", " (data: ../shared/data/wmt17, read-only)."),
         f"{EMBEDDED_MODEL_NAME}, F1, no idf; {len(per_pair)} to-English pairs, {segments} segments; r and tau per pair, "
         "then the mean over pairs (the WMT17 protocol).", "",
         *table(["layer", "mean r", "mean Kendall tau", *(f"r {lp}-en" for lp in per_pair)],
@@ -105,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         f"`bert_score.score(all_layers=True)` + scipy {theirs_s:.1f} s (ratio {theirs_s / ours_s:.2f}). "
         f"Peak RSS of the run {memory.peak / 2**20:.0f} MiB.",
     ]
-    write_results(args.out, "layers", result, "\n".join(lines) + "\n")
+    write_results(args.out, "layers", result, lines)
     return 0
 
 

@@ -1,12 +1,12 @@
 """The machine a benchmark ran on: CPU model, the CPU flags that decide reduced-precision speed,
-torch threads and versions, recorded next to every figure (json) and printed as one line (markdown).
+torch threads and versions, recorded next to every figure (json) and printed as one line (markdown);
+and a run's report plumbing, written once: `begin` (the output switch, torch's threads, the machine
+line), `header` (title, the command that reproduces it, the machine), `write_results` (md + json).
 
 bf16/fp16 pay on a CPU only with native instructions (AVX512-BF16 / AMX on x86, BF16 on Arm);
 elsewhere they are emulated and several times slower than fp32, so a timing means little
 without these flags. Used by every script in benchmarks/.
 """
-
-from __future__ import annotations
 
 import argparse
 import json
@@ -19,7 +19,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:  # harness and shared_data, for a script loaded from elsewhere
+    sys.path.append(str(ROOT / "benchmarks"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every benchmark runs offline (before transformers is imported)
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from shared_data import DEFAULT_DATA  # noqa: E402  (also the scripts' --data default)
 from bertscore.models.devices import cpu_flags, cpu_has_native, cpu_model  # noqa: E402
 from bertscore.output_files import write_text  # noqa: E402  (the one writer: atomic, devices in place)
 
@@ -70,9 +75,11 @@ def machine_line(info: dict[str, Any]) -> str:
     )
 
 
-def write_results(folder: Path, stem: str, result: dict[str, Any], markdown: str) -> None:
-    """Save a benchmark's figures as `<stem>.json` (every number) and `<stem>.md` (the report), and
-    print the report."""
+def write_results(folder: Path, stem: str, result: dict[str, Any], markdown: str | list[str]) -> None:
+    """Save a benchmark's figures as `<stem>.json` (every number) and `<stem>.md` (the report: text, or
+    its lines), and print the report."""
+    if not isinstance(markdown, str):
+        markdown = "\n".join(markdown) + "\n"
     folder.mkdir(parents=True, exist_ok=True)
     write_text(folder / f"{stem}.json", json.dumps(result, indent=2) + "\n")
     write_text(folder / f"{stem}.md", markdown)
@@ -96,3 +103,45 @@ def output_folder(args: argparse.Namespace) -> Path:
     hint = "" if args.out is not None or args.update_results else " (--update-results rewrites benchmarks/results/)"
     print(f"results go to {folder}{hint}", flush=True)
     return folder
+
+
+def begin(parser: argparse.ArgumentParser, argv: list[str] | None = None, threads: int | None = None,
+          data: bool = False, threads_elsewhere: bool = False,
+          serial_tokenizers: bool = False) -> tuple[argparse.Namespace, Path, dict[str, Any]]:
+    """A benchmark's opening: the output switch added and read (`args.out` becomes the folder), with
+    `threads` an option `--threads` (that default) and with `data` an option `--data`; torch set to
+    `--threads` threads where the script has that option (with `threads_elsewhere`, the threads of the
+    processes it starts: recorded, not set); with `serial_tokenizers`, TOKENIZERS_PARALLELISM=false
+    unless the user set it (this process and its children); the machine recorded and printed.
+    Returns (args, the output folder, machine_info)."""
+    if serial_tokenizers:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if threads is not None:
+        parser.add_argument("--threads", type=int, default=threads, help=f"torch threads (default {threads})")
+    if data:
+        parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (wmt17/, tatoeba/)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    args.out = output_folder(args)
+    threads = getattr(args, "threads", None)
+    if threads and not threads_elsewhere:
+        import torch
+
+        torch.set_num_threads(threads)
+    info = machine_info(threads if threads_elsewhere else None)
+    print(machine_line(info), flush=True)
+    return args, args.out, info
+
+
+def command(script: str, argv: list[str]) -> str:
+    """The command line that reproduces a run: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/<script> ...`."""
+    return " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python", f"benchmarks/{script}", *map(str, argv)])
+
+
+def header(title: str, info: dict[str, Any] | None, reproduce: str | None = None, after: str = "") -> list[str]:
+    """A report's first lines: its title, the command that reproduces it (`after` follows it on its
+    line), the machine line."""
+    lines = [f"# {title}", ""]
+    if reproduce is not None:
+        lines += [f"Reproduce: `{reproduce}`{after}", ""]
+    return lines + ([machine_line(info), ""] if info is not None else [])

@@ -23,8 +23,6 @@ Writes mutation.md and mutation.json to benchmarks/scratch/ (git-ignored), or to
 benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
-from __future__ import annotations
-
 import argparse
 import ast
 import hashlib
@@ -33,10 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from machine import RESULTS, add_output_options, output_folder, write_results  # noqa: E402
+from harness import table
+from machine import RESULTS, ROOT, add_output_options, output_folder, write_results
 
 MUTANTS = ROOT / "mutants"
 RECORD = RESULTS / "mutation.json"  # the committed record the fresh verdicts are merged into
@@ -275,11 +271,9 @@ def tool_version() -> str:
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    rows = ["| module | mutants | killed | survived | argued equivalent | no tests | not checked | score |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, m in [*summary["modules"].items(), ("all", summary["all"])]:
-        rows.append(f"| {name} | {m['total']} | {m['killed']} | {m['survived']} | {m['equivalent']} | "
-                    f"{m['no_tests']} | {m['not_checked']} | {m['score']:.1%} |")
+    rows = table(["module", "mutants", "killed", "survived", "argued equivalent", "no tests", "not checked", "score"],
+                 [[name, m["total"], m["killed"], m["survived"], m["equivalent"], m["no_tests"], m["not_checked"],
+                   f"{m['score']:.1%}"] for name, m in [*summary["modules"].items(), ("all", summary["all"])]])
     return (
         "# Mutation score of the core math\n\n"
         f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).\n"

@@ -11,35 +11,25 @@ Each input file is ONE row group (pyarrow's default row group holds up to 1M row
 that buffers a whole column chunk would grow with it.
 
 Each size runs the command in a fresh process (`python -m bertscore`, as a user types it); its
-peak RSS is the child's own VmHWM (/proc/PID/status), polled while it runs (`ru_maxrss` would add
-this script's own high-water mark: Linux carries it across fork and exec). The output is checked: every index once, in
-order, and the F1 of the first 300 rows equal to `bertscore.score` on the same texts (1e-6).
+peak RSS is the child's own VmHWM (/proc/PID/status), polled every 50 ms while it runs
+(harness.run_child; `ru_maxrss` would add this script's own high-water mark: Linux carries it across
+fork and exec). The output is checked: every index once, in order, and the F1 of the first 300 rows
+equal to `bertscore.score` on the same texts (1e-6).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py [--sizes 10000,100000,1000000]
 
-Writes parquet_memory.md / .json to benchmarks/scratch/ (git-ignored), benchmarks/results/ with
---update-results, or --out FOLDER.
+Writes parquet_memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harness import FIXTURE, peak_rss, random_bert, table, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, random_bert, run_child, table, wmt17_pairs
+from machine import ROOT, begin, header, write_results
 
 
 def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str], list[str]]:
@@ -58,36 +48,14 @@ def write_input(path: Path, count: int, cands: list[str], refs: list[str]) -> No
 
 
 def run_cli(input_path: Path, output: Path, model: Path, threads: int, timeout: int) -> dict:
-    """The command in a fresh process; its wall time and peak RSS.
-
-    The peak is the child's own VmHWM, read every 50 ms while it runs: `ru_maxrss` from wait4 is no
-    measure here, since Linux carries the launching process's high-water mark across fork and exec
-    into it (this script holds the million-row lists it wrote the input from)."""
+    """The command in a fresh process; its wall time and peak RSS (its own VmHWM, polled every 50 ms)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}
-    command = [sys.executable, "-m", "bertscore", "--input", str(input_path), "--model", str(model),
-               "--num-layers", "1", "-f", "parquet", "-o", str(output)]
-    started = time.perf_counter()
-    peak = 0
-    with tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        try:
-            while True:
-                peak = max(peak, peak_rss(child.pid) or 0)
-                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-                if pid:
-                    break
-                time.sleep(0.05)
-        except BaseException:
-            child.kill()
-            raise
-        child.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
-    seconds = time.perf_counter() - started
-    if child.returncode != 0 or seconds > timeout:
-        return {"error": stderr[-2000:], "returncode": child.returncode, "wall_s": seconds}
-    return {"wall_s": seconds, "peak_rss_bytes": peak, "ru_maxrss_bytes": usage.ru_maxrss * 1024,
-            "summary": stderr.strip().splitlines()[-2]}
+    done = run_child([sys.executable, "-m", "bertscore", "--input", str(input_path), "--model", str(model),
+                      "--num-layers", "1", "-f", "parquet", "-o", str(output)], env, poll=0.05)
+    if done.returncode != 0 or done.wall > timeout:
+        return {"error": done.stderr[-2000:], "returncode": done.returncode, "wall_s": done.wall}
+    return {"wall_s": done.wall, "peak_rss_bytes": done.peak, "ru_maxrss_bytes": done.ru_maxrss,
+            "summary": done.stderr.strip().splitlines()[-2]}
 
 
 def check_output(output: Path, count: int, model: Path, cands: list[str], refs: list[str]) -> dict:
@@ -116,18 +84,12 @@ def check_output(output: Path, count: int, model: Path, cands: list[str], refs: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000", help="row counts")
     parser.add_argument("--threads", type=int, default=1, help="torch/OpenMP threads of the CLI process")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run (reported, not enforced)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
+    args, out, machine = begin(parser, argv, threads_elsewhere=True, serial_tokenizers=True)
     sizes = [int(x) for x in args.sizes.split(",") if x]
-    machine = machine_info(torch_threads=args.threads)
-    print(machine_line(machine), flush=True)
     cands, refs = wmt17_pairs(FIXTURE)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bertscore-parquet-") as tmp:
@@ -149,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = [r for r in runs if "peak_rss_bytes" in r]
     command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py --sizes '{args.sizes}'"
     lines = [
-        "# The CLI on Parquet: peak RSS against row count", "",
-        f"Reproduce: `{command} --update-results`", "",
-        machine_line(machine), "",
+        *header("The CLI on Parquet: peak RSS against row count", machine, f"{command} --update-results"),
         "Command per size, in a fresh process: `bertscore --input rows_N.parquet --model TINY --num-layers 1 "
         "-f parquet -o scores_N.parquet` (chunks of 2048 rows: one row group each). Model: a random BertModel "
         "(hidden 32, 1 layer, 2 heads, FFN 64) with MiniLM's WordPiece tokenizer, built offline: near free, so "
@@ -175,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"- peak RSS at {large['rows']:,} rows = **{ratio:.3f}x** the peak at {small['rows']:,} rows "
                       f"({large['rows'] // small['rows']}x the rows); target <= 1.10x: "
                       f"{'met' if ratio <= 1.10 else 'NOT met'}"]
-    write_results(out, "parquet_memory", result, "\n".join(lines) + "\n")
+    write_results(out, "parquet_memory", result, lines)
     return 0 if len(measured) == len(runs) else 1
 
 

@@ -2,9 +2,9 @@
 
 The GPU check's memory section measures peak GPU memory at 2,000 and 20,000 pairs. This script
 answers, without a GPU, what sets that peak: it tracks every tensor storage our call allocates
-(a TorchDispatchMode sees each operator's outputs; a storage counts until it is freed), records
-the peak of the live bytes and what was alive at that moment, named by operator, shape and the
-line of bertscore or transformers that made it.
+(harness.PeakMemory(kind="tensors"): a storage counts until it is freed), records the peak of the
+live bytes and what was alive at that moment, named by operator, shape and the line of bertscore
+or transformers that made it.
 
 The model is the GPU check's large random BERT (hidden 1024, 16 heads, FFN 4096) with
 `--layers` layers (one layer's activations are alive at a time, so one layer gives the same
@@ -18,81 +18,22 @@ batch (the GPU's), on the carried WMT17 pairs (`gpu_check.py --prepare`):
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/peak_by_length.py [--sets first,longest,all]
 
-Writes peak_by_length.md / .json to benchmarks/scratch/ (or --update-results: benchmarks/results/).
+Writes peak_by_length.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import gzip
 import json
-import os
 import sys
 import tempfile
-import traceback
-import weakref
 from pathlib import Path
-from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from harness import PeakMemory, random_bert, table, timed
+from machine import ROOT, begin, header, write_results
 
-import torch  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bertscore import BERTScorer  # noqa: E402
-from harness import random_bert, table, timed  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from bertscore import BERTScorer
 
 CARRY = ROOT / ".gpu_carry"
-
-
-def _origin() -> str:
-    """The innermost bertscore/transformers line on the stack, and the bertscore line that led there."""
-    frames = [f for f in traceback.extract_stack(limit=40)
-              if ("bertscore/" in f.filename or "transformers/" in f.filename) and f.filename != __file__]
-    if not frames:
-        return "?"
-    ours = [f for f in frames if "bertscore/" in f.filename]
-    inner = f"{Path(frames[-1].filename).parent.name}/{Path(frames[-1].filename).name}:{frames[-1].lineno}"
-    return inner + (f" (from {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else "")
-
-
-class LiveStorages(TorchDispatchMode):
-    """Live bytes of the CPU tensor storages made inside the block, their peak and what was alive then."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live: dict[int, tuple[int, str, str]] = {}
-        self.total = self.peak = 0
-        self.at_peak: list[tuple[int, str, str]] = []
-
-    def _freed(self, pointer: int) -> None:
-        entry = self.live.pop(pointer, None)
-        if entry is not None:
-            self.total -= entry[0]
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        grew = False
-        for tensor in out if isinstance(out, (tuple, list)) else [out]:
-            if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
-                continue
-            storage = tensor.untyped_storage()
-            pointer, size = storage.data_ptr(), storage.nbytes()
-            if pointer and size and pointer not in self.live:
-                self.live[pointer] = (size, f"{func.__name__} {tuple(tensor.shape)} {tensor.dtype}", _origin())
-                self.total += size
-                grew = True
-                weakref.finalize(storage, self._freed, pointer)
-        if grew and self.total > self.peak:
-            self.peak = self.total
-            self.at_peak = sorted(self.live.values(), key=lambda entry: -entry[0])
-        return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,9 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=2000)
     parser.add_argument("--large", type=int, default=20000)
     parser.add_argument("--sets", default="first,longest,all")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    args, out, info = begin(parser, argv, threads=1, serial_tokenizers=True)
     pairs_file = CARRY / "wmt17_pairs.jsonl.gz"
     if not pairs_file.is_file():
         sys.exit(f"error: {pairs_file} is missing: run `python benchmarks/gpu_check.py --prepare` first")
@@ -121,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         scorer.score(cands[:8], refs[:8])
         for name in args.sets.split(","):
             chosen = sets[name]
-            tracker = LiveStorages()
-            with tracker:
+            with PeakMemory(kind="tensors") as tracker:
                 seconds, _ = timed(lambda: scorer.score([cands[i] for i in chosen], [refs[i] for i in chosen]))
             groups: dict[tuple[str, str], list[int]] = {}
             for size, what, where in tracker.at_peak:  # by operator and line: a chunk's many embeddings as one
@@ -135,10 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             rows_out.append({"set": name, "pairs": len(chosen), "longest_tokens": max(tokens[i] for i in chosen),
                              "peak_mib": round(tracker.peak / 2**20, 1), "seconds": round(seconds, 1)})
             print(f"{name}: {rows_out[-1]}", flush=True)
-    info = machine_info(torch.get_num_threads())
     command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/peak_by_length.py --sets {args.sets}"
-    lines = ["# Peak memory of score() by corpus size and longest text (CPU, live tensor storages)", "",
-             f"Reproduce: `{command}`", "", machine_line(info), "",
+    lines = [*header("Peak memory of score() by corpus size and longest text (CPU, live tensor storages)", info, command),
              f"Random BERT, hidden 1024, 16 heads, FFN 4096, {args.layers} layer(s); float32, cache off, batch_size=64, "
              f"token budget 65,536; the first {args.large} carried WMT17 pairs (first: the first {args.small}; longest: "
              f"the {args.small} of them with the longest texts; all: every one).", "",
@@ -148,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"Alive at the peak of '{name}' (largest first):", ""]
         lines += [f"- {t['mib']} MiB in {t['tensors']} tensor(s), largest {t['largest']}, made at {t['made_at']}"
                   for t in top]
-    write_results(output_folder(args), "peak_by_length", {"command": command, "machine": info, "sets": rows_out,
-                                                          "at_peak": details}, "\n".join(lines) + "\n")
+    write_results(out, "peak_by_length", {"command": command, "machine": info, "sets": rows_out, "at_peak": details},
+                  lines)
     return 0
 
 

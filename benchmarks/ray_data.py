@@ -9,7 +9,7 @@ input streamed and with `group_references=True` (sorted by reference first), in 
 a Ray run is compared with the mean of the one-process jobs on either side of its repeat); then
 once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
 difference from one process's numbers row by row (joined by id), every id present once, and each
-actor's peak resident memory (ru_maxrss, read inside the actor), how many rows it scored, and how many
+actor's peak resident memory (its VmHWM, harness.peak_rss, read inside the actor), how many rows it scored, and how many
 texts each side embedded (its embedding cache's misses). The scorers keep their default embedding
 cache (WMT17's references repeat: one `score()` call embeds each distinct text once, an actor's
 cache spares it across its batches). With --scale K, 2 actors
@@ -21,27 +21,20 @@ whether an actor's peak grows with the corpus.
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
         [--scale 10 --scale-layers 1]
 
-Writes ray_data.md and ray_data.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
-with --update-results, or to --out FOLDER.
+Writes ray_data.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import os
-import resource
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import wmt17_joined  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+import harness
+from harness import peak_rss, table, timed, wmt17_joined
+from machine import begin, machine_info, machine_line, write_results
 
-from bertscore import ray_data  # noqa: E402
+from bertscore import ray_data
 
 FILE_ROWS = 2000
 
@@ -54,17 +47,11 @@ class MeasuredScoreBatches(ray_data.ScoreBatches):
         import pyarrow
 
         out = super().__call__(batch)
-        peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak_mib = peak_rss() / 2**20
         out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * out.num_rows, pyarrow.int64()))
         out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * out.num_rows,
                                                                 pyarrow.int64()))
         return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * out.num_rows, pyarrow.float64()))
-
-
-def read_pairs(data: Path, pairs: int) -> tuple[list[str], list[str]]:
-    """The first `pairs` system outputs with their references, in file order (blank ones kept)."""
-    joined = wmt17_joined(data, drop_empty=False).head(pairs)
-    return joined.candidate.tolist(), joined.reference.tolist()
 
 
 def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: int) -> Path:
@@ -88,20 +75,18 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
     import pyarrow.parquet as pq
     import torch
 
-    started = time.perf_counter()
-    ray_data.score_table(source, output, options, id_column="id", actors=actors, io_cpus=0.25,
-                         num_cpus=min(1, (cpus - 1) / actors), batch_size=batch_size, scorer_class=MeasuredScoreBatches,
-                         group_references=group_references)
-    seconds = time.perf_counter() - started
-    table = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
+    seconds, _ = timed(lambda: ray_data.score_table(
+        source, output, options, id_column="id", actors=actors, io_cpus=0.25, num_cpus=min(1, (cpus - 1) / actors),
+        batch_size=batch_size, scorer_class=MeasuredScoreBatches, group_references=group_references))
+    scored = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
                                            "actor_pid", "actor_peak_mib",
                                            "actor_embedded"]).to_pydict()
-    ids = torch.tensor(table["id"])
-    values = torch.tensor([table[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
+    ids = torch.tensor(scored["id"])
+    values = torch.tensor([scored[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
     rows: dict[int, int] = {}
     embedded: dict[int, int] = {}
-    for pid, peak, texts in zip(table["actor_pid"], table["actor_peak_mib"], table["actor_embedded"]):
+    for pid, peak, texts in zip(scored["actor_pid"], scored["actor_peak_mib"], scored["actor_embedded"]):
         peaks[pid] = max(peak, peaks.get(pid, 0.0))
         embedded[pid] = max(texts, embedded.get(pid, 0))
         rows[pid] = rows.get(pid, 0) + 1
@@ -116,9 +101,9 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
             "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
 
 
-def per_actor(run: dict[str, Any]) -> str:
+def per_actor(run: dict[str, Any]) -> list[str]:
     """A run's rows per actor and actor peaks, as two table cells."""
-    return f"{', '.join(map(str, run['rows_per_actor']))} | {', '.join(map(str, run['actor_peak_mib']))}"
+    return [", ".join(map(str, run["rows_per_actor"])), ", ".join(map(str, run["actor_peak_mib"]))]
 
 
 def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
@@ -128,9 +113,8 @@ def one_process(options: dict[str, Any], candidates: list[str], refs: list[str])
     from bertscore import BERTScorer
 
     scorer = BERTScorer(**options)
-    started = time.perf_counter()
-    expected = torch.stack(scorer.score(candidates, refs), 1)
-    return expected, time.perf_counter() - started, scorer.num_layers
+    seconds, expected = timed(lambda: torch.stack(scorer.score(candidates, refs), 1))
+    return expected, seconds, scorer.num_layers
 
 
 def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict[str, float]:
@@ -142,18 +126,19 @@ def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict
     from bertscore import BERTScorer, release_models
 
     release_models()  # the model loads from its files, as in a new process (and in each actor)
-    started = time.perf_counter()
-    scorer = BERTScorer(**options)
-    table = pq.read_table(source)
-    scoring = time.perf_counter()
-    scores = scorer.score(table.column("candidate").to_pylist(), table.column("reference").to_pylist())
-    score_s = time.perf_counter() - scoring
-    for name, values in zip(("precision", "recall", "f1"), scores):
-        table = table.append_column(f"bertscore_{name}", pa.array(values.numpy(), pa.float32()))
-    output.mkdir()
-    pq.write_table(table, output / "scored.parquet")
-    return {"job_s": round(time.perf_counter() - started, 2), "score_s": round(score_s, 2),
-            "texts_embedded": scorer.cache.misses}
+
+    def job() -> tuple[float, Any]:
+        scorer, rows = BERTScorer(**options), pq.read_table(source)
+        score_s, scores = timed(lambda: scorer.score(rows.column("candidate").to_pylist(),
+                                                     rows.column("reference").to_pylist()))
+        for name, values in zip(("precision", "recall", "f1"), scores):
+            rows = rows.append_column(f"bertscore_{name}", pa.array(values.numpy(), pa.float32()))
+        output.mkdir()
+        pq.write_table(rows, output / "scored.parquet")
+        return score_s, scorer
+
+    job_s, (score_s, scorer) = timed(job)
+    return {"job_s": round(job_s, 2), "score_s": round(score_s, 2), "texts_embedded": scorer.cache.misses}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,12 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=ray_data.DEFAULT_BATCH_SIZE, help="rows per batch an actor scores")
     parser.add_argument("--repeats", type=int, default=2,
                         help="rounds of one process, then 2 actors streamed and grouped")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    folder = output_folder(args)
+    args, folder, _ = begin(parser, argv, data=True)
     import ray
     import torch
+
+    ray.cloudpickle.register_pickle_by_value(harness)  # the actors read peak_rss without benchmarks/ on their path
 
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
@@ -182,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     scale_options = dict(options, cache_bytes=0)
     if args.scale_layers:
         scale_options["num_layers"] = args.scale_layers
-    candidates, refs = read_pairs(args.data, args.pairs)
+    joined = wmt17_joined(args.data, drop_empty=False).head(args.pairs)  # file order, blank ones kept
+    candidates, refs = joined.candidate.tolist(), joined.reference.tolist()
     torch.set_num_threads(args.cpus)
     runs, jobs = [], []
     with tempfile.TemporaryDirectory() as scratch:
@@ -222,6 +207,19 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     result = {"machine": info, "load_average_at_end": load, "options": {k: str(v) for k, v in options.items()},
               "one_process_jobs": jobs, "ray": runs}
+    ratios: dict[bool, list[float]] = {False: [], True: []}
+    repeats, rows = [run for run in runs if "repeat" in run], []
+    for index, job in enumerate(jobs):
+        rows.append([index + 1 if index < args.repeats else "after", f"one process (of which `score()`: "
+                     f"{job['score_s']} s)", job["job_s"], "", f"{job['texts_embedded']:,}", "", "", "", ""])
+        for run in (run for run in repeats if run["repeat"] == index):
+            one_process_s = (job["job_s"] + jobs[index + 1]["job_s"]) / 2
+            ratios[run["grouped"]].append(one_process_s / run["seconds"])
+            way = "2 actors, grouped by reference" if run["grouped"] else "2 actors, streamed"
+            rows.append([index + 1, way, run["seconds"], f"**{ratios[run['grouped']][-1]:.2f}x**",
+                         f"{run['texts_embedded']:,}", run["every_id_once"], f"{run['max_abs_diff']:.1e}",
+                         *per_actor(run)])
+    result["two_actor_ratios"], result["grouped_ratios"] = ratios[False], ratios[True]
     lines = [
         "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
         machine_line(info), "",
@@ -235,32 +233,15 @@ def main(argv: list[str] | None = None) -> int:
         f"more after the last repeat. A Ray run's ratio is the pairs/s it reaches against the mean of the "
         f"one-process jobs before and after its repeat. A shared machine (load average at the end {load[0]:.1f}, "
         f"{load[1]:.1f}, {load[2]:.1f}): compare figures within a repeat.", "",
-        "| repeat | way | seconds | pairs/s against one process | texts embedded | every id once "
-        "| max abs diff | rows per actor | actor peak MiB |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *table(["repeat", "way", "seconds", "pairs/s against one process", "texts embedded", "every id once",
+                "max abs diff", "rows per actor", "actor peak MiB"], rows),
+        "", "Other runs (after the repeats, Ray running):", "",
+        *table(["run", "layer", "embedding cache", "pairs", "seconds", "pairs/s", "every id once", "max abs diff",
+                "rows per actor", "actor peak MiB"],
+               [[f"score_table, {run['actors']} actor(s)", run["layers"] or layer, "on" if run["cache"] else "off",
+                 f"{run['pairs']:,}", run["seconds"], run["pairs_per_s"], run["every_id_once"],
+                 f"{run['max_abs_diff']:.1e}", *per_actor(run)] for run in runs[len(repeats):]]),
     ]
-    ratios: dict[bool, list[float]] = {False: [], True: []}
-    repeats = [run for run in runs if "repeat" in run]
-    for index, job in enumerate(jobs):
-        lines.append(f"| {index + 1 if index < args.repeats else 'after'} | one process (of which `score()`: "
-                     f"{job['score_s']} s) | {job['job_s']} | | {job['texts_embedded']:,} | | | | |")
-        for run in (run for run in repeats if run["repeat"] == index):
-            one_process_s = (job["job_s"] + jobs[index + 1]["job_s"]) / 2
-            ratios[run["grouped"]].append(one_process_s / run["seconds"])
-            way = "2 actors, grouped by reference" if run["grouped"] else "2 actors, streamed"
-            lines.append(f"| {index + 1} | {way} | {run['seconds']} | **{ratios[run['grouped']][-1]:.2f}x** | "
-                         f"{run['texts_embedded']:,} | {run['every_id_once']} | {run['max_abs_diff']:.1e} | "
-                         f"{per_actor(run)} |")
-    result["two_actor_ratios"], result["grouped_ratios"] = ratios[False], ratios[True]
-    lines += ["", "Other runs (after the repeats, Ray running):", "",
-              "| run | layer | embedding cache | pairs | seconds | pairs/s | every id once | max abs diff "
-              "| rows per actor | actor peak MiB |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    for run in runs[len(repeats):]:
-        lines.append(f"| score_table, {run['actors']} actor(s) | {run['layers'] or layer} | "
-                     f"{'on' if run['cache'] else 'off'} | {run['pairs']:,} | {run['seconds']} | "
-                     f"{run['pairs_per_s']} | "
-                     f"{run['every_id_once']} | {run['max_abs_diff']:.1e} | {per_actor(run)} |")
     if args.scale > 1:
         small, big_run = runs[-2], runs[-1]
         growth = max(big_run["actor_peak_mib"]) / max(small["actor_peak_mib"])
@@ -272,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale > 1:
         command += f" --scale {args.scale}" + (f" --scale-layers {args.scale_layers}" if args.scale_layers else "")
     lines += ["", f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py {command} --update-results`. "
-              "Actor peaks are each actor's ru_maxrss (the whole process: Python, torch, the model)."]
-    write_results(folder, "ray_data", result, "\n".join(lines) + "\n")
+              "Actor peaks are each actor's own VmHWM (the whole process: Python, torch, the model)."]
+    write_results(folder, "ray_data", result, lines)
     return 0
 
 

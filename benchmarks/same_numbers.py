@@ -12,20 +12,14 @@ texts, long texts truncated and windowed, `score_pairs`, `explain_pair` (window 
 references), all layers; 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
 """
 
-from __future__ import annotations
-
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from harness import table  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import checkout, revision, run_child, table
+from machine import ROOT, begin, command, header, write_results
 
 # Runs inside each checkout (cwd = that checkout, which is first on sys.path): writes its tensors.
 PROBE = r'''
@@ -69,32 +63,21 @@ torch.save({"tensors": out, "hashes": hashes, "notes": notes}, sys.argv[1])
 '''
 
 
-def run_probe(checkout: Path, target: Path) -> None:
-    """The probe in a fresh interpreter that imports `checkout`'s bertscore."""
-    env = {**os.environ, "PYTHONPATH": str(checkout), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-c", PROBE, str(target)], cwd=checkout, check=True, env=env)
+def run_probe(tree: Path, target: Path) -> None:
+    """The probe in a fresh interpreter that imports the bertscore of `tree` (a checkout)."""
+    run_child([sys.executable, "-c", PROBE, str(target)], {**os.environ, "PYTHONPATH": str(tree)}, tree, check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the git revision to compare with (e.g. main~5, a tag)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
+    args, out, machine = begin(parser, argv)
     import torch
 
-    revision = subprocess.run(["git", "rev-parse", "--short", args.against], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    old_revision, head = revision(args.against), revision()
     with tempfile.TemporaryDirectory() as scratch:
-        old_tree = Path(scratch) / "old"
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old_tree), revision], cwd=ROOT, check=True)
-        try:
-            run_probe(old_tree, Path(scratch) / "old.pt")
-            run_probe(ROOT, Path(scratch) / "new.pt")
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=ROOT, check=False)
+        run_probe(checkout(old_revision, Path(scratch) / "old"), Path(scratch) / "old.pt")
+        run_probe(ROOT, Path(scratch) / "new.pt")
         old, new = torch.load(Path(scratch) / "old.pt"), torch.load(Path(scratch) / "new.pt")
     rows = []
     for name, before in old["tensors"].items():
@@ -104,18 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"path": name, "values": before.numel(), "bit_identical": same, "max_abs_delta": delta})
     same_hashes = old["hashes"] == new["hashes"]
     same_notes = old["notes"] == new["notes"]
-    machine = machine_info()
     lines = [
-        f"# Same numbers: {head} (this checkout) against {revision}", "",
-        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against {args.against}`", "",
-        machine_line(machine), "",
+        *header(f"Same numbers: {head} (this checkout) against {old_revision}", machine,
+                command("same_numbers.py", ["--against", args.against])),
         *table(["path", "values", "bit-identical", "max abs delta"],
                [[r["path"], r["values"], "yes" if r["bit_identical"] else "NO", f"{r['max_abs_delta']:.3g}"] for r in rows]),
         "", f"- hashes identical: {'yes' if same_hashes else 'NO'} ({len(old['hashes'])} scorers)",
         f"- notes identical: {'yes' if same_notes else 'NO'} ({len(old['notes'])} notes)",
     ]
-    write_results(out, "same_numbers", {"against": revision, "head": head, "rows": rows, "hashes_identical": same_hashes,
-                                        "notes_identical": same_notes, "machine": machine}, "\n".join(lines) + "\n")
+    write_results(out, "same_numbers", {"against": old_revision, "head": head, "rows": rows, "hashes_identical": same_hashes,
+                                        "notes_identical": same_notes, "machine": machine}, lines)
     return 0 if all(r["bit_identical"] for r in rows) and same_hashes and same_notes else 1
 
 

@@ -4,8 +4,6 @@ The data lies beside the clone, in `../shared/data` (or the folder `--data` or B
 not in it; docs/testing.md ("The benchmarks' data") names its public sources and their layout.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

@@ -18,11 +18,8 @@ stopped (also on Ctrl-C).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py [--before ../main] [--clients 1 10 60 200]
 
-Writes space_load.md and space_load.json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes space_load.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -38,14 +35,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harness import FIXTURE, table, timed, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import FIXTURE, revision, table, timed, wmt17_pairs  # noqa: E402
+from machine import ROOT, begin, command, machine_line, write_results  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -75,14 +68,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def git_commit(folder: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
 
 
 class Server:
@@ -218,7 +203,7 @@ def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Pat
     that the apps see the machine in the same state (an idle server costs next to nothing)."""
     requests = Requests(args.pairs)
     servers = [Server(folder, log_dir / f"{label}.log", {}) for label, folder in apps]
-    runs = [{"label": label, "folder": str(folder), "commit": git_commit(folder), "levels": []} for label, folder in apps]
+    runs = [{"label": label, "folder": str(folder), "commit": revision("HEAD", folder), "levels": []} for label, folder in apps]
     try:
         for (label, _), server in zip(apps, servers):
             ready = server.wait_ready(args.start_timeout)
@@ -310,7 +295,7 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
     argv = list(args.argv)
     if "--before" in argv[:-1]:  # a path of this machine: name one every clone can make
         argv[argv.index("--before") + 1] = "../before"
-    lines += ["", "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py " + " ".join(argv) + "`"
+    lines += ["", f"Reproduce: `{command('space_load.py', argv)}`"
               + (" after `git worktree add ../before <the before commit above>`" if args.before else ""), ""]
     return "\n".join(lines)
 
@@ -327,14 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each level (the median one is reported)")
     parser.add_argument("--merge-check", type=int, default=10,
                         help="requests scored in-process one by one and through the merging queue (0: skip)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, info = begin(parser, argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if max(args.clients) > 500 or min(args.clients) < 1:
         parser.error("--clients: between 1 and 500 each")
-    info = machine_info()
-    print(machine_line(info), flush=True)
     log_dir = Path(tempfile.mkdtemp(prefix="space-load-logs-"))
     apps = ([("before", args.before.resolve())] if args.before else []) + [("after" if args.before else "this", ROOT)]
     runs = measure(apps, args, log_dir)

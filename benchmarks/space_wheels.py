@@ -16,8 +16,6 @@ Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/sc
 to benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os
@@ -29,12 +27,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import table
+from machine import ROOT, add_output_options, output_folder, write_results
 
-from harness import table  # noqa: E402
-from machine import add_output_options, output_folder, write_results  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The Hub's build image (Debian, glibc >= 2.28) takes every manylinux wheel up to manylinux_2_28.
 PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(28, 4, -1)] + [

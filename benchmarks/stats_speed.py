@@ -3,33 +3,26 @@
 Each function runs on N per-segment scores (default 100,000; drawn from the real WMT17 F1 values
 of tests/data plus noise: the values do not change the cost) with 1,000 resamples (the permutation
 test also at its default 10,000), best of --rounds; then once more under tracemalloc for the peak
-of memory it allocated (numpy reports its buffers to tracemalloc). The one-shot alternative
-(all indices and gathered scores at once, as sacrebleu does) is shown as the memory it would need.
+of memory it allocated (numpy reports its buffers to tracemalloc: harness.PeakMemory(kind="python")).
+The one-shot alternative (all indices and gathered scores at once, as sacrebleu does) is shown as
+the memory it would need.
 
     .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
 
-Writes stats_speed.md and stats_speed.json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes stats_speed.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
-import tracemalloc
-from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import PeakMemory, repeated, table
+from machine import ROOT, begin, header, machine_line, write_results
 
-from bertscore import resampling, stats  # noqa: E402
-from harness import table, timed  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from bertscore import resampling, stats
 
 FIXTURE = ROOT / "tests" / "data" / "wmt17_de-en_f1.tsv"
 TARGET_SECONDS = 3.0
@@ -44,22 +37,12 @@ def synthetic_scores(segments: int, systems: int, seed: int = 0) -> np.ndarray:
     return np.clip(difficulty + noise, 0.0, 1.0)
 
 
-def peak_mib(call: Callable[[], object]) -> float:
-    tracemalloc.start()
-    call()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--segments", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, info = begin(parser, argv)
 
     scores = synthetic_scores(args.segments, 5)
     a, b = scores[0], scores[1]
@@ -83,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows = []
     for key, label, call, one_shot_bytes, targeted in cases:
-        walls, cpus = zip(*(timed(call, cpu=True)[:2] for _ in range(args.rounds)))
+        walls, cpus, _ = repeated(call, args.rounds)
+        with PeakMemory(kind="python") as memory:  # tracemalloc's peak during one more call
+            call()
         best = min(walls)
         row = {
             "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
-            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(peak_mib(call), 1),
+            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(memory.peak / 2**20, 1),
             "one_shot_mib": round(one_shot_bytes / 2**20, 1),
             "target_seconds": TARGET_SECONDS if targeted else None,
         }
@@ -101,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "block_elements": resampling.BLOCK_ELEMENTS,
         "rows": rows,
-        "machine": {**machine_info(), "numpy": np.__version__,
+        "machine": {**info, "numpy": np.__version__,
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }
     write_results(args.out, "stats_speed", result, render(result))
@@ -111,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 def render(result: dict) -> str:
     m = result["machine"]
     lines = [
-        "# bertscore.stats: speed and memory at corpus scale",
-        "",
-        f"Reproduce: `{result['command']}`",
-        "",
+        *header("bertscore.stats: speed and memory at corpus scale", None, result["command"]),
         f"{result['segments']:,} segments per system, {result['resamples']:,} resamples unless stated; best of "
         f"{result['rounds']} rounds (all rounds listed); random draws in blocks of about "
         f"{result['block_elements']:,} numbers.",
@@ -134,9 +116,8 @@ def render(result: dict) -> str:
         "indices plus one gathered float64 copy per resampled system; for the permutation test its two "
         "[randomizations, segments] boolean selector arrays (a lower bound: its matrix products convert them "
         "to floats). CPU s: this process's own time (the wall time includes waiting for the shared cores).",
-        "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

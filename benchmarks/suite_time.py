@@ -13,27 +13,22 @@ Reproduce docs/testing.md's table:
   HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import json
 import multiprocessing
 import os
 import re
-import resource
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import table, timed  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import run_child, table  # noqa: E402
+from machine import ROOT, begin, command, header, write_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 OURS = "python -m pytest -q -n auto -p no:cacheprovider"
 SUMMARY = re.compile(r"=* ?(.*\b(?:passed|failed|error)\b.*) in ([0-9.]+)s")
 
@@ -55,24 +50,20 @@ def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm
     loop = multiprocessing.Process(target=_busy_loop, daemon=True) if busy else None
     if loop is not None:
         loop.start()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        wall, done = timed(lambda: subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True))
+        done = run_child(argv, env, folder)
     finally:
         if loop is not None:
             loop.kill()
             loop.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     # pytest's summary line: the last one that says it (tests/uncovered.py prints what was not covered after it)
     tail = next((line for line in reversed(done.stdout.strip().splitlines()) if SUMMARY.search(line)),
                 done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:])
     summary = SUMMARY.search(tail)
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", tail)}
     failures = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if loop is not None:
-        cpu = None  # the busy loop's CPU is in the children's figure too
-    return {"command": command, "exit_code": done.returncode, "wall_s": round(wall, 1),
+    cpu = None if loop is not None else done.cpu  # a run beside the busy loop records none
+    return {"command": command, "exit_code": done.returncode, "wall_s": round(done.wall, 1),
             "pytest_s": float(summary.group(2)) if summary else None, "counts": counts,
             "cpu_s": None if cpu is None else round(cpu, 1), "busy_core": busy, "oracles": "warm" if warm_oracles else "cold",
             "summary": tail, "failures": failures}
@@ -97,9 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
     parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, info = begin(parser, argv)
 
     runs = []
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
@@ -114,15 +103,14 @@ def main(argv: list[str] | None = None) -> int:
 
     flags = [f"--runs {args.runs}"] + ([f"--busy-core-run {args.busy_core_run}"] if args.busy_core_run else []) + (
         ["--warm-oracles"] if args.warm_oracles else [])
-    result = {"command": "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py " + " ".join(flags),
-              "runs": runs, "by_file": files,
-              "machine": {**machine_info(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
+    result = {"command": command("suite_time.py", flags), "runs": runs, "by_file": files,
+              "machine": {**info, "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
     write_results(args.out, "suite_time", result, render(result))
     return 0 if all(run["exit_code"] == 0 for run in runs) else 1
 
 
 def render(result: dict) -> str:
-    lines = ["# The test suite's time", "", f"Reproduce: `{result['command']}`", "", machine_line(result["machine"]), "",
+    lines = [*header("The test suite's time", result["machine"], result["command"]),
              *table(["run", "command", "pytest s", "wall s", "CPU s", "passed", "skipped", "failed",
                      "busy loop on a core", "oracle cache"],
                     [[run["run"], f"`{run['command']}`", run["pytest_s"], run["wall_s"],

@@ -18,40 +18,26 @@ statistics does not rescore. Quick runs: --lps de-en --limit-systems 3 --limit-s
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/system_level.py [--lps cs-en,de-en] [--dtype-check 600]
 
-Writes system_level.md and system_level.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
-with --update-results, or to --out FOLDER.
+Writes system_level.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import hashlib
 import itertools
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
 import numpy as np
 import pandas as pd
-import torch
 from scipy.stats import kendalltau, pearsonr
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import WMT17_TO_ENGLISH as PAIRS, repeated, table, timed, wmt17_syslevel
+from machine import RESULTS, begin, command, machine_line, write_results
 
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore import stats  # noqa: E402
-from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import table, wmt17_syslevel  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
-from bertscore.output_files import write_text  # noqa: E402
-
-PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer, stats
+from bertscore.output_files import write_text
 CACHE = RESULTS / "tmp" / "system_level"
 ALPHA = 0.05
 
@@ -101,9 +87,8 @@ def score_pair(lp: str, outputs: pd.DataFrame, references: pd.DataFrame, systems
         path = args.cache / lp / f"{system}.{args.dtype}.{len(cands)}.npz"
         found = None if args.rescore else cached_scores(path, scorer.hash, texts_digest)
         if found is None:
-            started = time.perf_counter()
-            precision, recall, f1 = scorer.score(cands, ref_texts, verbose=args.progress)
-            meta = {"hash": scorer.hash, "digest": texts_digest, "seconds": time.perf_counter() - started,
+            seconds, (precision, recall, f1) = timed(lambda: scorer.score(cands, ref_texts, verbose=args.progress))
+            meta = {"hash": scorer.hash, "digest": texts_digest, "seconds": seconds,
                     "segments": len(cands), "empty_candidates": int(sum(not c.strip() for c in cands)),
                     "dtype": args.dtype, "scored_at": time.strftime("%Y-%m-%d %H:%M:%S")}
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,12 +113,7 @@ def dtype_check(outputs: pd.DataFrame, references: pd.DataFrame, pairs: int) -> 
     for dtype in ["float32", "bfloat16"]:
         scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, dtype=dtype, cache_bytes=0)
         scorer.score(cands[:32], refs[:32])  # warm-up
-        walls, cpus = [], []
-        for _ in range(2):
-            wall, cpu = time.perf_counter(), time.process_time()
-            f1[dtype] = scorer.score(cands, refs)[2]
-            walls.append(time.perf_counter() - wall)
-            cpus.append(time.process_time() - cpu)
+        walls, cpus, f1[dtype] = repeated(lambda: scorer.score(cands, refs)[2], 2)
         result[dtype] = {"wall_s": [round(w, 2) for w in walls], "cpu_s": [round(c, 2) for c in cpus]}
     result["bf16_max_abs_dF"] = float((f1["bfloat16"] - f1["float32"]).abs().max())
     result["bf16_faster"] = min(result["bfloat16"]["cpu_s"]) < min(result["float32"]["cpu_s"])
@@ -186,29 +166,24 @@ def pair_statistics(lp: str, scored: dict[str, dict], human: dict[str, float], a
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
     parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
     parser.add_argument("--limit-systems", type=int, default=None, help="score only the first N systems of a pair")
     parser.add_argument("--limit-segments", type=int, default=None, help="score only the first N segments")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--dtype-check", type=int, default=0, metavar="PAIRS",
                         help="first time fp32 against bf16 on this many pairs (0: skip)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples (intervals, paired bootstrap)")
     parser.add_argument("--n-permutations", type=int, default=10000, help="randomizations of the permutation test")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
 
     lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]
     if unknown:
         parser.error(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
-    torch.set_num_threads(args.threads)
     started = time.perf_counter()
     outputs, references, human_table = load_data(args.data, lps)
     check = None
@@ -238,9 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                "separated_bootstrap", "agree_bootstrap")}
     quick = bool(args.limit_systems or args.limit_segments or lps != PAIRS)
     options = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--progress"]
-    command = " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/system_level.py", *options])
     result = {
-        "command": command,
+        "command": command("system_level.py", options),
         "quick_run": quick,
         "model": EMBEDDED_MODEL_NAME,
         "dtype": args.dtype,
@@ -254,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "scoring_seconds": round(sum(s["scoring_seconds"] for s in summaries), 1),
         "seconds_this_run": round(time.perf_counter() - started, 1),
         "pairs": per_pair,
-        "machine": {**machine_info(), "numpy": np.__version__},
+        "machine": {**info, "numpy": np.__version__},
     }
     write_results(args.out, "system_level", result, render(result))
     return 0

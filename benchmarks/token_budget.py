@@ -5,28 +5,22 @@ pairs, for several budgets, interleaved over --reps repetitions (best time kept)
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py [--pairs 300] [--reps 3]
 
-Writes token_budget_cpu.md and .json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes token_budget_cpu.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
-
-from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import interleaved, table  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from speed import DEFAULT_DATA, load_pairs, make_floor  # noqa: E402
+from harness import interleaved, table
+from machine import begin, command, header, write_results
+from speed import load_pairs, make_floor
 
-from bertscore.scoring.embed import default_tokens_per_batch  # noqa: E402
-from bertscore.models.loading import load_model  # noqa: E402
-from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
+from bertscore.models.loading import load_model
+from bertscore.scoring.embed import default_tokens_per_batch
+from bertscore.sources import EMBEDDED_MODEL_NAME
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,14 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--budgets", default="1024,2048,4096,8192,16384")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
-    torch.set_num_threads(args.threads)
-    machine = machine_info()
-    print(machine_line(machine), flush=True)
+    args, _, machine = begin(parser, argv, threads=2, data=True)
     cands, refs, _ = load_pairs(args.data, args.pairs)
     budgets = [int(b) for b in args.budgets.split(",")]
     models = {"fp32": load_model(EMBEDDED_MODEL_NAME), "bf16": load_model(EMBEDDED_MODEL_NAME)}
@@ -52,18 +39,17 @@ def main(argv: list[str] | None = None) -> int:
     seconds, _ = interleaved(runs, args.reps, report=lambda rep, key, took, _: print(
         rep, key, f"{took:.2f} s, load {os.getloadavg()[0]:.1f}", flush=True))
     best = {key: min(values) for key, values in seconds.items()}
-    command = f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/token_budget.py --pairs {args.pairs} --reps {args.reps}"
+    reproduce = command("token_budget.py", ["--pairs", args.pairs, "--reps", args.reps])
     default = default_tokens_per_batch(torch.device("cpu"))
-    result = {"command": command, "pairs": args.pairs, "default_cpu_budget": default,
+    result = {"command": reproduce, "pairs": args.pairs, "default_cpu_budget": default,
               "best_seconds": {f"{p}/{b}": s for (p, b), s in best.items()}, "machine": machine}
-    lines = ["# CPU token budget sweep (encoder forward only, best of reps)", "", f"Reproduce: `{command}`", "",
-             machine_line(machine), "",
+    lines = [*header("CPU token budget sweep (encoder forward only, best of reps)", machine, reproduce),
              f"Current default on CPU: {default} tokens per batch. Times relative to the best budget per precision.", ""]
     low = {p: min(best[(p, b)] for b in budgets) for p in models}
     lines += [*table(["budget", "fp32 s", "fp32 rel", "bf16 s", "bf16 rel"],
                      [[b, f"{best[('fp32', b)]:.2f}", f"{best[('fp32', b)] / low['fp32']:.2f}", f"{best[('bf16', b)]:.2f}",
-                       f"{best[('bf16', b)] / low['bf16']:.2f}"] for b in budgets]), ""]
-    write_results(args.out, "token_budget_cpu", result, "\n".join(lines))
+                       f"{best[('bf16', b)] / low['bf16']:.2f}"] for b in budgets])]
+    write_results(args.out, "token_budget_cpu", result, lines)
     return 0
 
 

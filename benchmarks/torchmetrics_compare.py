@@ -19,31 +19,23 @@ neighbours). On WMT17 de-en human-judged pairs and the embedded MiniLM (layer 6)
 Needs ../shared/data (WMT17), torchmetrics and bert-score (`pip install -e ".[bench]"`).
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib.metadata
-import os
 import sys
 import time
 import warnings
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from harness import official_scorer, table, wmt17_pairs
+from machine import DEFAULT_DATA, begin, header, machine_line, write_results
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from torchmetrics.text.bert import BERTScore as TorchmetricsBERTScore  # noqa: E402
+import torch  # after machine: it sets the offline defaults before transformers loads
+import transformers
+from torchmetrics.text.bert import BERTScore as TorchmetricsBERTScore
 
-from bertscore import EMBEDDED_MODEL_NAME, BERTScorer  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
-from bertscore.torchmetrics import BERTScore  # noqa: E402
-from harness import official_scorer, table, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
+from bertscore.sources import embedded_model_dir
+from bertscore.torchmetrics import BERTScore
 
 LAYER = 6  # MiniLM's default layer here (its last); --layer picks another
 BATCH = 10  # pairs per update, as a validation loop feeds them
@@ -90,12 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", type=int, default=20, help="texts per side of the all-pairs run (default 20)")
     parser.add_argument("--layer", type=int, default=LAYER,
                         help=f"MiniLM layer (default {LAYER}); another layer writes torchmetrics_compare_layer<k>")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out = output_folder(args)
-    torch.set_num_threads(2)
-    machine = machine_info()
-    print(machine_line(machine), flush=True)
+    args, out, machine = begin(parser, argv, threads=2)
     cands, refs = wmt17_pairs(DEFAULT_DATA, "de-en", args.pairs or None)
     layer = args.layer
     model_dir = embedded_model_dir()
@@ -188,10 +175,9 @@ def report(r: dict) -> str:
 
     v, pairing = r["versions"], r["torchmetrics_per_batch"]["pairings"]
     lines = [
-        "# torchmetrics' BERTScore, the official package batched, and bertscore.torchmetrics", "",
-        f"Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/torchmetrics_compare.py --pairs {r['pairs']} "
-        f"--grid {r['grid']} --layer {r['layer']}` "
-        f"({r['seconds']:.0f} s here).", "",
+        *header("torchmetrics' BERTScore, the official package batched, and bertscore.torchmetrics", None,
+                "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/torchmetrics_compare.py --pairs "
+                f"{r['pairs']} --grid {r['grid']} --layer {r['layer']}", f" ({r['seconds']:.0f} s here)."),
         f"The definition: the official bert-score {v['bert-score']} with `batch_size=1`. Data: the first {r['pairs']} "
         f"WMT17 de-en human-judged pairs; model: the embedded all-MiniLM-L6-v2, layer {r['layer']}; updates of "
         f"{r['batch']} pairs. torchmetrics {v['torchmetrics']}, transformers {v['transformers']}, torch {v['torch']}. "

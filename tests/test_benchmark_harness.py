@@ -1,5 +1,6 @@
 """benchmarks/harness.py, the one harness of the benchmarks: its memory probe measures the process
-it is asked about (not the launcher's high-water mark), its rounds interleave, its tables escape."""
+it is asked about (not the launcher's high-water mark) and each kind of memory as what it is, a
+child is timed and probed as itself, its rounds interleave, its tables escape."""
 
 from __future__ import annotations
 
@@ -54,6 +55,50 @@ def test_a_block_s_peak_is_what_it_held_and_the_next_block_starts_afresh() -> No
     assert got["second"] < got["first"] - 150 * MIB and got["second"] >= got["after"] - 16 * MIB, got
 
 
+def test_a_polled_child_s_peak_is_its_own_and_its_cpu_time_is_counted() -> None:
+    """run_child reads the child's VmHWM while it runs: the 200 MiB it touched, not the launcher's
+    500 MiB; its CPU seconds come from wait4; a timeout kills it; check stops the run."""
+    harness = _harness()
+    held = bytearray(500 * MIB)
+    held[::4096] = b"\1" * len(held[::4096])
+    code = ("import time; block = bytearray(200 * 2**20); block[::4096] = b'\\1' * len(block[::4096]); "
+            "start = time.process_time()\nwhile time.process_time() - start < 0.3: pass\nprint('done')")
+    done = harness.run_child([sys.executable, "-c", code])
+    del held
+    assert done.returncode == 0 and done.stdout == "done\n" and done.cpu >= 0.3, done
+    assert 200 * MIB <= done.peak < 350 * MIB, done
+    killed = harness.run_child([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert killed.returncode == -9 and killed.wall < 30
+    try:
+        harness.run_child([sys.executable, "-c", "import sys; sys.exit('went wrong')"], check=True)
+    except SystemExit as stop:
+        assert "went wrong" in str(stop)
+    else:
+        raise AssertionError("check=True let a failed child pass")
+
+
+def test_python_and_tensor_peaks_are_what_was_allocated_inside_the_block() -> None:
+    """kind="python": tracemalloc's peak (a 50 MiB bytes object freed inside the block still counts);
+    kind="tensors": the live CPU storages (two 4 MiB tensors alive at once), named where they were made."""
+    import tracemalloc
+
+    import torch
+
+    harness = _harness()
+    with harness.PeakMemory(kind="python") as python:
+        block = bytearray(50 * MIB)
+        del block
+    assert 50 * MIB <= python.peak < 55 * MIB and not tracemalloc.is_tracing()
+    with harness.PeakMemory(kind="tensors") as tensors:
+        first = torch.ones(MIB)  # float32: 4 MiB
+        second = torch.zeros(MIB)
+        del first, second
+        third = torch.ones(MIB // 2)
+    assert tensors.peak == 8 * MIB and [entry[0] for entry in tensors.at_peak] == [4 * MIB, 4 * MIB], tensors.at_peak
+    assert {entry[1].split(" ")[0] for entry in tensors.at_peak} == {"ones.default", "zeros.default"}
+    del third
+
+
 def test_rounds_interleave_and_time_every_call() -> None:
     harness = _harness()
     calls: list[str] = []
@@ -64,6 +109,8 @@ def test_rounds_interleave_and_time_every_call() -> None:
     synced: list[int] = []
     wall, cpu, out = harness.timed(lambda: sum(range(10**6)), sync=lambda: synced.append(1), cpu=True)
     assert out == sum(range(10**6)) and synced == [1, 1] and wall > 0 and cpu >= 0
+    walls, cpus, last = harness.repeated(lambda: calls.append("c") or len(calls), 4)
+    assert calls[-4:] == ["c"] * 4 and last == len(calls) and len(walls) == len(cpus) == 4
 
 
 def test_a_table_escapes_a_pipe_inside_a_cell() -> None:

@@ -45,6 +45,18 @@ def test_scratch_is_ignored_by_git() -> None:
     assert done.returncode == 0, "benchmarks/scratch/ must be git-ignored"
 
 
+def test_begin_takes_the_switch_and_says_where_results_go(tmp_path, capsys) -> None:
+    """machine.begin, every benchmark's opening, adds the same switch and sets args.out to its folder."""
+    machine = _machine()
+    args, folder, info = machine.begin(argparse.ArgumentParser(), ["--out", str(tmp_path)], threads=1, data=True,
+                                       threads_elsewhere=True)  # recorded, not set: this process keeps its threads
+    said = capsys.readouterr().out
+    assert folder == args.out == tmp_path and f"results go to {tmp_path}" in said and info["cpu_model"] in said
+    assert args.threads == 1 and info["torch_threads"] == 1 and args.data.name == "data"
+    args, folder, _ = machine.begin(argparse.ArgumentParser(), ["--update-results"])
+    assert folder == ROOT / "benchmarks" / "results"
+
+
 def test_every_benchmark_that_writes_results_takes_the_one_switch() -> None:
     """A script with its own default folder would rewrite tracked results again when merely tried."""
     missing, own_folder = [], []
@@ -53,7 +65,8 @@ def test_every_benchmark_that_writes_results_takes_the_one_switch() -> None:
             continue
         text = path.read_text(encoding="utf-8")
         if "write_results(" in text or "write_text(" in text:
-            if "add_output_options(parser)" not in text or "output_folder(args)" not in text:
+            if "begin(parser" not in text and ("add_output_options(parser)" not in text
+                                               or "output_folder(args)" not in text):
                 missing.append(path.name)
         if '"benchmarks" / "results"' in text:
             own_folder.append(path.name)
