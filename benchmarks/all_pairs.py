@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from harness import device_sync, measured, official_scorer, run_child, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
+from harness import device_sync, measured, official_scorer, json_child, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
@@ -214,7 +214,7 @@ def memory(args: argparse.Namespace) -> list[dict]:
     rows = []
     for size in args.memory_sizes:
         texts = tatoeba_short_texts(args.data, size)
-        row = run_child(MEMORY_CHILD, args.device, threads=args.threads, stdin=json.dumps(texts))
+        row = json_child(MEMORY_CHILD, args.device, threads=args.threads, stdin=json.dumps(texts))
         row.update(size=size, above_model_gib=(row["peak_rss_bytes"] - row["rss_before_bytes"]) / 2**30)
         print(f"{size} x {size} short texts: peak {row['above_model_gib']:.3f} GiB above the loaded model", flush=True)
         rows.append(row)

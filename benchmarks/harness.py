@@ -89,12 +89,14 @@ class Child(NamedTuple):
 
 
 def run_child(command: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None,
-              timeout: float | None = None, poll: float = 0.05, check: bool = False) -> Child:
-    """Run `command` to its end, its output captured and its VmHWM read every `poll` seconds; `timeout`
-    kills it, `check` stops the run on a failure with the end of its stderr."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+              timeout: float | None = None, poll: float = 0.05, check: bool = False, stdin: str | None = None) -> Child:
+    """Run `command` to its end (`stdin` its input), its output captured and its VmHWM read every `poll`
+    seconds; `timeout` kills it, `check` stops the run on a failure with the end of its stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as given:
+        given.write((stdin or "").encode("utf-8"))
+        given.seek(0)
         start = time.perf_counter()
-        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err)
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdin=given, stdout=out, stderr=err)
         timer = threading.Timer(timeout or threading.TIMEOUT_MAX, child.kill)
         timer.start()
         try:
@@ -424,19 +426,20 @@ def table(headers: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]:
 
 
 # ----- device runs (gpu_check) -----
-def run_child(code: str, *args: str, threads: int, stdin: str | None = None, timeout: float | None = None,
-              env: dict[str, str] | None = None) -> dict[str, Any]:
-    """`code` in a fresh interpreter (the repository and benchmarks/ first on its path, `threads` torch
-    threads, `args` as sys.argv[1:]): the JSON object of its last output line that holds one. A failed
-    run raises RuntimeError with the end of its error output (subprocess.TimeoutExpired past `timeout`)."""
+def json_child(code: str, *args: str, threads: int, stdin: str | None = None, timeout: float | None = None,
+               env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`code` in a fresh interpreter through `run_child` (the repository and benchmarks/ first on its path,
+    `threads` torch threads, `args` as sys.argv[1:]): the JSON object of its last output line that holds
+    one. A failed run raises RuntimeError with the end of its error output; past `timeout`, TimeoutExpired."""
     import json
-    import subprocess
 
     here = Path(__file__).resolve().parent
     preamble = (f"import sys\nsys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]\n"
                 f"import torch\ntorch.set_num_threads({threads})\n")
-    done = subprocess.run([sys.executable, "-c", preamble + code, *args], input=stdin, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    command = [sys.executable, "-c", preamble + code, *args]
+    done = run_child(command, env, timeout=timeout, stdin=stdin)
+    if timeout is not None and done.returncode < 0 and done.wall >= timeout:
+        raise subprocess.TimeoutExpired(command[:2], timeout)
     found = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not found:
         raise RuntimeError(done.stderr[-3000:])

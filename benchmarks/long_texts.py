@@ -40,7 +40,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from harness import device_sync, measured, run_child, table, timed, wmt17_syslevel  # noqa: E402
+from harness import device_sync, measured, json_child, table, timed, wmt17_syslevel  # noqa: E402
 from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
@@ -232,7 +232,7 @@ def resources(args) -> list[dict]:
             pair_file.write_text(json.dumps(pairs[length]), encoding="utf-8")
             for mode in ("truncate", "window"):
                 try:
-                    result = run_child(CHILD, mode, str(pair_file), args.device, threads=args.threads, timeout=3600)
+                    result = json_child(CHILD, mode, str(pair_file), args.device, threads=args.threads, timeout=3600)
                 except RuntimeError as error:
                     sys.exit(f"error: the {mode} run on {length} tokens failed:\n{error}")
                 result.update(target_tokens=length, segments=pairs[length]["segments"])

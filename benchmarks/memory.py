@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import PeakMemory, measured, random_bert, run_child, table  # noqa: E402
+from harness import PeakMemory, measured, random_bert, json_child, table  # noqa: E402
 from shared_data import DEFAULT_DATA  # noqa: E402
 
 CHILD = r"""
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             row = {"package": which, "pairs": n}
             try:
-                row.update(run_child(CHILD, which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers),
+                row.update(json_child(CHILD, which, str(model_dir), str(tmp_path / f"pairs_{n}.tsv"), str(args.layers),
                                      args.device, threads=args.threads, timeout=args.timeout))
             except subprocess.TimeoutExpired:
                 row["error"] = f"timed out after {args.timeout} s"

@@ -37,7 +37,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import FIXTURE, device_sync, run_child, table, timed, wmt17_pairs  # noqa: E402
+from harness import FIXTURE, device_sync, json_child, table, timed, wmt17_pairs  # noqa: E402
 from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
 
 CALLS = 30
@@ -108,7 +108,7 @@ def one_round(kind: str, device: str) -> dict:
     path = [str(ROOT / "bert_score_dropin"), str(ROOT)] if CHILDREN[kind] == "dropin" else [str(ROOT)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join(path)}
-    return run_child("from per_call import child\nchild(*sys.argv[1:])", kind, device, threads=THREADS,
+    return json_child("from per_call import child\nchild(*sys.argv[1:])", kind, device, threads=THREADS,
                           timeout=1800, env=env)
 
 

@@ -77,6 +77,23 @@ def test_a_polled_child_s_peak_is_its_own_and_its_cpu_time_is_counted() -> None:
         raise AssertionError("check=True let a failed child pass")
 
 
+def test_json_child_reads_the_last_json_line_and_raises_with_the_error_output() -> None:
+    """json_child, the child runner of memory.py, all_pairs.py, long_texts.py and per_call.py (through
+    run_child): the child finds the benchmarks on its path, gets its arguments, input and threads, and
+    a failure or a timeout says so."""
+    import pytest
+
+    harness = _harness()
+    code = ("import json, harness\nprint('{not this line}')\n"
+            "print(json.dumps({'args': sys.argv[1:], 'threads': torch.get_num_threads(), 'stdin': sys.stdin.read()}))")
+    got = harness.json_child(code, "a", "b c", threads=1, stdin="texts")
+    assert got == {"args": ["a", "b c"], "threads": 1, "stdin": "texts"}
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        harness.json_child("1 / 0", threads=1)
+    with pytest.raises(subprocess.TimeoutExpired):
+        harness.json_child("import time\ntime.sleep(60)", threads=1, timeout=1)
+
+
 def test_python_and_tensor_peaks_are_what_was_allocated_inside_the_block() -> None:
     """kind="python": tracemalloc's peak (a 50 MiB bytes object freed inside the block still counts);
     kind="tensors": the live CPU storages (two 4 MiB tensors alive at once), named where they were made."""

@@ -134,18 +134,3 @@ def test_the_models_folder_never_has_t5_in_its_path(monkeypatch, tmp_path_factor
     monkeypatch.setattr(tempfile, "mkdtemp", made)
     assert gpu_check.model_scratch_folder() == tmp_path / "gpu-check-plain"
     assert not (tmp_path / "gpu-check-ab_t5xyz").exists()  # the rejected one is not left behind
-
-
-def test_run_child_reads_the_last_json_line_and_raises_with_the_error_output() -> None:
-    """harness.run_child, the one child runner of memory.py, all_pairs.py, long_texts.py and per_call.py:
-    the child finds the benchmarks on its path, gets its arguments and threads, and a failure says why."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from harness import run_child
-    finally:
-        sys.path.pop(0)
-    code = ("import json, harness\nprint('{not this line}')\n"
-            "print(json.dumps({'args': sys.argv[1:], 'threads': torch.get_num_threads(), 'stdin': sys.stdin.read()}))")
-    assert run_child(code, "a", "b c", threads=1, stdin="texts") == {"args": ["a", "b c"], "threads": 1, "stdin": "texts"}
-    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        run_child("1 / 0", threads=1)
