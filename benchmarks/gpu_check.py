@@ -39,7 +39,6 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
-from unittest import mock
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -345,7 +344,8 @@ class Context:
             return None
 
 
-def section_environment(s: Section, meta: dict[str, Any]) -> None:
+def section_environment(s: Section) -> None:
+    """Versions and the GPU (the CPU is the report's machine line)."""
     versions = {"python": platform.python_version()}
     for package in ("torch", "transformers", "tokenizers", "numpy", "bert-score", "evaluate", "datasets", "pyarrow",
                     "huggingface-hub"):
@@ -357,8 +357,6 @@ def section_environment(s: Section, meta: dict[str, Any]) -> None:
     s["versions"] = versions = {**versions, "cuda (torch build)": torch.version.cuda, "cudnn": cudnn,
                                 "bertscore (this tree)": bertscore_version}
     s.table(["package", "version"], [[k, v] for k, v in versions.items()])
-    s["machine"] = meta["machine"]
-    s.note(meta["machine_line"])
     if not torch.cuda.is_available():
         return s.note("GPU: skipped (no CUDA)")
     props = torch.cuda.get_device_properties(0)
@@ -460,14 +458,16 @@ def section_throughput(s: Section, ctx: Context) -> None:
     """speed.side_by_side on the device: the official package, ours fp32 / bf16 / bf16 with the token
     budget alone, each beside the encoder-only floor of its own batches; then ours by phase. Ours runs
     with TOKENIZERS_PARALLELISM as the caller started this script (this script's setting after it)."""
-    user = USER_TOKENIZERS_PARALLELISM
-    said = user or "unset (the tokenizers library's default: parallel)"
-    with mock.patch.dict(os.environ, {} if user is None else {"TOKENIZERS_PARALLELISM": user}):
-        if user is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    user, ours = USER_TOKENIZERS_PARALLELISM, os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    os.environ.update({} if user is None else {"TOKENIZERS_PARALLELISM": user})
+    try:
+        said = user or "unset (the tokenizers library's default: parallel)"
         s.note(f"TOKENIZERS_PARALLELISM: {said}, as this script was started (a user's setting); "
                f"{os.cpu_count()} logical CPUs")
         _throughput(s, ctx)
+    finally:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        os.environ.update({} if ours is None else {"TOKENIZERS_PARALLELISM": ours})
 
 
 def _throughput(s: Section, ctx: Context) -> None:
@@ -783,8 +783,7 @@ def section_long_texts(s: Section, ctx: Context) -> None:
 
 def lists_delta(got: dict[str, list[float]], expected: Any) -> float:
     """max |delta| of a door's precision / recall / f1 lists against in-process (P, R, F) tensors."""
-    return max(abs(float(a) - b) for key, ours in zip(("precision", "recall", "f1"), expected)
-               for a, b in zip(got[key], ours.tolist()))
+    return max_delta([torch.tensor(got[key], dtype=torch.float64) for key in ("precision", "recall", "f1")], expected)
 
 
 def section_torchrun(s: Section, ctx: Context) -> None:
@@ -793,10 +792,9 @@ def section_torchrun(s: Section, ctx: Context) -> None:
     if not ctx.cuda:
         s.note("nccl: skipped (no CUDA); the same runs use gloo on the CPU")
     expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node={}"]
     runs = {"torchrun -m bertscore (WORLD_SIZE=1: no process group)": (1, ["-m", "bertscore"]),
             f"torchrun, the CLI's sharded path (run_cli), 1 rank over {backend}": (1, [__file__, "--torchrun-worker", backend]),
@@ -945,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     print(meta["device_line"], flush=True)
     report = Report(out, meta, args.budget_s if args.budget_s is not None else None if args.dry_run else DEFAULT_BUDGET_S)
     with report.section("environment", "Environment") as s:
-        section_environment(s, meta)
+        section_environment(s)
 
     tokenizer_dir = args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir()
     minilm_dir = args.carry / "minilm" if (args.carry / "minilm" / "config.json").is_file() else embedded_model_dir()
@@ -969,10 +967,8 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failures or ctx is None else 0
 
 
-# Cheap sections first: a run cut short still has the correctness sections. PLANNED_S: each
-# section's planned seconds on one H200 (setup and environment: 30 s); the whole run is planned
-# within 8 minutes (tests/test_gpu_check.py checks the sum), and a section whose plan would end past
-# the budget is skipped, saying so, rather than cut off mid-way by the device's time limit.
+# Cheap sections first: a run cut short still has the correctness sections. PLANNED_S: each section's planned
+# seconds on one H200 (setup and environment: 30 s), within 8 minutes in all (tests/test_gpu_check.py).
 SECTIONS: dict[str, tuple[str, Callable[[Section, Context], None]]] = {
     "parity": ("Parity: CUDA fp32 vs CPU fp32", section_parity),
     "probe": ("Padding probe verdicts on the device", section_probe),
