@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -66,8 +65,7 @@ def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
     `python -m` and `python -c` put their folder before PYTHONPATH: run from this checkout, the
     baseline's ways would time this checkout's package, so every way runs from a scratch folder.
     """
-    done = subprocess.run([sys.executable, "-c", "import bertscore; print(bertscore.__file__)"], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=True)
+    done = run_child([sys.executable, "-c", "import bertscore; print(bertscore.__file__)"], env, cwd, check=True)
     found = Path(done.stdout.strip()).resolve()
     if not found.is_relative_to(expected.resolve()):
         raise SystemExit(f"import bertscore ran {found}, not the package under {expected}")
@@ -129,24 +127,22 @@ def main() -> None:
               "bar_holds": ratio_old <= BAR_VS_BASELINE and ratio_official <= BAR_VS_OFFICIAL,
               "phases_s": phases, "transformers_model_classes_imported": model_classes,
               "load_average": os.getloadavg(), "machine": info}
-    rows = "\n".join(table(["way", "median wall s", "best", "worst"], [
-        [way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]))
-    phase_rows = "\n".join(table(["phase", "s", "share"], [
-        [name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]))
-    markdown = "\n".join(header("Start-up: the first score of a 3-pair call, from a fresh process", info, command)) + (
-        f"\nEach way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
+    markdown = [
+        *header("Start-up: the first score of a 3-pair call, from a fresh process", info, command),
+        f"Each way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
         f"exits; {args.rounds} rounds, alternating; load average at the end "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.\n\n"
-        f"{rows}\n\n"
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.", "",
+        *table(["way", "median wall s", "best", "worst"],
+               [[way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]), "",
         f"This checkout's CLI takes {ratio_old:.2f}x the time of {args.baseline_rev}'s and {ratio_official:.2f}x "
         f"the official command's (median wall): issue 56's bar (at most {BAR_VS_BASELINE}x and "
-        f"{BAR_VS_OFFICIAL}x) {'holds' if result['bar_holds'] else 'does not hold'}.\n\n"
-        f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)\n\n"
-        f"{phase_rows}\n\n"
-        "transformers' model classes (`transformers.modeling_utils`) "
-        f"{'were' if model_classes else 'were not'} imported: "
-        + ("the model loaded through transformers' class.\n" if model_classes else
-           "the embedded MiniLM loads as the plain-torch BERT of bertscore/models/bert_encoder.py.\n"))
+        f"{BAR_VS_OFFICIAL}x) {'holds' if result['bar_holds'] else 'does not hold'}.", "",
+        f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)", "",
+        *table(["phase", "s", "share"],
+               [[name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]), "",
+        f"transformers' model classes (`transformers.modeling_utils`) {'were' if model_classes else 'were not'} "
+        "imported: " + ("the model loaded through transformers' class." if model_classes else
+                        "the embedded MiniLM loads as the plain-torch BERT of bertscore/models/bert_encoder.py.")]
     write_results(folder, "cli_startup", result, markdown)
 
 

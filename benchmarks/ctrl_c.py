@@ -1,10 +1,7 @@
 """How often a Ctrl-C is lost while scoring: SIGINTs at random moments, without and with the CLI's guard.
 
-Python runs a signal's handler wherever the main thread is; inside a finalizer (`__del__`, a weakref
-callback) the KeyboardInterrupt it raises cannot propagate and is dropped ("Exception ignored in ...").
-The `bertscore` command then went on, and with stdin open waited for more input for ever: the cause of
-the flaky tests/test_cli.py::test_ctrl_c_on_a_real_process_keeps_the_old_output under load.
-`bertscore.cli.io.ctrl_c_stops` sends such an interrupt again to the main thread.
+A KeyboardInterrupt raised inside a finalizer is dropped by Python; `bertscore.cli.io.ctrl_c_stops`
+(its docstring says why that hung the command) sends it again to the main thread.
 
 One process scores one short pair after another (the embedded MiniLM at layer 4, as the CLI test) in
 alternating blocks, without and with the guard. A second thread sends SIGINT to the process at a
@@ -46,8 +43,7 @@ def main() -> None:
 
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4)
     modes = ("without the guard", "with the guard")
-    counts = {mode: collections.Counter() for mode in modes}
-    dropped_in = {mode: collections.Counter() for mode in modes}
+    counts, dropped_in = ({mode: collections.Counter() for mode in modes} for _ in range(2))
     state = {"mode": modes[0], "armed": False, "stop": False}
     surfaced, in_flight = threading.Event(), threading.Lock()
 

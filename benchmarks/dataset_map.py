@@ -36,12 +36,9 @@ def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, A
     scored = sum(calls)
     calls.clear()
     second_s, second = timed(lambda: dataset.map(function, batched=True, batch_size=64))
-    return {
-        "first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3),
-        "rows_scored_first": scored, "rows_scored_second": sum(calls),
-        "cache_hit": second.cache_files == first.cache_files and not calls,
-        "fingerprint_unchanged_by_scoring": Hasher.hash(function) == before,
-    }
+    return {"first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3), "rows_scored_first": scored,
+            "rows_scored_second": sum(calls), "cache_hit": second.cache_files == first.cache_files and not calls,
+            "fingerprint_unchanged_by_scoring": Hasher.hash(function) == before}
 
 
 def main() -> None:
@@ -103,15 +100,11 @@ def main() -> None:
                [[name, f"{run['first_map_s']:.2f} s", f"{run['second_map_s']:.3f} s",
                  f"{run['rows_scored_first']} / {run['rows_scored_second']}", "yes" if run["cache_hit"] else "NO",
                  "yes" if run["fingerprint_unchanged_by_scoring"] else "NO"] for name, run in runs.items()]),
-    ]
-    lines += [
-        "",
-        f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "
+        "", f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "
         f"{fingerprint['helper_ms']:.2f} ms before scoring, {fingerprint['helper_after_scoring_ms']:.2f} ms after "
         f"({fingerprint['cached_embeddings']} embeddings cached); the plain closure {fingerprint['closure_ms']:.2f} ms. "
         f"Hashing the scorer's state as it was pickled before scorers pickled as their settings (weights and "
-        f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms.",
-    ]
+        f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms."]
     write_results(folder, "dataset_map", result, lines)
 
 

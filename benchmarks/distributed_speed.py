@@ -50,21 +50,16 @@ def main() -> None:
         base = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
         for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
             base.pop(name, None)
-        load_before = os.getloadavg()[0]
+        load_before, per_rank = os.getloadavg()[0], str(max(1, args.threads // args.ranks))
         one, one_wall = _run([sys.executable, *script, "--out", f"{folder}/one.json"],
                              dict(base, OMP_NUM_THREADS=str(args.threads)))
-        per_rank = str(max(1, args.threads // args.ranks))
         one_thin, one_thin_wall = _run([sys.executable, *script, "--out", f"{folder}/one_thin.json"],
                                        dict(base, OMP_NUM_THREADS=per_rank))
-        many, many_wall = _run(
-            [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.ranks}", *script,
-             "--out", f"{folder}/many.json"],
-            dict(base, OMP_NUM_THREADS=str(max(1, args.threads // args.ranks))),
-        )
+        many, many_wall = _run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.ranks}", *script,
+                                "--out", f"{folder}/many.json"], dict(base, OMP_NUM_THREADS=per_rank))
         load_after = os.getloadavg()[0]
-    delta = max(abs(a - b) for key in ("precision", "recall", "f1") for a, b in zip(one[key], many[key]))
-    delta = max(delta, max(abs(a - b) for key in ("precision", "recall", "f1")
-                            for a, b in zip(one_thin[key], many[key])))
+    delta = max(abs(a - b) for single in (one, one_thin) for key in ("precision", "recall", "f1")
+                for a, b in zip(single[key], many[key]))
     speedup = one["seconds"] / many["seconds"]
     best_one = min(one["seconds"], one_thin["seconds"])
     lines = [

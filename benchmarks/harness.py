@@ -1,16 +1,7 @@
-"""What every benchmark shares, written once: timing, the memory probe, the public data, the official
-package, the markdown table.
-
-- `timed(fn)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of a
-  call, of `rounds` calls, of every method once per round in the same order (a drift of the machine
-  falls on all alike); `run_child(command)`: a child process's wall and CPU seconds, output and peak.
-- `PeakMemory(device, kind=...)`: the one memory probe, each kind reported as what it is: a process's
-  resident set (VmHWM, reset at the block's start or polled for a child), the CUDA allocator's peak,
-  Python's allocations (tracemalloc), the live CPU tensor storages. `measured(fn, device)`: time and peak.
-- `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
-- `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
-- `random_bert`, `max_delta`, `sentence_metrics`, `checkout`, `table`: a random BERT, the largest
-  |delta| over (P, R, F), sacrebleu's sentence BLEU/chrF, an older revision's tree, markdown lines.
+"""What every benchmark shares, written once (each function says what it does): timing (`timed`, `repeated`,
+`interleaved`, `run_child`), the one memory probe (`PeakMemory`, `measured`), the public data (`wmt17_*`,
+`tatoeba_english`), the official bert-score 0.3.13 (`official_scorer`, `official_score`), a random BERT,
+`max_delta`, `sentence_metrics`, an older revision's tree (`checkout`) and the markdown `table`.
 """
 
 import csv

@@ -37,15 +37,8 @@ def installed(python: Path) -> dict[str, tuple[str, int]]:
     """name -> (version, bytes on disk of the files its RECORD lists), from the venv's bin folder (no
     metadata of the current folder, such as a clone's egg-info)."""
     code = ("import json, importlib.metadata as m\n"
-            "out = {}\n"
-            "for d in m.distributions():\n"
-            "    size = 0\n"
-            "    for f in d.files or []:\n"
-            "        p = d.locate_file(f)\n"
-            "        try: size += p.stat().st_size\n"
-            "        except OSError: pass\n"
-            "    out[d.metadata['Name'].lower()] = (d.version, size)\n"
-            "print(json.dumps(out))")
+            "print(json.dumps({d.metadata['Name'].lower(): (d.version, sum(p.stat().st_size for p in map(\n"
+            "    d.locate_file, d.files or []) if p.is_file())) for d in m.distributions()}))")
     return {name: tuple(value) for name, value in json.loads(subprocess.run(
         [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=python.parent).stdout).items()}
 

@@ -1,11 +1,8 @@
-"""The machine a benchmark ran on: CPU model, the CPU flags that decide reduced-precision speed,
-torch threads and versions, recorded next to every figure (json) and printed as one line (markdown);
-and a run's report plumbing, written once: `begin` (the output switch, torch's threads, the machine
-line), `header` (title, the command that reproduces it, the machine), `write_results` (md + json).
-
-bf16/fp16 pay on a CPU only with native instructions (AVX512-BF16 / AMX on x86, BF16 on Arm);
-elsewhere they are emulated and several times slower than fp32, so a timing means little
-without these flags. Used by every script in benchmarks/.
+"""The machine a benchmark ran on (CPU model, the flags that decide reduced-precision speed: bf16/fp16
+pay on a CPU only with native instructions, AVX512-BF16 / AMX or Arm's BF16, torch threads and versions),
+recorded next to every figure (json) and printed as one line (markdown); and a run's report plumbing:
+`begin` (the output switch, torch's threads, the machine line), `header` (title, the command that
+reproduces it, the machine), `write_results` (md + json). Used by every script in benchmarks/.
 """
 
 import argparse

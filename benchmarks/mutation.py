@@ -1,20 +1,10 @@
 """The mutation score of the core math: how many small bugs planted by mutmut the fast tests catch.
 
-`make mutation` asks this script which functions of the mutated modules ([tool.mutmut] only_mutate in
-pyproject.toml) the committed record does not describe (`--stale`: a function whose source changed,
-or a new one), runs mutmut on those alone, then merges mutmut's fresh verdicts (mutants/**/*.py.meta)
-into the record and writes per module: mutants in all, killed (a test failed, or the mutant hung past
-mutmut's timeout), survived, argued equivalent (a survivor that no input through any public door can
-tell from the original: its one-line argument is in benchmarks/results/mutation_equivalent.json), no
-tests (no selected test reached the function) and not checked. score = killed / (all - argued
-equivalent). Survivors left alive on purpose say why in mutation_survivors.json.
-
-The record (mutation.json's "functions") holds, per mutated function, its qualified name, a sha256 of
-its source (of its syntax tree, as mutmut hashes it: comments, layout and the module it sits in do not
-count), a sha256 of the test files of the latest run that gave it verdicts, and the mutants' verdicts
-by number.
-Records are matched to the code by (name, source digest), never by path: a function moved unchanged
-to another module keeps its verdicts; one whose source changed is stale until mutmut reruns it.
+`make mutation` asks this script which mutated functions the committed record (mutation.json's
+"functions": per function its name, source digest, tests digest and verdicts) does not describe
+(`--stale`), runs mutmut on those alone, then merges mutmut's fresh verdicts (mutants/**/*.py.meta)
+into the record and writes the score per module: killed / (all - argued equivalent). docs/testing.md
+("Mutation testing of the core math") says what each outcome means and how records match the code.
 
     .venv/bin/python benchmarks/mutation.py [--update-results | --out FOLDER]
     .venv/bin/python benchmarks/mutation.py --stale   # mutmut patterns of the functions to rerun
@@ -142,21 +132,14 @@ def read_fresh(mutants: Path) -> dict[tuple[str, str], Fresh]:
 
 
 def verdict(code: int | None) -> str:
-    if code in KILLED_CODES:
-        return "killed"
-    if code in SURVIVED_CODES:
-        return "survived"
-    if code in NO_TESTS_CODES:
-        return "no_tests"
-    return "not_checked"
+    """The outcome of mutmut's exit code."""
+    return next((kind for kind, codes in zip(VERDICTS, (KILLED_CODES, SURVIVED_CODES, NO_TESTS_CODES))
+                 if code in codes), "not_checked")
 
 
 def load_record(path: Path = RECORD) -> dict[tuple[str, str], dict[str, Any]]:
     """(name, source sha256) -> the committed record of that function."""
-    if not path.is_file():
-        return {}
-    functions = json.loads(path.read_text(encoding="utf-8")).get("functions", [])
-    return {(f["function"], f["source_sha256"]): f for f in functions}
+    return {(f["function"], f["source_sha256"]): f for f in read_json(path).get("functions", [])}
 
 
 def stale_functions(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]]) -> list[Function]:
@@ -267,7 +250,7 @@ def tool_version() -> str:
     try:
         return f"mutmut {version('mutmut')}"
     except PackageNotFoundError:
-        return json.loads(RECORD.read_text(encoding="utf-8"))["tool"] if RECORD.is_file() else "mutmut"
+        return read_json(RECORD).get("tool", "mutmut")
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -309,8 +292,8 @@ def main() -> None:
     merged = merge(functions, record, read_fresh(args.mutants), tests_digest())
     summary = summarise(merged, read_json(EQUIVALENT), read_json(SURVIVORS), read_json(RECORD).get("alive", {}),
                         mutmut_diff(args.mutants, functions))
-    write_results(folder, "mutation", {"tool": tool_version(), **summary, "functions": merged}, markdown(
-        {"tool": tool_version(), **summary}))
+    summary = {"tool": tool_version(), **summary}
+    write_results(folder, "mutation", {**summary, "functions": merged}, markdown(summary))
 
 
 if __name__ == "__main__":

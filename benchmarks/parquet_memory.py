@@ -1,20 +1,12 @@
 """Peak memory (RSS) of the CLI scoring a Parquet file of 10,000 / 100,000 / 1,000,000 rows into a
 Parquet file: `bertscore --input rows.parquet -f parquet -o scores.parquet`.
 
-What is measured is the table path (reading by record batches, the check pass, scoring chunk by
-chunk, a row group written per chunk), not the encoder: the model is a near-free RANDOM BertModel
-(hidden 32, 1 layer, 2 heads, FFN 64) with the embedded MiniLM's WordPiece tokenizer, built
-offline into a temporary folder, and the rows cycle through the 300 real WMT17 de-en pairs of
-tests/data (each row's candidate and reference from a different pair, so rows differ), so
-the embedding cache (its default size) serves repeated texts after the first few hundred rows.
-Each input file is ONE row group (pyarrow's default row group holds up to 1M rows): a reader
-that buffers a whole column chunk would grow with it.
-
-Each size runs the command in a fresh process (`python -m bertscore`, as a user types it); its
-peak RSS is the child's own VmHWM (/proc/PID/status), polled every 50 ms while it runs
-(harness.run_child; `ru_maxrss` would add this script's own high-water mark: Linux carries it across
-fork and exec). The output is checked: every index once, in order, and the F1 of the first 300 rows
-equal to `bertscore.score` on the same texts (1e-6).
+What is measured is the table path (reading by record batches, scoring chunk by chunk, a row group
+written per chunk), not the encoder: the model is a near-free random BertModel, and each input file
+is ONE row group (a reader that buffers a whole column chunk would grow with it). Each size runs in a
+fresh process, its peak RSS polled from its own VmHWM (harness.run_child); the output is checked
+against `bertscore.score`. The report (parquet_memory.md) gives the model, the rows and the checks;
+docs/cli.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py [--sizes 10000,100000,1000000]
 

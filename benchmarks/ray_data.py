@@ -1,22 +1,13 @@
 """The Ray Data door on a local Ray cluster: Parquet to Parquet against one process's `score()`.
 
---pairs real WMT17 to-English pairs (system outputs with their references, ../shared/data), written
-as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) in one process (the
-job score_table does: load the model, read the files, one `score()` call on every core, write
-Parquet), then by `bertscore.ray_data.score_table` with 2 actors on `ray.init(num_cpus=CPUS)`, the
-input streamed and with `group_references=True` (sorted by reference first), in turns first,
---repeats times, and one process once more after the last repeat (a shared machine's load drifts:
-a Ray run is compared with the mean of the one-process jobs on either side of its repeat); then
-once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
-difference from one process's numbers row by row (joined by id), every id present once, and each
-actor's peak resident memory (its VmHWM, harness.peak_rss, read inside the actor), how many rows it scored, and how many
-texts each side embedded (its embedding cache's misses). The scorers keep their default embedding
-cache (WMT17's references repeat: one `score()` call embeds each distinct text once, an actor's
-cache spares it across its batches). With --scale K, 2 actors
-also score the pairs K times over (repeated with new ids) beside the same pairs once, with the
-cache off (the repeats are embedded again, as new pairs would be) and at --scale-layers (a shorter
-encoder to fit the time: an actor's peak is its longest batch's, whatever the layer), to see
-whether an actor's peak grows with the corpus.
+--pairs real WMT17 to-English pairs (../shared/data), as Parquet files of 2,000 rows, scored in one
+process (the job score_table does) and by `bertscore.ray_data.score_table` with 2 actors (streamed,
+then grouped by reference), --repeats times, then with 1 actor; with --scale K, 2 actors also score
+the pairs K times over (cache off, at --scale-layers: a peak is the longest batch's, whatever the
+layer), to see whether an actor's peak memory grows with the corpus. Recorded: seconds
+and ratios, the largest difference from one process's numbers (row by row), every id once, each
+actor's peak resident memory, rows and texts embedded. The report (ray_data.md) says how the runs are
+interleaved and read; docs/scaling-out.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
         [--scale 10 --scale-layers 1]
@@ -84,21 +75,22 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
     ids = torch.tensor(scored["id"])
     values = torch.tensor([scored[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
-    rows: dict[int, int] = {}
-    embedded: dict[int, int] = {}
+    rows, embedded = {}, {}
     for pid, peak, texts in zip(scored["actor_pid"], scored["actor_peak_mib"], scored["actor_embedded"]):
         peaks[pid] = max(peak, peaks.get(pid, 0.0))
         embedded[pid] = max(texts, embedded.get(pid, 0))
         rows[pid] = rows.get(pid, 0) + 1
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
     n = len(expected)
-    return {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
+    run = {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
             "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
             "pairs_per_s": round(pairs / seconds, 1),
             "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
             "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
             # with the cache off nothing is looked up, so nothing is counted
             "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
+    print(run, flush=True)
+    return run
 
 
 def per_actor(run: dict[str, Any]) -> list[str]:
@@ -138,7 +130,9 @@ def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict
         return score_s, scorer
 
     job_s, (score_s, scorer) = timed(job)
-    return {"job_s": round(job_s, 2), "score_s": round(score_s, 2), "texts_embedded": scorer.cache.misses}
+    done = {"job_s": round(job_s, 2), "score_s": round(score_s, 2), "texts_embedded": scorer.cache.misses}
+    print("one process:", done, flush=True)
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,29 +173,22 @@ def main(argv: list[str] | None = None) -> int:
             # 2 actors streamed and grouped (Ray started before the clock, as on a cluster that runs already),
             # in turns first: neither always runs later in a repeat
             jobs.append(one_process_job(base, Path(scratch) / f"one-{repeat}", options))
-            print("one process:", jobs[-1], flush=True)
             for grouped in (False, True) if repeat % 2 == 0 else (True, False):
                 ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-                runs.append(run_ray(base, Path(scratch) / f"out-2-{repeat}-{grouped}", options, 2, args.cpus, expected,
-                                    args.pairs, args.batch_size, grouped))
-                runs[-1]["repeat"] = repeat
-                print(runs[-1], flush=True)
+                runs.append({**run_ray(base, Path(scratch) / f"out-2-{repeat}-{grouped}", options, 2, args.cpus,
+                                       expected, args.pairs, args.batch_size, grouped), "repeat": repeat})
                 ray.shutdown()
         jobs.append(one_process_job(base, Path(scratch) / "one-last", options))
-        print("one process:", jobs[-1], flush=True)
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs,
                             args.batch_size))
-        print(runs[-1], flush=True)
         if args.scale > 1:
             scale_expected = one_process(scale_options, candidates, refs)[0]
             runs.append(run_ray(base, Path(scratch) / "out-scale-1", scale_options, 2, args.cpus, scale_expected,
                                 args.pairs, args.batch_size))
-            print(runs[-1], flush=True)
             big = write_parquet(Path(scratch) / "big", candidates, refs, args.scale)
             runs.append(run_ray(big, Path(scratch) / "out-big", scale_options, 2, args.cpus, scale_expected,
                                 args.pairs * args.scale, args.batch_size))
-            print(runs[-1], flush=True)
         ray.shutdown()
     info = machine_info(torch_threads=args.cpus)
     load = os.getloadavg()

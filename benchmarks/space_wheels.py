@@ -1,14 +1,13 @@
 """What a Space build downloads: the wheels of requirements.txt on the Hub's platform, with torch's default
 (CUDA) build from PyPI next to its CPU build.
 
-The Hub builds a Gradio Space on Linux x86_64 with the front matter's `python_version` and installs
-requirements.txt plus gradio at `sdk_version`. This script asks pip to resolve exactly that for that
-platform without installing anything (`pip install --dry-run --report`, PyPI only, this machine's pip
-configuration ignored, requirements.txt's own index lines dropped) once as PyPI alone would resolve it
-(torch's default build: CUDA, with its nvidia-* and triton wheels) and once with torch replaced by its
-CPU build; then it reads each wheel's size from PyPI's JSON index (PEP 691) and, for the CPU torch wheel,
-from https://download.pytorch.org/whl/cpu where reachable, else from a local copy of that wheel
-(`--cpu-wheel`, e.g. the one pip's find-links offers on this project's machines).
+The Hub builds a Gradio Space on Linux x86_64 with the front matter's `python_version`, installing
+requirements.txt plus gradio at `sdk_version`. pip resolves exactly that for that platform without
+installing anything (`pip install --dry-run --report`, PyPI only, this machine's pip configuration and
+requirements.txt's index lines left out), with torch's default build and with its CPU build; each
+wheel's size comes from PyPI's JSON index (PEP 691), the CPU torch wheel's from
+https://download.pytorch.org/whl/cpu where reachable, else from a local copy (`--cpu-wheel`).
+docs/deploy.md quotes the report.
 
     .venv/bin/python benchmarks/space_wheels.py [--torch 2.13.0 --cpu-wheel /opt/wheels/torch-2.13.0+cpu-...whl]
 
@@ -28,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from harness import table
-from machine import ROOT, add_output_options, output_folder, write_results
+from machine import ROOT, begin, write_results
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The Hub's build image (Debian, glibc >= 2.28) takes every manylinux wheel up to manylinux_2_28.
@@ -68,12 +67,16 @@ def resolve(requirements: list[str], python_version: str) -> list[dict]:
              "url": item["download_info"]["url"]} for item in installs]
 
 
+def index_files(url: str, timeout: float = 60) -> list[dict]:
+    """The files a PEP 691 JSON simple index lists at `url`."""
+    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return json.load(answer).get("files", [])
+
+
 def pypi_size(name: str, filename: str) -> int:
     """A wheel's size in bytes, from PyPI's JSON simple index."""
-    request = urllib.request.Request(f"https://pypi.org/simple/{name}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        files = json.load(answer)["files"]
+    files = index_files(f"https://pypi.org/simple/{name}/")
     return next(entry["size"] for entry in files if entry["filename"] == filename)
 
 
@@ -81,10 +84,8 @@ def cpu_torch_size(version: str, python_tag: str, local: Path | None) -> tuple[i
     """The CPU build's wheel size and where it was read (the CPU index, else a local copy)."""
     filename = f"torch-{version}+cpu-{python_tag}-{python_tag}-manylinux_2_28_x86_64.whl"
     try:
-        request = urllib.request.Request(f"{CPU_INDEX}/torch/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            files = json.load(answer).get("files", [])
-        size = next((entry.get("size") for entry in files if entry["filename"] == filename), None)
+        size = next((entry.get("size") for entry in index_files(f"{CPU_INDEX}/torch/", 30)
+                     if entry["filename"] == filename), None)
         if size:
             return size, f"{CPU_INDEX} ({filename})"
     except (urllib.error.URLError, OSError, ValueError) as error:
@@ -105,10 +106,7 @@ def main() -> None:
     parser.add_argument("--cpu-wheel", type=Path, default=None, help="a local copy of the CPU torch wheel")
     parser.add_argument("--torch", default=None,
                         help="resolve this torch version (default: the newest, as the Hub; give the local wheel's to compare)")
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
-
+    args, folder, _ = begin(parser)
     header = front_matter()
     python_version = str(header["python_version"])
     python_tag = "cp" + python_version.replace(".", "")[:3]

@@ -70,25 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         with PeakMemory(kind="python") as memory:  # tracemalloc's peak during one more call
             call()
         best = min(walls)
-        row = {
-            "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
-            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(memory.peak / 2**20, 1),
-            "one_shot_mib": round(one_shot_bytes / 2**20, 1),
-            "target_seconds": TARGET_SECONDS if targeted else None,
-        }
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        rows.append({"case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in
+                     walls], "cpu_seconds_best_round": round(cpus[walls.index(best)], 3),
+                     "peak_mib": round(memory.peak / 2**20, 1), "one_shot_mib": round(one_shot_bytes / 2**20, 1),
+                     "target_seconds": TARGET_SECONDS if targeted else None})
+        print(json.dumps(rows[-1]), flush=True)
 
-    result = {
-        "command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} --rounds {args.rounds}",
-        "segments": args.segments,
-        "resamples": r,
-        "rounds": args.rounds,
-        "block_elements": resampling.BLOCK_ELEMENTS,
-        "rows": rows,
-        "machine": {**info, "numpy": np.__version__,
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-    }
+    result = {"command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} "
+                         f"--rounds {args.rounds}", "segments": args.segments, "resamples": r, "rounds": args.rounds,
+              "block_elements": resampling.BLOCK_ELEMENTS, "rows": rows,
+              "machine": {**info, "numpy": np.__version__,
+                          "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
     write_results(args.out, "stats_speed", result, render(result))
     return 0
 

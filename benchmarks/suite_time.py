@@ -4,11 +4,6 @@ Runs `python -m pytest -q -n auto -p no:cacheprovider` (what `make test` runs, o
 this checkout with tests/cpu_profile.py on, and writes the wall time of each run, its pass/skip/
 fail counts, and the CPU seconds of each test file (its subprocesses included) from the first run.
 
-  --runs 3             three runs in a row (the suite must pass each: no rerun plugin is installed)
-  --busy-core-run 2    run 2 of them with a busy loop on one core (another user of the machine)
-  --warm-oracles       keep tests/.oracle-cache between runs (by default each run starts without
-                       it, as a clean clone does)
-
 Reproduce docs/testing.md's table:
   HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
 """
@@ -85,9 +80,11 @@ def by_file(profile: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
-    parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
+    parser.add_argument("--runs", type=int, default=1, help="runs in a row (the suite must pass each: no reruns)")
+    parser.add_argument("--busy-core-run", type=int, default=0,
+                        help="which run (1-based) has a busy loop on one core (another user of the machine)")
+    parser.add_argument("--warm-oracles", action="store_true",
+                        help="keep tests/.oracle-cache between runs (by default each starts without, as a clean clone)")
     args, _, info = begin(parser, argv)
 
     runs = []
