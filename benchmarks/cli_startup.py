@@ -1,19 +1,11 @@
 """Start-up: the first score of a short call, from a fresh process, against an older checkout and the official CLI.
 
-Each way is a fresh process that scores 3 pairs (the first 3 lines of examples/) with the embedded
-MiniLM and exits; the rounds alternate the ways, so the machine's load falls on all of them alike:
-
-- `bertscore -c -r` (as `python -m bertscore`), from this checkout and from the baseline revision
-  (`git archive REV`, extracted to a temporary folder and put first on PYTHONPATH);
-- `python -c "from bertscore import score; ..."`, from both;
-- the official `bert-score` command (bert-score 0.3.13, installed by the test extras), on the same
-  model folder and layer.
-
-Then, in one process of this checkout, where the time goes: the interpreter and torch, transformers'
-config and tokenizer classes, the package, the model's load, the first score, and whether that
-imported transformers' model classes (`transformers.modeling_utils`: the embedded model loads
-without them, bertscore/models/bert_encoder.py). Our two CLIs must print the same numbers (their
-line numbering may differ).
+Each way is a fresh process that scores the first 3 lines of examples/ with the embedded MiniLM and
+exits, the rounds alternating the ways: `bertscore -c -r` and `python -c "...score(...)"`, each from
+this checkout and from the baseline revision (`git archive REV` first on PYTHONPATH), and the official
+`bert-score` command (0.3.13) on the same model folder and layer; our two CLIs must print the same
+numbers. Then, in one process of this checkout, where the time goes (phase by phase, and whether
+transformers' model classes were imported). docs/performance.md quotes the report.
 
     .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
 """

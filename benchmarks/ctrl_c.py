@@ -1,13 +1,10 @@
 """How often a Ctrl-C is lost while scoring: SIGINTs at random moments, without and with the CLI's guard.
 
-A KeyboardInterrupt raised inside a finalizer is dropped by Python; `bertscore.cli.io.ctrl_c_stops`
-(its docstring says why that hung the command) sends it again to the main thread.
-
-One process scores one short pair after another (the embedded MiniLM at layer 4, as the CLI test) in
-alternating blocks, without and with the guard. A second thread sends SIGINT to the process at a
-random moment (0-50 ms after the previous one surfaced) and waits up to --wait seconds for the
-scoring loop to see a KeyboardInterrupt; one that never surfaces is lost. Dropped interrupts are
-counted where Python reports them (sys.unraisablehook), with the function they were dropped in.
+Python drops a KeyboardInterrupt raised inside a finalizer; `bertscore.cli.io.ctrl_c_stops` (its
+docstring says why that hung the command) sends it again. One process scores one short pair after
+another (the embedded MiniLM at layer 4) in alternating blocks without and with the guard, while a
+thread sends SIGINT at random moments and waits up to --wait seconds for it to surface; one that never
+does is lost. Python's reports of dropped ones (sys.unraisablehook) name the function they fell in.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]
 

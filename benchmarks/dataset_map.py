@@ -1,13 +1,10 @@
 """datasets' map over a BERTScorer: the first map, the second (datasets' cache), and the fingerprint.
 
-A dataset of real WMT17 de-en pairs (the vendored tests/data fixture, --rows of them), saved with
-`save_to_disk` and loaded back (datasets caches maps of file-backed datasets only), is mapped twice
-by `score_columns(scorer)` and twice by the plain closure a user writes (the embedded MiniLM, its
-default layer, CPU). Recorded: each map's wall time, whether the second was served from the cache
-(the same cache file, no scoring call), and the time datasets takes to fingerprint the function
-(`Hasher.hash`, median of --repeats) before and after scoring, next to the time of hashing the
-scorer's state as it was pickled before scorers pickled as their settings (its `__dict__`: the
-weights and the embedding cache).
+--rows WMT17 de-en pairs (tests/data), saved with `save_to_disk` and loaded back (datasets caches maps of
+file-backed datasets only), mapped twice by `score_columns(scorer)` and twice by a plain closure: each
+map's time, whether the second came from the cache, and the time of datasets' fingerprint of the function
+(`Hasher.hash`, median of --repeats) before and after scoring, next to that of the scorer's `__dict__`
+(what scorers pickled as before they pickled as their settings). docs/datasets.md quotes the report.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]
 

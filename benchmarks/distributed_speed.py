@@ -2,11 +2,10 @@
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/distributed_speed.py [--pairs 600] [--ranks 2]
 
-Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
-as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
-split between ranks), and writes distributed_cpu.md (and .json) to benchmarks/scratch/ (--update-results:
-benchmarks/results/). "scoring s" is the time inside `score_distributed` (model loading excluded); "wall s"
-includes start-up.
+Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py` as one process
+and under `torchrun --nproc_per_node=N` (--threads split between ranks): "scoring s" is the time inside
+`score_distributed` (model load excluded). Writes distributed_cpu.md and .json to benchmarks/scratch/
+(--update-results: benchmarks/results/; or --out).
 """
 
 import argparse

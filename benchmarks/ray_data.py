@@ -16,6 +16,7 @@ Writes ray_data.md and .json to benchmarks/scratch/ (--update-results: benchmark
 """
 
 import argparse
+import collections
 import os
 import tempfile
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 import harness
 from harness import peak_rss, table, timed, wmt17_joined
-from machine import begin, machine_info, machine_line, write_results
+from machine import begin, header, machine_info, write_results
 
 from bertscore import ray_data
 
@@ -70,25 +71,22 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
         source, output, options, id_column="id", actors=actors, io_cpus=0.25, num_cpus=min(1, (cpus - 1) / actors),
         batch_size=batch_size, scorer_class=MeasuredScoreBatches, group_references=group_references))
     scored = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
-                                           "actor_pid", "actor_peak_mib",
-                                           "actor_embedded"]).to_pydict()
+                                           "actor_pid", "actor_peak_mib", "actor_embedded"]).to_pydict()
     ids = torch.tensor(scored["id"])
     values = torch.tensor([scored[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
-    rows, embedded = {}, {}
+    embedded: dict[int, int] = {}
     for pid, peak, texts in zip(scored["actor_pid"], scored["actor_peak_mib"], scored["actor_embedded"]):
-        peaks[pid] = max(peak, peaks.get(pid, 0.0))
-        embedded[pid] = max(texts, embedded.get(pid, 0))
-        rows[pid] = rows.get(pid, 0) + 1
+        peaks[pid], embedded[pid] = max(peak, peaks.get(pid, 0.0)), max(texts, embedded.get(pid, 0))
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
-    n = len(expected)
     run = {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
-            "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
-            "pairs_per_s": round(pairs / seconds, 1),
-            "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
-            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
-            # with the cache off nothing is looked up, so nothing is counted
-            "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
+           "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
+           "pairs_per_s": round(pairs / seconds, 1), "every_id_once": once,
+           "max_abs_diff": float((values - expected[ids % len(expected)]).abs().max()),
+           "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()),
+           "rows_per_actor": sorted(collections.Counter(scored["actor_pid"]).values()),
+           # with the cache off nothing is looked up, so nothing is counted
+           "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
     print(run, flush=True)
     return run
 
@@ -208,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                          *per_actor(run)])
     result["two_actor_ratios"], result["grouped_ratios"] = ratios[False], ratios[True]
     lines = [
-        "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
-        machine_line(info), "",
+        *header("The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", info),
         f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references, {len(set(refs)):,} distinct "
         f"references), the embedded MiniLM (layer {layer}), CPU, ray.init(num_cpus={args.cpus}). One process: the "
         f"same job as score_table (load the model, read the Parquet files, one `score()` call, write Parquet), torch "

@@ -1,9 +1,8 @@
 """Same numbers as another revision: every scoring path, bit for bit, on this machine.
 
-For a change that must not move a number (a restructuring): the checkout and an earlier git
-revision each score the same inputs in a fresh interpreter, on the same machine (parity figures
-against the official package differ between machines at the 1e-7 level, so they cannot show
-this); the tensors are then compared with `torch.equal`, and the hashes as strings.
+For a change that must not move a number: the checkout and an earlier revision each score the same
+inputs in a fresh interpreter on this machine (parity with the official package differs between
+machines at 1e-7, so it cannot show this); tensors are compared with `torch.equal`, hashes as strings.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against 00229ed
 

@@ -1,18 +1,16 @@
 """What a Space build downloads: the wheels of requirements.txt on the Hub's platform, with torch's default
 (CUDA) build from PyPI next to its CPU build.
 
-The Hub builds a Gradio Space on Linux x86_64 with the front matter's `python_version`, installing
-requirements.txt plus gradio at `sdk_version`. pip resolves exactly that for that platform without
-installing anything (`pip install --dry-run --report`, PyPI only, this machine's pip configuration and
-requirements.txt's index lines left out), with torch's default build and with its CPU build; each
-wheel's size comes from PyPI's JSON index (PEP 691), the CPU torch wheel's from
-https://download.pytorch.org/whl/cpu where reachable, else from a local copy (`--cpu-wheel`).
+pip resolves requirements.txt plus gradio at the front matter's `sdk_version` for Linux x86_64 and its
+`python_version` without installing anything (`pip install --dry-run --report`, PyPI only, this
+machine's pip configuration left out), with each torch build; wheel sizes come from PyPI's JSON index
+(PEP 691), the CPU torch wheel's from its index where reachable, else from a local copy (`--cpu-wheel`).
 docs/deploy.md quotes the report.
 
     .venv/bin/python benchmarks/space_wheels.py [--torch 2.13.0 --cpu-wheel /opt/wheels/torch-2.13.0+cpu-...whl]
 
-Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/scratch/ (--update-results:
+benchmarks/results/; or --out).
 """
 
 import argparse

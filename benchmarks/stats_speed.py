@@ -1,11 +1,9 @@
 """Speed and memory of bertscore.stats at corpus scale (pure numpy, no model).
 
-Each function runs on N per-segment scores (default 100,000; drawn from the real WMT17 F1 values
-of tests/data plus noise: the values do not change the cost) with 1,000 resamples (the permutation
-test also at its default 10,000), best of --rounds; then once more under tracemalloc for the peak
-of memory it allocated (numpy reports its buffers to tracemalloc: harness.PeakMemory(kind="python")).
-The one-shot alternative (all indices and gathered scores at once, as sacrebleu does) is shown as
-the memory it would need.
+Each function runs on --segments per-segment scores (real WMT17 F1 values of tests/data plus noise: the
+values do not change the cost), best of --rounds, then once more for its peak allocation
+(harness.PeakMemory(kind="python")), next to what the one-shot way (as sacrebleu does) would hold.
+docs/statistics.md quotes the report, which says how each figure is counted.
 
     .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
 
