@@ -30,12 +30,11 @@ READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid
 def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None, cpu: bool = False) -> tuple[Any, ...]:
     """(wall seconds, result) of one call, or with `cpu` (wall seconds, this process's CPU seconds,
     result); `sync` (a device synchronise) runs before and after."""
-    if sync is not None:
-        sync()
+    sync = sync or (lambda: None)
+    sync()
     start, start_cpu = time.perf_counter(), time.process_time()
     out = fn()
-    if sync is not None:
-        sync()
+    sync()
     wall, used = time.perf_counter() - start, time.process_time() - start_cpu
     return (wall, used, out) if cpu else (wall, out)
 

@@ -253,20 +253,18 @@ def tool_version() -> str:
         return read_json(RECORD).get("tool", "mutmut")
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    rows = table(["module", "mutants", "killed", "survived", "argued equivalent", "no tests", "not checked", "score"],
-                 [[name, m["total"], m["killed"], m["survived"], m["equivalent"], m["no_tests"], m["not_checked"],
-                   f"{m['score']:.1%}"] for name, m in [*summary["modules"].items(), ("all", summary["all"])]])
-    return (
-        "# Mutation score of the core math\n\n"
-        f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).\n"
-        "score = killed / (mutants - argued equivalent); a mutant that hangs past mutmut's timeout counts as killed.\n"
-        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json (no input through any\n"
-        "public door tells it from the original); survivors left alive say why in mutation_survivors.json.\n"
-        "mutation.json records each function's source digest beside its verdicts: tests/test_mutation_score.py\n"
-        "fails when the code no longer matches them.\n\n"
-        + "\n".join(rows) + "\n"
-    )
+def markdown(summary: dict[str, Any]) -> list[str]:
+    return [
+        "# Mutation score of the core math", "",
+        f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).",
+        "score = killed / (mutants - argued equivalent); a mutant that hangs past mutmut's timeout counts as killed.",
+        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json (no input through any",
+        "public door tells it from the original); survivors left alive say why in mutation_survivors.json.",
+        "mutation.json records each function's source digest beside its verdicts: tests/test_mutation_score.py",
+        "fails when the code no longer matches them.", "",
+        *table(["module", "mutants", "killed", "survived", "argued equivalent", "no tests", "not checked", "score"],
+               [[name, m["total"], m["killed"], m["survived"], m["equivalent"], m["no_tests"], m["not_checked"],
+                 f"{m['score']:.1%}"] for name, m in [*summary["modules"].items(), ("all", summary["all"])]])]
 
 
 def read_json(path: Path) -> dict[str, Any]:

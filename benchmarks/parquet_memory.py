@@ -31,6 +31,7 @@ def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str],
 
 
 def write_input(path: Path, count: int, cands: list[str], refs: list[str]) -> None:
+    """`row_texts` as one Parquet row group (id, candidate, reference)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -93,9 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"rows": count, "input_bytes": source.stat().st_size, **run_cli(source, output, model, args.threads,
                                                                                   args.timeout)}
             if "error" not in row:
-                row.update(check_output(output, count, model, cands, refs))
-                row["output_bytes"] = output.stat().st_size
-                row["rows_per_s"] = count / row["wall_s"]
+                row.update(check_output(output, count, model, cands, refs), output_bytes=output.stat().st_size,
+                           rows_per_s=count / row["wall_s"])
             runs.append(row)
             print(json.dumps(row), flush=True)
             source.unlink()

@@ -84,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         same = before.shape == after.shape and torch.equal(before, after)
         delta = float((before - after).abs().max()) if before.shape == after.shape else float("nan")
         rows.append({"path": name, "values": before.numel(), "bit_identical": same, "max_abs_delta": delta})
-    same_hashes = old["hashes"] == new["hashes"]
-    same_notes = old["notes"] == new["notes"]
+    same_hashes, same_notes = (old[key] == new[key] for key in ("hashes", "notes"))
     lines = [
         *header(f"Same numbers: {head} (this checkout) against {old_revision}", machine,
                 command("same_numbers.py", ["--against", args.against])),

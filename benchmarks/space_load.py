@@ -113,8 +113,7 @@ def call(client: Any, predictions: list[str], references: list[str], timeout: fl
     except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
         return "failed", f"{type(error).__name__}: {error}"
     if isinstance(result, dict) and "error" in result:
-        kind = "refused" if "retry_after_s" in result else "failed"
-        return kind, result["error"]
+        return "refused" if "retry_after_s" in result else "failed", result["error"]
     if not (isinstance(result, dict) and len(result.get("f1", [])) == len(predictions)):
         return "failed", f"unexpected answer: {str(result)[:200]}"
     return "served", result
@@ -203,11 +202,9 @@ def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Pat
                           f"failed {level['failed']}, p50 {fmt(level['p50_s'])} s, p95 {fmt(level['p95_s'])} s, "
                           f"{level['pairs_per_s']:.1f} pairs/s in {level['wall_s']:.1f} s", flush=True)
                     time.sleep(args.pause)  # let a refused burst's queue drain before the next level
-            for run, measured in zip(runs, rounds):
-                level = dict(sorted(measured, key=lambda m: m["pairs_per_s"])[(len(measured) - 1) // 2])
-                level["sequential_s"] = clients * run["sequential"]["mean_s"]
-                level["rounds"] = measured
-                run["levels"].append(level)
+            for run, measured in zip(runs, rounds):  # the round with the median pairs/s
+                run["levels"].append({**sorted(measured, key=lambda m: m["pairs_per_s"])[(len(measured) - 1) // 2],
+                                      "sequential_s": clients * run["sequential"]["mean_s"], "rounds": measured})
     finally:
         for server in servers:
             server.stop()
