@@ -4,9 +4,7 @@ The `bertscore` script (its entry calls `gc.freeze()` before the interpreter's e
 and the same `main` without the freeze (`python -c "...sys.exit(main())"`), alternating, --rounds times
 each, on examples/ with the embedded model; both must print the same output.
 
-    .venv/bin/python benchmarks/cli_exit.py [--rounds 5]
-
-Writes cli_exit.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    .venv/bin/python benchmarks/cli_exit.py [--rounds 5]  # cli_exit.md, .json
 """
 
 import argparse

@@ -52,11 +52,8 @@ BAR_VS_OFFICIAL = 1.0  # ... and no slower than the official command
 
 
 def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
-    """Stop unless `import bertscore` in this environment and folder runs the package under `expected`.
-
-    `python -m` and `python -c` put their folder before PYTHONPATH: run from this checkout, the
-    baseline's ways would time this checkout's package, so every way runs from a scratch folder.
-    """
+    """Stop unless `import bertscore` in this environment and folder runs the package under `expected`
+    (`python -m`/`-c` put their folder before PYTHONPATH: every way runs from a scratch folder)."""
     done = run_child([sys.executable, "-c", "import bertscore; print(bertscore.__file__)"], env, cwd, check=True)
     found = Path(done.stdout.strip()).resolve()
     if not found.is_relative_to(expected.resolve()):

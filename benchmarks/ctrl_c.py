@@ -6,9 +6,7 @@ another (the embedded MiniLM at layer 4) in alternating blocks without and with 
 thread sends SIGINT at random moments and waits up to --wait seconds for it to surface; one that never
 does is lost. Python's reports of dropped ones (sys.unraisablehook) name the function they fell in.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]
-
-Writes ctrl_c.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]  # ctrl_c.md, .json
 """
 
 import argparse

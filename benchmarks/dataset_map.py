@@ -6,9 +6,7 @@ map's time, whether the second came from the cache, and the time of datasets' fi
 (`Hasher.hash`, median of --repeats) before and after scoring, next to that of the scorer's `__dict__`
 (what scorers pickled as before they pickled as their settings). docs/datasets.md quotes the report.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]
-
-Writes dataset_map.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]  # dataset_map.md, .json
 """
 
 import argparse

@@ -4,8 +4,7 @@
 
 Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py` as one process
 and under `torchrun --nproc_per_node=N` (--threads split between ranks): "scoring s" is the time inside
-`score_distributed` (model load excluded). Writes distributed_cpu.md and .json to benchmarks/scratch/
-(--update-results: benchmarks/results/; or --out).
+`score_distributed` (model load excluded). Writes distributed_cpu.md and .json.
 """
 
 import argparse

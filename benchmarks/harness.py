@@ -134,17 +134,12 @@ def device_sync(device: str = "cpu") -> Callable[[], None] | None:
 
 class PeakMemory:
     """`with PeakMemory(device) as memory:` ... `memory.peak`, `memory.above` (bytes): the most memory
-    held inside the block, and that less what was held at entry. `kind` says which memory:
-
-    - "rss" (the CPU's default): the process's resident set, from the kernel's own high-water mark
-      (VmHWM), reset at entry: exact, never sampled. With `poll` (seconds) the counter of `pid` (a
-      child that may end inside the block) is read that often instead, from its start, never reset;
-    - "cuda" (a CUDA device's default): torch's allocator (max_memory_allocated, reset at entry), the
-      device synchronised at both ends;
-    - "python": Python's allocations in the block, tracemalloc's peak (numpy reports its buffers to it);
-    - "tensors": the live bytes of the CPU tensor storages made in the block (a TorchDispatchMode sees
-      each operator's outputs; a storage counts until it is freed), and `memory.at_peak`: what was alive
-      at the peak, as (bytes, operator and shape, the bertscore/transformers line that made it).
+    held inside the block, and that less what was held at entry. `kind` says which memory: "rss" (the
+    CPU's default: `pid`'s VmHWM, reset at entry; with `poll` seconds, read that often from the start, for
+    a child that may end inside the block), "cuda" (a CUDA device's default: max_memory_allocated, reset
+    at entry, synchronised at both ends), "python" (tracemalloc's peak) or "tensors" (the live bytes of
+    the CPU tensor storages made in the block, and `memory.at_peak`: what was alive at the peak, as
+    (bytes, operator and shape, the bertscore/transformers line that made it)).
     """
 
     def __init__(self, device: str = "cpu", pid: int | str = "self", kind: str | None = None,

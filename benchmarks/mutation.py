@@ -8,9 +8,6 @@ into the record and writes the score per module: killed / (all - argued equivale
 
     .venv/bin/python benchmarks/mutation.py [--update-results | --out FOLDER]
     .venv/bin/python benchmarks/mutation.py --stale   # mutmut patterns of the functions to rerun
-
-Writes mutation.md and mutation.json to benchmarks/scratch/ (git-ignored), or to
-benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 import argparse

@@ -9,8 +9,6 @@ against `bertscore.score`. The report (parquet_memory.md) gives the model, the r
 docs/cli.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py [--sizes 10000,100000,1000000]
-
-Writes parquet_memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 import argparse

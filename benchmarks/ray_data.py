@@ -10,9 +10,7 @@ actor's peak resident memory, rows and texts embedded. The report (ray_data.md) 
 interleaved and read; docs/scaling-out.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
-        [--scale 10 --scale-layers 1]
-
-Writes ray_data.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+        [--scale 10 --scale-layers 1]  # ray_data.md, .json
 """
 
 import argparse

@@ -6,9 +6,7 @@ machines at 1e-7, so it cannot show this); tensors are compared with `torch.equa
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against 00229ed
 
-Paths: plain, per-call idf, multi-reference idf, packaged-baseline rescaling, idf from fixed
-texts, long texts truncated and windowed, `score_pairs`, `explain_pair` (window mode, two
-references), all layers; 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
+Paths: every one PROBE names below, on 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
 """
 
 import argparse

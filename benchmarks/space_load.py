@@ -6,11 +6,9 @@ port. For each N of --clients, N clients start at once (threads behind a barrier
 asking `/compute` for --pairs WMT17 de-en pairs (tests/data), tagged so that no request is served from
 another's cached embeddings. Recorded per N: served, refused (and the queue's message), failed, p50/p95
 latency, pairs per second; next to --sequential requests sent one after another. Every request has a
---timeout; the servers are stopped at the end (also on Ctrl-C). docs/space.md quotes the report.
+--timeout; the servers are stopped at the end (also on Ctrl-C). docs/space.md quotes the report (space_load.md).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py [--before ../main] [--clients 1 10 60 200]
-
-Writes space_load.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 import argparse
@@ -158,8 +156,9 @@ def run_level(url: str, clients: int, requests: Requests, timeout: float) -> dic
     return {"clients": clients, "served": len(served), "refused": len(refused), "failed": len(failed),
             "unfinished": clients - len(done), "p50_s": percentile(latencies, 0.5),
             "p95_s": percentile(latencies, 0.95), "max_s": max(latencies, default=None), "wall_s": wall,
-            "pairs_per_s": pairs / wall if wall > 0 and pairs else 0.0, "refusal_p95_s": percentile(refusal_times, 0.95),
-            "refusal_example": refused[0][1] if refused else None, "failure_example": failed[0][1] if failed else None}
+            "pairs_per_s": pairs / wall if wall > 0 and pairs else 0.0,
+            "refusal_p95_s": percentile(refusal_times, 0.95), "refusal_example": refused[0][1] if refused else None,
+            "failure_example": failed[0][1] if failed else None}
 
 
 def run_sequential(url: str, count: int, requests: Requests, timeout: float) -> dict[str, Any]:

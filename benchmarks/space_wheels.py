@@ -9,8 +9,7 @@ docs/deploy.md quotes the report.
 
     .venv/bin/python benchmarks/space_wheels.py [--torch 2.13.0 --cpu-wheel /opt/wheels/torch-2.13.0+cpu-...whl]
 
-Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/scratch/ (--update-results:
-benchmarks/results/; or --out).
+Needs PyPI (https://pypi.org); writes space_wheels.md and .json.
 """
 
 import argparse

@@ -5,9 +5,7 @@ values do not change the cost), best of --rounds, then once more for its peak al
 (harness.PeakMemory(kind="python")), next to what the one-shot way (as sacrebleu does) would hold.
 docs/statistics.md quotes the report, which says how each figure is counted.
 
-    .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
-
-Writes stats_speed.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]  # stats_speed.md, .json
 """
 
 import argparse
