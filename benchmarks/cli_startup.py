@@ -76,8 +76,8 @@ def main() -> None:
         old = checkout(args.baseline_rev, scratch_path / "baseline", "bertscore")
         cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
         for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
-            lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]
-            text_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+            text_file.write_text("\n".join(lines[:PAIRS]) + "\n", encoding="utf-8")
         base_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         ours, theirs = dict(base_env, PYTHONPATH=str(ROOT)), dict(base_env, PYTHONPATH=str(old))
         check_package_tree(ours, scratch_path, ROOT)
@@ -108,8 +108,7 @@ def main() -> None:
     assert numbers[ours_cli] == numbers[old_cli] and len(outputs[ours_cli]) == 1, "the CLIs printed different numbers"
     assert outputs[ours_py] == outputs[old_py] and len(outputs[ours_py]) == 1
     median = {way: statistics.median(values) for way, values in walls.items()}
-    ratio_old = median[ours_cli] / median[old_cli]
-    ratio_official = median[ours_cli] / median[official_cli]
+    ratio_old, ratio_official = (median[ours_cli] / median[way] for way in (old_cli, official_cli))
     command = f".venv/bin/python benchmarks/cli_startup.py --rounds {args.rounds} --baseline-rev {args.baseline_rev}"
     result = {"command": command, "rounds": args.rounds, "pairs": PAIRS, "wall_s": walls, "median_wall_s": median,
               "cli_vs_baseline_rev": round(ratio_old, 3), "cli_vs_official_cli": round(ratio_official, 3),

@@ -46,13 +46,11 @@ def main() -> None:
         """A hook that counts each KeyboardInterrupt Python drops, then hands it to `inner` (the
         guard's hook, which sends it again) or, without the guard, drops it quietly."""
         def record(unraisable) -> None:
-            if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-                where = getattr(unraisable.object, "__qualname__", repr(unraisable.object))
-                dropped_in[state["mode"]][where] += 1
-                if state["mode"] == modes[1]:
-                    inner(unraisable)
-                return
-            inner(unraisable)
+            dropped = unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt)
+            if dropped:
+                dropped_in[state["mode"]][getattr(unraisable.object, "__qualname__", repr(unraisable.object))] += 1
+            if not dropped or state["mode"] == modes[1]:
+                inner(unraisable)
         return record
 
     def sender() -> None:

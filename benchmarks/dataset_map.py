@@ -18,8 +18,9 @@ from harness import FIXTURE, repeated, table, timed, wmt17_pairs
 from machine import begin, command, header, write_results
 
 
-def median_seconds(action: Callable[[], Any], repeats: int) -> float:
-    return statistics.median(repeated(action, repeats)[0])
+def median_ms(action: Callable[[], Any], repeats: int, digits: int = 3) -> float:
+    """The median milliseconds of `repeats` calls, rounded."""
+    return round(1000 * statistics.median(repeated(action, repeats)[0]), digits)
 
 
 def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, Any]:
@@ -66,10 +67,8 @@ def main() -> None:
         return {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
     helper = score_columns(scorer)
-    fingerprint = {
-        "helper_ms": round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3),
-        "closure_ms": round(1000 * median_seconds(lambda: Hasher.hash(add_scores), args.repeats), 3),
-    }
+    fingerprint = {"helper_ms": median_ms(lambda: Hasher.hash(helper), args.repeats),
+                   "closure_ms": median_ms(lambda: Hasher.hash(add_scores), args.repeats)}
     with tempfile.TemporaryDirectory() as work:
         datasets.Dataset.from_dict({"prediction": candidates, "reference": references}).save_to_disk(f"{work}/pairs")
         dataset = datasets.load_from_disk(f"{work}/pairs")
@@ -79,8 +78,8 @@ def main() -> None:
                 "plain closure": map_twice(dataset, add_scores, calls)}
         for each in (scorer, closure_scorer):
             del each.score
-    fingerprint["helper_after_scoring_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3)
-    fingerprint["old_state_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(scorer.__dict__), 3), 1)
+    fingerprint["helper_after_scoring_ms"] = median_ms(lambda: Hasher.hash(helper), args.repeats)
+    fingerprint["old_state_ms"] = median_ms(lambda: Hasher.hash(scorer.__dict__), 3, digits=1)
     fingerprint["cached_embeddings"] = len(scorer.cache)
 
     result = {"machine": info, "rows": len(candidates), "model": EMBEDDED_MODEL_NAME, "fingerprint": fingerprint,

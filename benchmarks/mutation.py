@@ -151,11 +151,8 @@ def merge(functions: list[Function], record: dict[tuple[str, str], dict[str, Any
     merged = []
     for f in functions:
         old = record.get((f.name, f.sha256))
-        verdicts: dict[int, str] = {}
         tests = old["tests_sha256"] if old else None
-        if old:
-            verdicts = {n: kind for kind in VERDICTS for n in old[kind]}
-            verdicts.update({n: "not_checked" for n in old.get("not_checked", [])})
+        verdicts = {n: kind for kind in (*VERDICTS, "not_checked") for n in (old or {}).get(kind, [])}
         new = fresh.get((f.dotted, f.mangled))
         # only mutmut's verdicts on this very source (its hash is the first 12 digits of ours), so a
         # leftover mutants/ of older code is never taken for this one
@@ -194,10 +191,8 @@ def summarise(functions: list[dict[str, Any]], equivalent: dict[str, Any], survi
             for number in f[kind]:
                 key = mutant_key(f["function"], number)
                 argued = equivalent.get(key)
-                if kind == "survived" and argued and argued.get("function_sha256") == f["source_sha256"]:
-                    kind_now = "equivalent"
-                else:
-                    kind_now = kind
+                argued_now = argued and argued.get("function_sha256") == f["source_sha256"]
+                kind_now = "equivalent" if kind == "survived" and argued_now else kind
                 counts["total"] += 1
                 counts[kind_now] += 1
                 if kind_now in ("survived", "no_tests"):

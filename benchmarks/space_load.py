@@ -45,11 +45,9 @@ class Requests:
 
     def next(self) -> tuple[list[str], list[str]]:
         with self.lock:
-            number = self.count
-            self.count += 1
-        start = (number * self.pairs) % len(self.data)
+            number, self.count = self.count, self.count + 1
+        start, tag = (number * self.pairs) % len(self.data), f" (request {number})"
         chosen = [self.data[(start + i) % len(self.data)] for i in range(self.pairs)]
-        tag = f" (request {number})"
         return [c + tag for c, _ in chosen], [r + tag for _, r in chosen]
 
 

@@ -117,33 +117,28 @@ def main() -> None:
     gpu_stack = [wheel for wheel in wheels if GPU_STACK.match(wheel["name"])]
     rest = [wheel for wheel in wheels if wheel is not torch and wheel not in gpu_stack]
     cpu_size, cpu_source = cpu_torch_size(torch["version"], python_tag, args.cpu_wheel)
-
     total_cuda = sum(wheel["size"] for wheel in wheels)
     rest_size = sum(wheel["size"] for wheel in rest)
-    result = {
-        "requirements": requirements, "platform": f"manylinux_2_28_x86_64, Python {python_version}",
-        "torch_version": torch["version"], "torch_cuda_wheel": torch["size"],
-        "gpu_stack": {wheel["name"]: wheel["size"] for wheel in gpu_stack},
-        "everything_else": rest_size, "packages": len(wheels), "total_with_cuda_torch": total_cuda,
-        "torch_cpu_wheel": cpu_size, "torch_cpu_source": cpu_source,
-        "total_with_cpu_torch": None if cpu_size is None else rest_size + cpu_size,
-        "wheels": wheels,
-    }
-    rows = "\n".join(table(["torch", "torch and what it pulls in", "the whole build"], [
-        [f"torch {torch['version']} from PyPI (CUDA)",
-         f"{mb(torch['size'] + sum(w['size'] for w in gpu_stack))} (torch {mb(torch['size'])}, {len(gpu_stack)} "
-         f"nvidia/cuda/triton wheels {mb(sum(w['size'] for w in gpu_stack))})", mb(total_cuda)],
-        [f"torch {torch['version']}+cpu (CPU build)", mb(cpu_size), mb(rest_size + cpu_size)] if cpu_size is not None
-        else ["torch CPU build", f"not measured: {cpu_source}", ""]]))
-    markdown = (
-        "# The Space build's downloads: torch's CUDA build (PyPI) against its CPU build\n\n"
+    result = {"requirements": requirements, "platform": f"manylinux_2_28_x86_64, Python {python_version}",
+              "torch_version": torch["version"], "torch_cuda_wheel": torch["size"],
+              "gpu_stack": {wheel["name"]: wheel["size"] for wheel in gpu_stack},
+              "everything_else": rest_size, "packages": len(wheels), "total_with_cuda_torch": total_cuda,
+              "torch_cpu_wheel": cpu_size, "torch_cpu_source": cpu_source,
+              "total_with_cpu_torch": None if cpu_size is None else rest_size + cpu_size, "wheels": wheels}
+    markdown = [
+        "# The Space build's downloads: torch's CUDA build (PyPI) against its CPU build", "",
         f"requirements.txt plus gradio=={header['sdk_version']}, resolved by pip for {result['platform']} "
-        f"(the Hub's build platform) from PyPI: {len(wheels)} wheels.\n\n"
-        f"{rows}\n\n"
-        f"Everything but torch and its GPU stack: {mb(rest_size)}. CPU wheel size from {cpu_source}.\n\n"
-        "Sizes are of the compressed wheels: what pip downloads.\n\n"
+        f"(the Hub's build platform) from PyPI: {len(wheels)} wheels.", "",
+        *table(["torch", "torch and what it pulls in", "the whole build"], [
+            [f"torch {torch['version']} from PyPI (CUDA)",
+             f"{mb(torch['size'] + sum(w['size'] for w in gpu_stack))} (torch {mb(torch['size'])}, {len(gpu_stack)} "
+             f"nvidia/cuda/triton wheels {mb(sum(w['size'] for w in gpu_stack))})", mb(total_cuda)],
+            [f"torch {torch['version']}+cpu (CPU build)", mb(cpu_size), mb(rest_size + cpu_size)]
+            if cpu_size is not None else ["torch CPU build", f"not measured: {cpu_source}", ""]]), "",
+        f"Everything but torch and its GPU stack: {mb(rest_size)}. CPU wheel size from {cpu_source}.", "",
+        "Sizes are of the compressed wheels: what pip downloads.", "",
         "Command: `.venv/bin/python benchmarks/space_wheels.py"
-        f"{' --torch ' + args.torch if args.torch else ''}{' --cpu-wheel ' + str(args.cpu_wheel) if args.cpu_wheel else ''}`\n")
+        f"{' --torch ' + args.torch if args.torch else ''}{' --cpu-wheel ' + str(args.cpu_wheel) if args.cpu_wheel else ''}`"]
     write_results(folder, "space_wheels", result, markdown)
 
 
