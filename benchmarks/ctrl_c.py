@@ -89,8 +89,7 @@ def main() -> None:
     for block in range(2 * max(1, round(args.seconds / args.block))):
         mode = modes[block % 2]
         with ctrl_c_stops() if mode == modes[1] else contextlib.nullcontext():
-            outer = sys.unraisablehook
-            sys.unraisablehook = recording(outer)
+            outer, sys.unraisablehook = sys.unraisablehook, recording(sys.unraisablehook)
             state["mode"], state["armed"] = mode, True
             end = time.monotonic() + args.block
             score_until(lambda: time.monotonic() < end)

@@ -20,10 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
 
 
-def site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3.*/site-packages"))
-
-
 def disk_bytes(folder: Path) -> int:
     return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
@@ -54,7 +50,7 @@ def main() -> int:
         venv = Path(scratch) / "venv"
         subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
         python = venv / "bin" / "python"
-        site = site_packages(venv)
+        site = next((venv / "lib").glob("python3.*/site-packages"))
         before, dists = disk_bytes(site), installed(python)
         print(f"python {subprocess.run([str(python), '-V'], capture_output=True, text=True).stdout.strip()}; "
               f"sizes in MB (10^6 bytes) of {site.name}")

@@ -123,8 +123,7 @@ def read_fresh(mutants: Path) -> dict[tuple[str, str], Fresh]:
         for mutant, code in data["exit_code_by_key"].items():
             head, number = mutant.rsplit("__mutmut_", 1)
             dotted, mangled = head.rsplit(".", 1)
-            entry = fresh.setdefault((dotted, mangled), Fresh(hashes.get(mangled, ""), {}))
-            entry.codes[int(number)] = code
+            fresh.setdefault((dotted, mangled), Fresh(hashes.get(mangled, ""), {})).codes[int(number)] = code
     return fresh
 
 
@@ -137,11 +136,6 @@ def verdict(code: int | None) -> str:
 def load_record(path: Path = RECORD) -> dict[tuple[str, str], dict[str, Any]]:
     """(name, source sha256) -> the committed record of that function."""
     return {(f["function"], f["source_sha256"]): f for f in read_json(path).get("functions", [])}
-
-
-def stale_functions(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]]) -> list[Function]:
-    """The functions of the code that no record describes (changed or new)."""
-    return [f for f in functions if (f.name, f.sha256) not in record]
 
 
 def merge(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]],
@@ -273,7 +267,8 @@ def main() -> None:
     functions = code_functions()
     record = load_record()
     if args.stale:
-        stale = [f for f in stale_functions(functions, record) if _mutant_numbers(f)]
+        # the functions no record describes (changed or new) that mutmut makes mutants of
+        stale = [f for f in functions if (f.name, f.sha256) not in record and _mutant_numbers(f)]
         print(" ".join(f.pattern for f in stale))
         for f in stale:
             print(f"stale: {f.module}.{f.name}", file=sys.stderr)

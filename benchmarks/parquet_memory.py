@@ -1,12 +1,9 @@
 """Peak memory (RSS) of the CLI scoring a Parquet file of 10,000 / 100,000 / 1,000,000 rows into a
 Parquet file: `bertscore --input rows.parquet -f parquet -o scores.parquet`.
 
-What is measured is the table path (reading by record batches, scoring chunk by chunk, a row group
-written per chunk), not the encoder: the model is a near-free random BertModel, and each input file
-is ONE row group (a reader that buffers a whole column chunk would grow with it). Each size runs in a
-fresh process, its peak RSS polled from its own VmHWM (harness.run_child); the output is checked
-against `bertscore.score`. The report (parquet_memory.md) gives the model, the rows and the checks;
-docs/cli.md quotes it.
+What is measured is the table path, not the encoder (a near-free random model); each input file is
+ONE row group (a reader that buffers a whole column chunk would grow with it). The report
+(parquet_memory.md) says how each size runs and is checked; docs/cli.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py [--sizes 10000,100000,1000000]
 """

@@ -1,13 +1,11 @@
 """The Ray Data door on a local Ray cluster: Parquet to Parquet against one process's `score()`.
 
---pairs real WMT17 to-English pairs (../shared/data), as Parquet files of 2,000 rows, scored in one
-process (the job score_table does) and by `bertscore.ray_data.score_table` with 2 actors (streamed,
-then grouped by reference), --repeats times, then with 1 actor; with --scale K, 2 actors also score
-the pairs K times over (cache off, at --scale-layers: a peak is the longest batch's, whatever the
-layer), to see whether an actor's peak memory grows with the corpus. Recorded: seconds
-and ratios, the largest difference from one process's numbers (row by row), every id once, each
-actor's peak resident memory, rows and texts embedded. The report (ray_data.md) says how the runs are
-interleaved and read; docs/scaling-out.md quotes it.
+--pairs real WMT17 to-English pairs (../shared/data) as Parquet files, scored in one process (the job
+score_table does) and by `bertscore.ray_data.score_table` (2 actors streamed and grouped by reference,
+--repeats times, then 1 actor): seconds, exactness row by row, each actor's peak memory and texts
+embedded. With --scale K, 2 actors also score the pairs K times over (cache off, at --scale-layers: a
+peak is the longest batch's, whatever the layer): does an actor's peak grow with the corpus? The report
+(ray_data.md) says how the runs interleave; docs/scaling-out.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
         [--scale 10 --scale-layers 1]  # ray_data.md, .json
@@ -37,11 +35,10 @@ class MeasuredScoreBatches(ray_data.ScoreBatches):
         import pyarrow
 
         out = super().__call__(batch)
-        peak_mib = peak_rss() / 2**20
-        out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * out.num_rows, pyarrow.int64()))
-        out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * out.num_rows,
-                                                                pyarrow.int64()))
-        return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * out.num_rows, pyarrow.float64()))
+        rows, peak_mib = out.num_rows, peak_rss() / 2**20
+        out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * rows, pyarrow.int64()))
+        out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * rows, pyarrow.int64()))
+        return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * rows, pyarrow.float64()))
 
 
 def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: int) -> Path:
@@ -94,15 +91,14 @@ def per_actor(run: dict[str, Any]) -> list[str]:
     return [", ".join(map(str, run["rows_per_actor"])), ", ".join(map(str, run["actor_peak_mib"]))]
 
 
-def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
-    """One `score()` call over every pair in this process: (the scores [N, 3], seconds, the layer)."""
+def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, int]:
+    """One `score()` call over every pair in this process: (the scores [N, 3], the layer)."""
     import torch
 
     from bertscore import BERTScorer
 
     scorer = BERTScorer(**options)
-    seconds, expected = timed(lambda: torch.stack(scorer.score(candidates, refs), 1))
-    return expected, seconds, scorer.num_layers
+    return torch.stack(scorer.score(candidates, refs), 1), scorer.num_layers
 
 
 def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict[str, float]:
@@ -149,20 +145,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
-    options: dict[str, Any] = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu"}
-    if args.layers:
-        options["num_layers"] = args.layers
+    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu", **({"num_layers": args.layers} if args.layers else {})}
     # no embedding cache: the repeated pairs of --scale are embedded again, as new pairs would be
-    scale_options = dict(options, cache_bytes=0)
-    if args.scale_layers:
-        scale_options["num_layers"] = args.scale_layers
+    scale_options = dict(options, cache_bytes=0, **({"num_layers": args.scale_layers} if args.scale_layers else {}))
     joined = wmt17_joined(args.data, drop_empty=False).head(args.pairs)  # file order, blank ones kept
     candidates, refs = joined.candidate.tolist(), joined.reference.tolist()
     torch.set_num_threads(args.cpus)
     runs, jobs = [], []
     with tempfile.TemporaryDirectory() as scratch:
         base = write_parquet(Path(scratch) / "pairs", candidates, refs, 1)
-        expected, _, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
+        expected, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
         for repeat in range(args.repeats):
             # the job in one process (Ray not running) before each repeat and after the last: each repeat's Ray
             # runs are compared with the mean of the jobs on either side (a shared machine's load drifts). Then
@@ -186,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run_ray(big, Path(scratch) / "out-big", scale_options, 2, args.cpus, scale_expected,
                                 args.pairs * args.scale, args.batch_size))
         ray.shutdown()
-    info = machine_info(torch_threads=args.cpus)
-    load = os.getloadavg()
+    info, load = machine_info(torch_threads=args.cpus), os.getloadavg()
     result = {"machine": info, "load_average_at_end": load, "options": {k: str(v) for k, v in options.items()},
               "one_process_jobs": jobs, "ray": runs}
     ratios: dict[bool, list[float]] = {False: [], True: []}

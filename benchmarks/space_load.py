@@ -5,8 +5,8 @@ the same run, interleaved), `python DIR/app.py` serves the embedded MiniLM offli
 port. For each N of --clients, N clients start at once (threads behind a barrier, gradio_client), each
 asking `/compute` for --pairs WMT17 de-en pairs (tests/data), tagged so that no request is served from
 another's cached embeddings. Recorded per N: served, refused (and the queue's message), failed, p50/p95
-latency, pairs per second; next to --sequential requests sent one after another. Every request has a
---timeout; the servers are stopped at the end (also on Ctrl-C). docs/space.md quotes the report (space_load.md).
+latency, pairs per second; next to --sequential requests sent one after another. The servers stop at
+the end (also on Ctrl-C). docs/space.md quotes the report (space_load.md).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py [--before ../main] [--clients 1 10 60 200]
 """
@@ -38,10 +38,8 @@ class Requests:
     """Request bodies: `pairs` consecutive fixture pairs each, tagged so that no two share a text."""
 
     def __init__(self, pairs: int):
-        self.pairs = pairs
+        self.pairs, self.count, self.lock = pairs, 0, threading.Lock()
         self.data = list(zip(*wmt17_pairs(FIXTURE)))
-        self.count = 0
-        self.lock = threading.Lock()
 
     def next(self) -> tuple[list[str], list[str]]:
         with self.lock:
@@ -101,9 +99,8 @@ def call(client: Any, predictions: list[str], references: list[str], timeout: fl
     from gradio_client.utils import QueueError
 
     try:
-        job = client.submit(json.dumps(predictions), json.dumps(references), MODEL, "", False, False, "",
-                            api_name="/compute")
-        result = job.result(timeout=timeout)
+        result = client.submit(json.dumps(predictions), json.dumps(references), MODEL, "", False, False, "",
+                               api_name="/compute").result(timeout=timeout)
     except QueueError as error:  # gradio's own refusal (the queue's max_size)
         return "refused", str(error)
     except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
@@ -145,8 +142,7 @@ def run_level(url: str, clients: int, requests: Requests, timeout: float) -> dic
         thread.join(timeout + 60)
     done = [o for o in outcomes if o is not None]
     served, refused, failed = ([o for o in done if o[0] == kind] for kind in ("served", "refused", "failed"))
-    latencies = [o[3] - o[2] for o in served]
-    refusal_times = [o[3] - o[2] for o in refused]
+    latencies, refusal_times = ([o[3] - o[2] for o in outcome] for outcome in (served, refused))
     wall = max((o[3] for o in done), default=released) - released
     pairs = len(served) * requests.pairs
     for client in shared:

@@ -66,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         with PeakMemory(kind="python") as memory:  # tracemalloc's peak during one more call
             call()
         best = min(walls)
-        rows.append({"case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in
-                     walls], "cpu_seconds_best_round": round(cpus[walls.index(best)], 3),
+        rows.append({"case": key, "call": label, "seconds_best": round(best, 3),
+                     "seconds_rounds": [round(w, 3) for w in walls],
+                     "cpu_seconds_best_round": round(cpus[walls.index(best)], 3),
                      "peak_mib": round(memory.peak / 2**20, 1), "one_shot_mib": round(one_shot_bytes / 2**20, 1),
                      "target_seconds": TARGET_SECONDS if targeted else None})
         print(json.dumps(rows[-1]), flush=True)
