@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
-    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu", **({"num_layers": args.layers} if args.layers else {})}
+    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu",
+               **({"num_layers": args.layers} if args.layers else {})}
     # no embedding cache: the repeated pairs of --scale are embedded again, as new pairs would be
     scale_options = dict(options, cache_bytes=0, **({"num_layers": args.scale_layers} if args.scale_layers else {}))
     joined = wmt17_joined(args.data, drop_empty=False).head(args.pairs)  # file order, blank ones kept
