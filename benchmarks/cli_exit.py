@@ -1,15 +1,10 @@
 """What a short `bertscore` run costs with and without the frozen collector at its exit.
 
-A `bertscore` process ends by running the interpreter's exit, whose garbage collections walk every
-object torch and transformers created. The command's entry (`bertscore.cli.program`, through
-`io.as_program`) calls `gc.freeze()` first, so they are skipped. This runs the same command both
-ways, alternating, --rounds times each: the `bertscore` script, and the same `main` without the
-freeze (`python -c "...sys.exit(main())"`), on examples/ with the embedded model, and checks that
-both print the same output.
+The `bertscore` script (its entry calls `gc.freeze()` before the interpreter's exit, docs/performance.md)
+and the same `main` without the freeze (`python -c "...sys.exit(main())"`), alternating, --rounds times
+each, on examples/ with the embedded model; both must print the same output.
 
-    .venv/bin/python benchmarks/cli_exit.py [--rounds 5]
-
-Writes cli_exit.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    .venv/bin/python benchmarks/cli_exit.py [--rounds 5]  # cli_exit.md, .json
 """
 
 import argparse

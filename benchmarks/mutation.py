@@ -1,26 +1,13 @@
 """The mutation score of the core math: how many small bugs planted by mutmut the fast tests catch.
 
-`make mutation` asks this script which functions of the mutated modules ([tool.mutmut] only_mutate in
-pyproject.toml) the committed record does not describe (`--stale`: a function whose source changed,
-or a new one), runs mutmut on those alone, then merges mutmut's fresh verdicts (mutants/**/*.py.meta)
-into the record and writes per module: mutants in all, killed (a test failed, or the mutant hung past
-mutmut's timeout), survived, argued equivalent (a survivor that no input through any public door can
-tell from the original: its one-line argument is in benchmarks/results/mutation_equivalent.json), no
-tests (no selected test reached the function) and not checked. score = killed / (all - argued
-equivalent). Survivors left alive on purpose say why in mutation_survivors.json.
-
-The record (mutation.json's "functions") holds, per mutated function, its qualified name, a sha256 of
-its source (of its syntax tree, as mutmut hashes it: comments, layout and the module it sits in do not
-count), a sha256 of the test files of the latest run that gave it verdicts, and the mutants' verdicts
-by number.
-Records are matched to the code by (name, source digest), never by path: a function moved unchanged
-to another module keeps its verdicts; one whose source changed is stale until mutmut reruns it.
+`make mutation` asks this script which mutated functions the committed record (mutation.json's
+"functions": per function its name, source digest, tests digest and verdicts) does not describe
+(`--stale`), runs mutmut on those alone, then merges mutmut's fresh verdicts (mutants/**/*.py.meta)
+into the record and writes the score per module: killed / (all - argued equivalent). docs/testing.md
+("Mutation testing of the core math") says what each outcome means and how records match the code.
 
     .venv/bin/python benchmarks/mutation.py [--update-results | --out FOLDER]
     .venv/bin/python benchmarks/mutation.py --stale   # mutmut patterns of the functions to rerun
-
-Writes mutation.md and mutation.json to benchmarks/scratch/ (git-ignored), or to
-benchmarks/results/ with --update-results, or to --out FOLDER.
 """
 
 import argparse
@@ -136,32 +123,19 @@ def read_fresh(mutants: Path) -> dict[tuple[str, str], Fresh]:
         for mutant, code in data["exit_code_by_key"].items():
             head, number = mutant.rsplit("__mutmut_", 1)
             dotted, mangled = head.rsplit(".", 1)
-            entry = fresh.setdefault((dotted, mangled), Fresh(hashes.get(mangled, ""), {}))
-            entry.codes[int(number)] = code
+            fresh.setdefault((dotted, mangled), Fresh(hashes.get(mangled, ""), {})).codes[int(number)] = code
     return fresh
 
 
 def verdict(code: int | None) -> str:
-    if code in KILLED_CODES:
-        return "killed"
-    if code in SURVIVED_CODES:
-        return "survived"
-    if code in NO_TESTS_CODES:
-        return "no_tests"
-    return "not_checked"
+    """The outcome of mutmut's exit code."""
+    return next((kind for kind, codes in zip(VERDICTS, (KILLED_CODES, SURVIVED_CODES, NO_TESTS_CODES))
+                 if code in codes), "not_checked")
 
 
 def load_record(path: Path = RECORD) -> dict[tuple[str, str], dict[str, Any]]:
     """(name, source sha256) -> the committed record of that function."""
-    if not path.is_file():
-        return {}
-    functions = json.loads(path.read_text(encoding="utf-8")).get("functions", [])
-    return {(f["function"], f["source_sha256"]): f for f in functions}
-
-
-def stale_functions(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]]) -> list[Function]:
-    """The functions of the code that no record describes (changed or new)."""
-    return [f for f in functions if (f.name, f.sha256) not in record]
+    return {(f["function"], f["source_sha256"]): f for f in read_json(path).get("functions", [])}
 
 
 def merge(functions: list[Function], record: dict[tuple[str, str], dict[str, Any]],
@@ -171,11 +145,8 @@ def merge(functions: list[Function], record: dict[tuple[str, str], dict[str, Any
     merged = []
     for f in functions:
         old = record.get((f.name, f.sha256))
-        verdicts: dict[int, str] = {}
         tests = old["tests_sha256"] if old else None
-        if old:
-            verdicts = {n: kind for kind in VERDICTS for n in old[kind]}
-            verdicts.update({n: "not_checked" for n in old.get("not_checked", [])})
+        verdicts = {n: kind for kind in (*VERDICTS, "not_checked") for n in (old or {}).get(kind, [])}
         new = fresh.get((f.dotted, f.mangled))
         # only mutmut's verdicts on this very source (its hash is the first 12 digits of ours), so a
         # leftover mutants/ of older code is never taken for this one
@@ -214,10 +185,8 @@ def summarise(functions: list[dict[str, Any]], equivalent: dict[str, Any], survi
             for number in f[kind]:
                 key = mutant_key(f["function"], number)
                 argued = equivalent.get(key)
-                if kind == "survived" and argued and argued.get("function_sha256") == f["source_sha256"]:
-                    kind_now = "equivalent"
-                else:
-                    kind_now = kind
+                argued_now = argued and argued.get("function_sha256") == f["source_sha256"]
+                kind_now = "equivalent" if kind == "survived" and argued_now else kind
                 counts["total"] += 1
                 counts[kind_now] += 1
                 if kind_now in ("survived", "no_tests"):
@@ -267,23 +236,21 @@ def tool_version() -> str:
     try:
         return f"mutmut {version('mutmut')}"
     except PackageNotFoundError:
-        return json.loads(RECORD.read_text(encoding="utf-8"))["tool"] if RECORD.is_file() else "mutmut"
+        return read_json(RECORD).get("tool", "mutmut")
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    rows = table(["module", "mutants", "killed", "survived", "argued equivalent", "no tests", "not checked", "score"],
-                 [[name, m["total"], m["killed"], m["survived"], m["equivalent"], m["no_tests"], m["not_checked"],
-                   f"{m['score']:.1%}"] for name, m in [*summary["modules"].items(), ("all", summary["all"])]])
-    return (
-        "# Mutation score of the core math\n\n"
-        f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).\n"
-        "score = killed / (mutants - argued equivalent); a mutant that hangs past mutmut's timeout counts as killed.\n"
-        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json (no input through any\n"
-        "public door tells it from the original); survivors left alive say why in mutation_survivors.json.\n"
-        "mutation.json records each function's source digest beside its verdicts: tests/test_mutation_score.py\n"
-        "fails when the code no longer matches them.\n\n"
-        + "\n".join(rows) + "\n"
-    )
+def markdown(summary: dict[str, Any]) -> list[str]:
+    return [
+        "# Mutation score of the core math", "",
+        f"{summary['tool']} on the modules of [tool.mutmut] in pyproject.toml, with its fast tests (`make mutation`).",
+        "score = killed / (mutants - argued equivalent); a mutant that hangs past mutmut's timeout counts as killed.",
+        "Each argued-equivalent mutant has its one-line argument in mutation_equivalent.json (no input through any",
+        "public door tells it from the original); survivors left alive say why in mutation_survivors.json.",
+        "mutation.json records each function's source digest beside its verdicts: tests/test_mutation_score.py",
+        "fails when the code no longer matches them.", "",
+        *table(["module", "mutants", "killed", "survived", "argued equivalent", "no tests", "not checked", "score"],
+               [[name, m["total"], m["killed"], m["survived"], m["equivalent"], m["no_tests"], m["not_checked"],
+                 f"{m['score']:.1%}"] for name, m in [*summary["modules"].items(), ("all", summary["all"])]])]
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -300,7 +267,8 @@ def main() -> None:
     functions = code_functions()
     record = load_record()
     if args.stale:
-        stale = [f for f in stale_functions(functions, record) if _mutant_numbers(f)]
+        # the functions no record describes (changed or new) that mutmut makes mutants of
+        stale = [f for f in functions if (f.name, f.sha256) not in record and _mutant_numbers(f)]
         print(" ".join(f.pattern for f in stale))
         for f in stale:
             print(f"stale: {f.module}.{f.name}", file=sys.stderr)
@@ -309,8 +277,8 @@ def main() -> None:
     merged = merge(functions, record, read_fresh(args.mutants), tests_digest())
     summary = summarise(merged, read_json(EQUIVALENT), read_json(SURVIVORS), read_json(RECORD).get("alive", {}),
                         mutmut_diff(args.mutants, functions))
-    write_results(folder, "mutation", {"tool": tool_version(), **summary, "functions": merged}, markdown(
-        {"tool": tool_version(), **summary}))
+    summary = {"tool": tool_version(), **summary}
+    write_results(folder, "mutation", {**summary, "functions": merged}, markdown(summary))
 
 
 if __name__ == "__main__":

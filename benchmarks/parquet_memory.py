@@ -1,24 +1,11 @@
 """Peak memory (RSS) of the CLI scoring a Parquet file of 10,000 / 100,000 / 1,000,000 rows into a
 Parquet file: `bertscore --input rows.parquet -f parquet -o scores.parquet`.
 
-What is measured is the table path (reading by record batches, the check pass, scoring chunk by
-chunk, a row group written per chunk), not the encoder: the model is a near-free RANDOM BertModel
-(hidden 32, 1 layer, 2 heads, FFN 64) with the embedded MiniLM's WordPiece tokenizer, built
-offline into a temporary folder, and the rows cycle through the 300 real WMT17 de-en pairs of
-tests/data (each row's candidate and reference from a different pair, so rows differ), so
-the embedding cache (its default size) serves repeated texts after the first few hundred rows.
-Each input file is ONE row group (pyarrow's default row group holds up to 1M rows): a reader
-that buffers a whole column chunk would grow with it.
-
-Each size runs the command in a fresh process (`python -m bertscore`, as a user types it); its
-peak RSS is the child's own VmHWM (/proc/PID/status), polled every 50 ms while it runs
-(harness.run_child; `ru_maxrss` would add this script's own high-water mark: Linux carries it across
-fork and exec). The output is checked: every index once, in order, and the F1 of the first 300 rows
-equal to `bertscore.score` on the same texts (1e-6).
+What is measured is the table path, not the encoder (a near-free random model); each input file is
+ONE row group (a reader that buffers a whole column chunk would grow with it). The report
+(parquet_memory.md) says how each size runs and is checked; docs/cli.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parquet_memory.py [--sizes 10000,100000,1000000]
-
-Writes parquet_memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 import argparse
@@ -39,6 +26,7 @@ def row_texts(count: int, cands: list[str], refs: list[str]) -> tuple[list[str],
 
 
 def write_input(path: Path, count: int, cands: list[str], refs: list[str]) -> None:
+    """`row_texts` as one Parquet row group (id, candidate, reference)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -101,9 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"rows": count, "input_bytes": source.stat().st_size, **run_cli(source, output, model, args.threads,
                                                                                   args.timeout)}
             if "error" not in row:
-                row.update(check_output(output, count, model, cands, refs))
-                row["output_bytes"] = output.stat().st_size
-                row["rows_per_s"] = count / row["wall_s"]
+                row.update(check_output(output, count, model, cands, refs), output_bytes=output.stat().st_size,
+                           rows_per_s=count / row["wall_s"])
             runs.append(row)
             print(json.dumps(row), flush=True)
             source.unlink()

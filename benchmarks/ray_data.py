@@ -1,30 +1,18 @@
 """The Ray Data door on a local Ray cluster: Parquet to Parquet against one process's `score()`.
 
---pairs real WMT17 to-English pairs (system outputs with their references, ../shared/data), written
-as Parquet files of 2,000 rows, are scored (the embedded MiniLM at --layers) in one process (the
-job score_table does: load the model, read the files, one `score()` call on every core, write
-Parquet), then by `bertscore.ray_data.score_table` with 2 actors on `ray.init(num_cpus=CPUS)`, the
-input streamed and with `group_references=True` (sorted by reference first), in turns first,
---repeats times, and one process once more after the last repeat (a shared machine's load drifts:
-a Ray run is compared with the mean of the one-process jobs on either side of its repeat); then
-once with 1 actor. Recorded: seconds and the ratio of each pair, the largest
-difference from one process's numbers row by row (joined by id), every id present once, and each
-actor's peak resident memory (its VmHWM, harness.peak_rss, read inside the actor), how many rows it scored, and how many
-texts each side embedded (its embedding cache's misses). The scorers keep their default embedding
-cache (WMT17's references repeat: one `score()` call embeds each distinct text once, an actor's
-cache spares it across its batches). With --scale K, 2 actors
-also score the pairs K times over (repeated with new ids) beside the same pairs once, with the
-cache off (the repeats are embedded again, as new pairs would be) and at --scale-layers (a shorter
-encoder to fit the time: an actor's peak is its longest batch's, whatever the layer), to see
-whether an actor's peak grows with the corpus.
+--pairs real WMT17 to-English pairs (../shared/data) as Parquet files, scored in one process (the job
+score_table does) and by `bertscore.ray_data.score_table` (2 actors streamed and grouped by reference,
+--repeats times, then 1 actor): seconds, exactness row by row, each actor's peak memory and texts
+embedded. With --scale K, 2 actors also score the pairs K times over (cache off, at --scale-layers: a
+peak is the longest batch's, whatever the layer): does an actor's peak grow with the corpus? The report
+(ray_data.md) says how the runs interleave; docs/scaling-out.md quotes it.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ray_data.py [--pairs 20000] [--layers N] [--repeats 2]
-        [--scale 10 --scale-layers 1]
-
-Writes ray_data.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+        [--scale 10 --scale-layers 1]  # ray_data.md, .json
 """
 
 import argparse
+import collections
 import os
 import tempfile
 from pathlib import Path
@@ -32,7 +20,7 @@ from typing import Any
 
 import harness
 from harness import peak_rss, table, timed, wmt17_joined
-from machine import begin, machine_info, machine_line, write_results
+from machine import begin, header, machine_info, write_results
 
 from bertscore import ray_data
 
@@ -47,11 +35,10 @@ class MeasuredScoreBatches(ray_data.ScoreBatches):
         import pyarrow
 
         out = super().__call__(batch)
-        peak_mib = peak_rss() / 2**20
-        out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * out.num_rows, pyarrow.int64()))
-        out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * out.num_rows,
-                                                                pyarrow.int64()))
-        return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * out.num_rows, pyarrow.float64()))
+        rows, peak_mib = out.num_rows, peak_rss() / 2**20
+        out = out.append_column("actor_pid", pyarrow.array([os.getpid()] * rows, pyarrow.int64()))
+        out = out.append_column("actor_embedded", pyarrow.array([self.scorer.cache.misses] * rows, pyarrow.int64()))
+        return out.append_column("actor_peak_mib", pyarrow.array([peak_mib] * rows, pyarrow.float64()))
 
 
 def write_parquet(folder: Path, candidates: list[str], refs: list[str], repeat: int) -> Path:
@@ -79,26 +66,24 @@ def run_ray(source: Path, output: Path, options: dict[str, Any], actors: int, cp
         source, output, options, id_column="id", actors=actors, io_cpus=0.25, num_cpus=min(1, (cpus - 1) / actors),
         batch_size=batch_size, scorer_class=MeasuredScoreBatches, group_references=group_references))
     scored = pq.read_table(output, columns=["id", "bertscore_precision", "bertscore_recall", "bertscore_f1",
-                                           "actor_pid", "actor_peak_mib",
-                                           "actor_embedded"]).to_pydict()
+                                           "actor_pid", "actor_peak_mib", "actor_embedded"]).to_pydict()
     ids = torch.tensor(scored["id"])
     values = torch.tensor([scored[f"bertscore_{n}"] for n in ("precision", "recall", "f1")]).T
     peaks: dict[int, float] = {}
-    rows: dict[int, int] = {}
     embedded: dict[int, int] = {}
     for pid, peak, texts in zip(scored["actor_pid"], scored["actor_peak_mib"], scored["actor_embedded"]):
-        peaks[pid] = max(peak, peaks.get(pid, 0.0))
-        embedded[pid] = max(texts, embedded.get(pid, 0))
-        rows[pid] = rows.get(pid, 0) + 1
+        peaks[pid], embedded[pid] = max(peak, peaks.get(pid, 0.0)), max(texts, embedded.get(pid, 0))
     once = bool(len(ids) == pairs and torch.equal(torch.sort(ids).values, torch.arange(pairs)))
-    n = len(expected)
-    return {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
-            "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
-            "pairs_per_s": round(pairs / seconds, 1),
-            "every_id_once": once, "max_abs_diff": float((values - expected[ids % n]).abs().max()),
-            "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()), "rows_per_actor": sorted(rows.values()),
-            # with the cache off nothing is looked up, so nothing is counted
-            "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
+    run = {"actors": actors, "grouped": group_references, "layers": options.get("num_layers"),
+           "cache": options.get("cache_bytes") != 0, "pairs": pairs, "seconds": round(seconds, 2),
+           "pairs_per_s": round(pairs / seconds, 1), "every_id_once": once,
+           "max_abs_diff": float((values - expected[ids % len(expected)]).abs().max()),
+           "actor_peak_mib": sorted(round(p, 1) for p in peaks.values()),
+           "rows_per_actor": sorted(collections.Counter(scored["actor_pid"]).values()),
+           # with the cache off nothing is looked up, so nothing is counted
+           "texts_embedded": sum(embedded.values()) if options.get("cache_bytes") != 0 else None}
+    print(run, flush=True)
+    return run
 
 
 def per_actor(run: dict[str, Any]) -> list[str]:
@@ -106,15 +91,14 @@ def per_actor(run: dict[str, Any]) -> list[str]:
     return [", ".join(map(str, run["rows_per_actor"])), ", ".join(map(str, run["actor_peak_mib"]))]
 
 
-def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, float, int]:
-    """One `score()` call over every pair in this process: (the scores [N, 3], seconds, the layer)."""
+def one_process(options: dict[str, Any], candidates: list[str], refs: list[str]) -> tuple[Any, int]:
+    """One `score()` call over every pair in this process: (the scores [N, 3], the layer)."""
     import torch
 
     from bertscore import BERTScorer
 
     scorer = BERTScorer(**options)
-    seconds, expected = timed(lambda: torch.stack(scorer.score(candidates, refs), 1))
-    return expected, seconds, scorer.num_layers
+    return torch.stack(scorer.score(candidates, refs), 1), scorer.num_layers
 
 
 def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict[str, float]:
@@ -138,7 +122,9 @@ def one_process_job(source: Path, output: Path, options: dict[str, Any]) -> dict
         return score_s, scorer
 
     job_s, (score_s, scorer) = timed(job)
-    return {"job_s": round(job_s, 2), "score_s": round(score_s, 2), "texts_embedded": scorer.cache.misses}
+    done = {"job_s": round(job_s, 2), "score_s": round(score_s, 2), "texts_embedded": scorer.cache.misses}
+    print("one process:", done, flush=True)
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,52 +145,41 @@ def main(argv: list[str] | None = None) -> int:
 
     from bertscore.sources import EMBEDDED_MODEL_NAME
 
-    options: dict[str, Any] = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu"}
-    if args.layers:
-        options["num_layers"] = args.layers
+    options = {"model_type": EMBEDDED_MODEL_NAME, "device": "cpu",
+               **({"num_layers": args.layers} if args.layers else {})}
     # no embedding cache: the repeated pairs of --scale are embedded again, as new pairs would be
-    scale_options = dict(options, cache_bytes=0)
-    if args.scale_layers:
-        scale_options["num_layers"] = args.scale_layers
+    scale_options = dict(options, cache_bytes=0, **({"num_layers": args.scale_layers} if args.scale_layers else {}))
     joined = wmt17_joined(args.data, drop_empty=False).head(args.pairs)  # file order, blank ones kept
     candidates, refs = joined.candidate.tolist(), joined.reference.tolist()
     torch.set_num_threads(args.cpus)
     runs, jobs = [], []
     with tempfile.TemporaryDirectory() as scratch:
         base = write_parquet(Path(scratch) / "pairs", candidates, refs, 1)
-        expected, _, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
+        expected, layer = one_process(options, candidates, refs)  # the numbers to match (and a warm-up)
         for repeat in range(args.repeats):
             # the job in one process (Ray not running) before each repeat and after the last: each repeat's Ray
             # runs are compared with the mean of the jobs on either side (a shared machine's load drifts). Then
             # 2 actors streamed and grouped (Ray started before the clock, as on a cluster that runs already),
             # in turns first: neither always runs later in a repeat
             jobs.append(one_process_job(base, Path(scratch) / f"one-{repeat}", options))
-            print("one process:", jobs[-1], flush=True)
             for grouped in (False, True) if repeat % 2 == 0 else (True, False):
                 ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-                runs.append(run_ray(base, Path(scratch) / f"out-2-{repeat}-{grouped}", options, 2, args.cpus, expected,
-                                    args.pairs, args.batch_size, grouped))
-                runs[-1]["repeat"] = repeat
-                print(runs[-1], flush=True)
+                runs.append({**run_ray(base, Path(scratch) / f"out-2-{repeat}-{grouped}", options, 2, args.cpus,
+                                       expected, args.pairs, args.batch_size, grouped), "repeat": repeat})
                 ray.shutdown()
         jobs.append(one_process_job(base, Path(scratch) / "one-last", options))
-        print("one process:", jobs[-1], flush=True)
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
         runs.append(run_ray(base, Path(scratch) / "out-1", options, 1, args.cpus, expected, args.pairs,
                             args.batch_size))
-        print(runs[-1], flush=True)
         if args.scale > 1:
             scale_expected = one_process(scale_options, candidates, refs)[0]
             runs.append(run_ray(base, Path(scratch) / "out-scale-1", scale_options, 2, args.cpus, scale_expected,
                                 args.pairs, args.batch_size))
-            print(runs[-1], flush=True)
             big = write_parquet(Path(scratch) / "big", candidates, refs, args.scale)
             runs.append(run_ray(big, Path(scratch) / "out-big", scale_options, 2, args.cpus, scale_expected,
                                 args.pairs * args.scale, args.batch_size))
-            print(runs[-1], flush=True)
         ray.shutdown()
-    info = machine_info(torch_threads=args.cpus)
-    load = os.getloadavg()
+    info, load = machine_info(torch_threads=args.cpus), os.getloadavg()
     result = {"machine": info, "load_average_at_end": load, "options": {k: str(v) for k, v in options.items()},
               "one_process_jobs": jobs, "ray": runs}
     ratios: dict[bool, list[float]] = {False: [], True: []}
@@ -221,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                          *per_actor(run)])
     result["two_actor_ratios"], result["grouped_ratios"] = ratios[False], ratios[True]
     lines = [
-        "# The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", "",
-        machine_line(info), "",
+        *header("The Ray Data door: Parquet to Parquet on a local Ray cluster vs one process", info),
         f"{args.pairs:,} real WMT17 to-English pairs (system outputs and their references, {len(set(refs)):,} distinct "
         f"references), the embedded MiniLM (layer {layer}), CPU, ray.init(num_cpus={args.cpus}). One process: the "
         f"same job as score_table (load the model, read the Parquet files, one `score()` call, write Parquet), torch "

@@ -1,15 +1,12 @@
 """Same numbers as another revision: every scoring path, bit for bit, on this machine.
 
-For a change that must not move a number (a restructuring): the checkout and an earlier git
-revision each score the same inputs in a fresh interpreter, on the same machine (parity figures
-against the official package differ between machines at the 1e-7 level, so they cannot show
-this); the tensors are then compared with `torch.equal`, and the hashes as strings.
+For a change that must not move a number: the checkout and an earlier revision each score the same
+inputs in a fresh interpreter on this machine (parity with the official package differs between
+machines at 1e-7, so it cannot show this); tensors are compared with `torch.equal`, hashes as strings.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/same_numbers.py --against 00229ed
 
-Paths: plain, per-call idf, multi-reference idf, packaged-baseline rescaling, idf from fixed
-texts, long texts truncated and windowed, `score_pairs`, `explain_pair` (window mode, two
-references), all layers; 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
+Paths: every one PROBE names below, on 300 vendored WMT17 de-en pairs, the embedded MiniLM, CPU, float32.
 """
 
 import argparse
@@ -85,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         same = before.shape == after.shape and torch.equal(before, after)
         delta = float((before - after).abs().max()) if before.shape == after.shape else float("nan")
         rows.append({"path": name, "values": before.numel(), "bit_identical": same, "max_abs_delta": delta})
-    same_hashes = old["hashes"] == new["hashes"]
-    same_notes = old["notes"] == new["notes"]
+    same_hashes, same_notes = (old[key] == new[key] for key in ("hashes", "notes"))
     lines = [
         *header(f"Same numbers: {head} (this checkout) against {old_revision}", machine,
                 command("same_numbers.py", ["--against", args.against])),

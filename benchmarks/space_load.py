@@ -1,24 +1,14 @@
 """The Space under load: N simultaneous /compute clients against a real server, next to sequential.
 
-For each app given (by default this checkout's app.py; add `--before DIR` for another checkout's,
-e.g. main before a change, measured in the same run), the script starts `python DIR/app.py` on a
-free loopback port (the embedded MiniLM only, offline; its own working folder, no bytecode
-written into DIR), waits until it answers and sends one warm-up request; all servers stay up and
-every measurement runs app after app (interleaved, so both see the machine alike). For each N of
---clients, N clients start at once (threads behind a barrier, gradio_client), each asking
-`/compute` for --pairs (candidate, reference) pairs of real WMT17 de-en text (tests/data). Every
-request's texts carry a tag of their own, so no request is served from another's cached
-embeddings. Recorded per N: served, refused (the queue's refusal, and the message it gave),
-failed, p50/p95 latency of served requests, pairs per second over the level's wall time. The
-sequential figure: --sequential requests sent one after another by one client (their mean
-latency gives the time N requests would take one by one, and pairs per second).
-
-Loopback only; bounded: every request has a --timeout, every level ends, the servers are
-stopped (also on Ctrl-C).
+For each app given (this checkout's app.py; with `--before DIR` also another checkout's, measured in
+the same run, interleaved), `python DIR/app.py` serves the embedded MiniLM offline on a free loopback
+port. For each N of --clients, N clients start at once (threads behind a barrier, gradio_client), each
+asking `/compute` for --pairs WMT17 de-en pairs (tests/data), tagged so that no request is served from
+another's cached embeddings. Recorded per N: served, refused (and the queue's message), failed, p50/p95
+latency, pairs per second; next to --sequential requests sent one after another. The servers stop at
+the end (also on Ctrl-C). docs/space.md quotes the report (space_load.md).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/space_load.py [--before ../main] [--clients 1 10 60 200]
-
-Writes space_load.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 import argparse
@@ -38,7 +28,7 @@ from typing import Any
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from harness import FIXTURE, revision, table, timed, wmt17_pairs  # noqa: E402
-from machine import ROOT, begin, command, machine_line, write_results  # noqa: E402
+from machine import ROOT, begin, command, header, write_results  # noqa: E402
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -48,38 +38,29 @@ class Requests:
     """Request bodies: `pairs` consecutive fixture pairs each, tagged so that no two share a text."""
 
     def __init__(self, pairs: int):
-        self.pairs = pairs
+        self.pairs, self.count, self.lock = pairs, 0, threading.Lock()
         self.data = list(zip(*wmt17_pairs(FIXTURE)))
-        self.count = 0
-        self.lock = threading.Lock()
 
     def next(self) -> tuple[list[str], list[str]]:
         with self.lock:
-            number = self.count
-            self.count += 1
-        start = (number * self.pairs) % len(self.data)
+            number, self.count = self.count, self.count + 1
+        start, tag = (number * self.pairs) % len(self.data), f" (request {number})"
         chosen = [self.data[(start + i) % len(self.data)] for i in range(self.pairs)]
-        tag = f" (request {number})"
         return [c + tag for c, _ in chosen], [r + tag for _, r in chosen]
 
 
 # ----- a server --------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Server:
-    """`python <folder>/app.py` on a loopback port, in a scratch working folder; stopped on exit."""
+    """`python <folder>/app.py` on a free loopback port, in a scratch working folder; stopped on exit."""
 
-    def __init__(self, folder: Path, log: Path, extra_env: dict[str, str]):
-        self.folder, self.port = folder, free_port()
+    def __init__(self, folder: Path, log: Path):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.folder, self.port = folder, sock.getsockname()[1]
         self.scratch = Path(tempfile.mkdtemp(prefix="space-load-"))
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
                "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port), "PYTHONDONTWRITEBYTECODE": "1",
-               "PYTHONPATH": str(folder), "BERTSCORE_APP_MODELS": MODEL, "GRADIO_TEMP_DIR": str(self.scratch / "tmp"),
-               **extra_env}
+               "PYTHONPATH": str(folder), "BERTSCORE_APP_MODELS": MODEL, "GRADIO_TEMP_DIR": str(self.scratch / "tmp")}
         self.log = log.open("w")
         self.process = subprocess.Popen([sys.executable, str(folder / "app.py")], cwd=self.scratch, env=env,
                                         stdout=self.log, stderr=subprocess.STDOUT)
@@ -118,16 +99,14 @@ def call(client: Any, predictions: list[str], references: list[str], timeout: fl
     from gradio_client.utils import QueueError
 
     try:
-        job = client.submit(json.dumps(predictions), json.dumps(references), MODEL, "", False, False, "",
-                            api_name="/compute")
-        result = job.result(timeout=timeout)
+        result = client.submit(json.dumps(predictions), json.dumps(references), MODEL, "", False, False, "",
+                               api_name="/compute").result(timeout=timeout)
     except QueueError as error:  # gradio's own refusal (the queue's max_size)
         return "refused", str(error)
     except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
         return "failed", f"{type(error).__name__}: {error}"
     if isinstance(result, dict) and "error" in result:
-        kind = "refused" if "retry_after_s" in result else "failed"
-        return kind, result["error"]
+        return "refused" if "retry_after_s" in result else "failed", result["error"]
     if not (isinstance(result, dict) and len(result.get("f1", [])) == len(predictions)):
         return "failed", f"unexpected answer: {str(result)[:200]}"
     return "served", result
@@ -162,25 +141,18 @@ def run_level(url: str, clients: int, requests: Requests, timeout: float) -> dic
     for thread in threads:
         thread.join(timeout + 60)
     done = [o for o in outcomes if o is not None]
-    served = [o for o in done if o[0] == "served"]
-    refused = [o for o in done if o[0] == "refused"]
-    failed = [o for o in done if o[0] == "failed"]
-    latencies = [o[3] - o[2] for o in served]
-    refusal_times = [o[3] - o[2] for o in refused]
+    served, refused, failed = ([o for o in done if o[0] == kind] for kind in ("served", "refused", "failed"))
+    latencies, refusal_times = ([o[3] - o[2] for o in outcome] for outcome in (served, refused))
     wall = max((o[3] for o in done), default=released) - released
     pairs = len(served) * requests.pairs
     for client in shared:
         client.close()
-    return {
-        "clients": clients, "served": len(served), "refused": len(refused), "failed": len(failed),
-        "unfinished": clients - len(done),
-        "p50_s": percentile(latencies, 0.5), "p95_s": percentile(latencies, 0.95),
-        "max_s": max(latencies, default=None), "wall_s": wall,
-        "pairs_per_s": pairs / wall if wall > 0 and pairs else 0.0,
-        "refusal_p95_s": percentile(refusal_times, 0.95),
-        "refusal_example": refused[0][1] if refused else None,
-        "failure_example": failed[0][1] if failed else None,
-    }
+    return {"clients": clients, "served": len(served), "refused": len(refused), "failed": len(failed),
+            "unfinished": clients - len(done), "p50_s": percentile(latencies, 0.5),
+            "p95_s": percentile(latencies, 0.95), "max_s": max(latencies, default=None), "wall_s": wall,
+            "pairs_per_s": pairs / wall if wall > 0 and pairs else 0.0,
+            "refusal_p95_s": percentile(refusal_times, 0.95), "refusal_example": refused[0][1] if refused else None,
+            "failure_example": failed[0][1] if failed else None}
 
 
 def run_sequential(url: str, count: int, requests: Requests, timeout: float) -> dict[str, Any]:
@@ -202,7 +174,7 @@ def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Pat
     """Every app's server up at once; each level (and the sequential run) measured app after app, so
     that the apps see the machine in the same state (an idle server costs next to nothing)."""
     requests = Requests(args.pairs)
-    servers = [Server(folder, log_dir / f"{label}.log", {}) for label, folder in apps]
+    servers = [Server(folder, log_dir / f"{label}.log") for label, folder in apps]
     runs = [{"label": label, "folder": str(folder), "commit": revision("HEAD", folder), "levels": []} for label, folder in apps]
     try:
         for (label, _), server in zip(apps, servers):
@@ -223,11 +195,9 @@ def measure(apps: list[tuple[str, Path]], args: argparse.Namespace, log_dir: Pat
                           f"failed {level['failed']}, p50 {fmt(level['p50_s'])} s, p95 {fmt(level['p95_s'])} s, "
                           f"{level['pairs_per_s']:.1f} pairs/s in {level['wall_s']:.1f} s", flush=True)
                     time.sleep(args.pause)  # let a refused burst's queue drain before the next level
-            for run, measured in zip(runs, rounds):
-                level = dict(sorted(measured, key=lambda m: m["pairs_per_s"])[(len(measured) - 1) // 2])
-                level["sequential_s"] = clients * run["sequential"]["mean_s"]
-                level["rounds"] = measured
-                run["levels"].append(level)
+            for run, measured in zip(runs, rounds):  # the round with the median pairs/s
+                run["levels"].append({**sorted(measured, key=lambda m: m["pairs_per_s"])[(len(measured) - 1) // 2],
+                                      "sequential_s": clients * run["sequential"]["mean_s"], "rounds": measured})
     finally:
         for server in servers:
             server.stop()
@@ -262,14 +232,17 @@ def merge_check(count: int, pairs: int, rounds: int) -> dict[str, Any]:
 
 
 def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str, Any],
-           merge: dict[str, Any] | None) -> str:
+           merge: dict[str, Any] | None) -> list[str]:
+    argv = list(args.argv)
+    if "--before" in argv[:-1]:  # a path of this machine: name one every clone can make
+        argv[argv.index("--before") + 1] = "../before"
     lines = [
-        "# The Space under load (`benchmarks/space_load.py`)", "",
+        *header("The Space under load (`benchmarks/space_load.py`)", info, command("space_load.py", argv),
+                " after `git worktree add ../before <the before commit above>`" if args.before else ""),
         f"N clients at once, each one `/compute` request of {args.pairs} WMT17 de-en pairs (the embedded MiniLM, "
         f"CPU, default app settings); sequential: {args.sequential} requests one after another, "
         "its mean latency x N = the time N requests take one by one. Each level ran "
         f"{args.rounds} time(s), apps interleaved; the round with the median pairs/s is shown.", "",
-        machine_line(info), "",
         *table(["app", "clients", "served", "refused", "failed", "p50 s", "p95 s", "wall s", "pairs/s",
                 "one by one: s (pairs/s)"],
                [[f"{run['label']} ({run['commit']})", level["clients"], level["served"], level["refused"],
@@ -278,11 +251,9 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
                 for run in runs for level in run["levels"]]),
     ]
     lines += ["", "Refusal messages (first of each run and level with refusals):", ""]
-    for run in runs:
-        for level in run["levels"]:
-            if level["refusal_example"]:
-                lines.append(f"- {run['label']}, {level['clients']} clients (answered within "
-                             f"{fmt(level['refusal_p95_s'], 2)} s, p95): {level['refusal_example']}")
+    lines += [f"- {run['label']}, {level['clients']} clients (answered within {fmt(level['refusal_p95_s'], 2)} s, "
+              f"p95): {level['refusal_example']}" for run in runs for level in run["levels"]
+              if level["refusal_example"]]
     failures = [(run["label"], level) for run in runs for level in run["levels"] if level["failure_example"]]
     if failures:
         lines += ["", "Failures:", ""] + [f"- {label}, {level['clients']} clients: {level['failure_example']}"
@@ -292,12 +263,7 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
                   f"{fmt(merge['one_by_one_s'], 2)} s, through `RequestQueue` (merged) {fmt(merge['queue_s'], 2)} s: "
                   f"{merge['one_by_one_s'] / merge['queue_s']:.2f}x ({merge['merged_calls']} merged call(s); best of "
                   f"{merge['rounds']} interleaved rounds each)."]
-    argv = list(args.argv)
-    if "--before" in argv[:-1]:  # a path of this machine: name one every clone can make
-        argv[argv.index("--before") + 1] = "../before"
-    lines += ["", f"Reproduce: `{command('space_load.py', argv)}`"
-              + (" after `git worktree add ../before <the before commit above>`" if args.before else ""), ""]
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,19 +1,15 @@
 """What a Space build downloads: the wheels of requirements.txt on the Hub's platform, with torch's default
 (CUDA) build from PyPI next to its CPU build.
 
-The Hub builds a Gradio Space on Linux x86_64 with the front matter's `python_version` and installs
-requirements.txt plus gradio at `sdk_version`. This script asks pip to resolve exactly that for that
-platform without installing anything (`pip install --dry-run --report`, PyPI only, this machine's pip
-configuration ignored, requirements.txt's own index lines dropped) once as PyPI alone would resolve it
-(torch's default build: CUDA, with its nvidia-* and triton wheels) and once with torch replaced by its
-CPU build; then it reads each wheel's size from PyPI's JSON index (PEP 691) and, for the CPU torch wheel,
-from https://download.pytorch.org/whl/cpu where reachable, else from a local copy of that wheel
-(`--cpu-wheel`, e.g. the one pip's find-links offers on this project's machines).
+pip resolves requirements.txt plus gradio at the front matter's `sdk_version` for Linux x86_64 and its
+`python_version` without installing anything (`pip install --dry-run --report`, PyPI only, this
+machine's pip configuration left out), with each torch build; wheel sizes come from PyPI's JSON index
+(PEP 691), the CPU torch wheel's from its index where reachable, else from a local copy (`--cpu-wheel`).
+docs/deploy.md quotes the report.
 
     .venv/bin/python benchmarks/space_wheels.py [--torch 2.13.0 --cpu-wheel /opt/wheels/torch-2.13.0+cpu-...whl]
 
-Needs PyPI (https://pypi.org); writes space_wheels.md and .json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Needs PyPI (https://pypi.org); writes space_wheels.md and .json.
 """
 
 import argparse
@@ -28,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 from harness import table
-from machine import ROOT, add_output_options, output_folder, write_results
+from machine import ROOT, begin, write_results
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The Hub's build image (Debian, glibc >= 2.28) takes every manylinux wheel up to manylinux_2_28.
@@ -68,12 +64,16 @@ def resolve(requirements: list[str], python_version: str) -> list[dict]:
              "url": item["download_info"]["url"]} for item in installs]
 
 
+def index_files(url: str, timeout: float = 60) -> list[dict]:
+    """The files a PEP 691 JSON simple index lists at `url`."""
+    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return json.load(answer).get("files", [])
+
+
 def pypi_size(name: str, filename: str) -> int:
     """A wheel's size in bytes, from PyPI's JSON simple index."""
-    request = urllib.request.Request(f"https://pypi.org/simple/{name}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        files = json.load(answer)["files"]
+    files = index_files(f"https://pypi.org/simple/{name}/")
     return next(entry["size"] for entry in files if entry["filename"] == filename)
 
 
@@ -81,10 +81,8 @@ def cpu_torch_size(version: str, python_tag: str, local: Path | None) -> tuple[i
     """The CPU build's wheel size and where it was read (the CPU index, else a local copy)."""
     filename = f"torch-{version}+cpu-{python_tag}-{python_tag}-manylinux_2_28_x86_64.whl"
     try:
-        request = urllib.request.Request(f"{CPU_INDEX}/torch/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            files = json.load(answer).get("files", [])
-        size = next((entry.get("size") for entry in files if entry["filename"] == filename), None)
+        size = next((entry.get("size") for entry in index_files(f"{CPU_INDEX}/torch/", 30)
+                     if entry["filename"] == filename), None)
         if size:
             return size, f"{CPU_INDEX} ({filename})"
     except (urllib.error.URLError, OSError, ValueError) as error:
@@ -105,10 +103,7 @@ def main() -> None:
     parser.add_argument("--cpu-wheel", type=Path, default=None, help="a local copy of the CPU torch wheel")
     parser.add_argument("--torch", default=None,
                         help="resolve this torch version (default: the newest, as the Hub; give the local wheel's to compare)")
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
-
+    args, folder, _ = begin(parser)
     header = front_matter()
     python_version = str(header["python_version"])
     python_tag = "cp" + python_version.replace(".", "")[:3]
@@ -122,33 +117,28 @@ def main() -> None:
     gpu_stack = [wheel for wheel in wheels if GPU_STACK.match(wheel["name"])]
     rest = [wheel for wheel in wheels if wheel is not torch and wheel not in gpu_stack]
     cpu_size, cpu_source = cpu_torch_size(torch["version"], python_tag, args.cpu_wheel)
-
     total_cuda = sum(wheel["size"] for wheel in wheels)
     rest_size = sum(wheel["size"] for wheel in rest)
-    result = {
-        "requirements": requirements, "platform": f"manylinux_2_28_x86_64, Python {python_version}",
-        "torch_version": torch["version"], "torch_cuda_wheel": torch["size"],
-        "gpu_stack": {wheel["name"]: wheel["size"] for wheel in gpu_stack},
-        "everything_else": rest_size, "packages": len(wheels), "total_with_cuda_torch": total_cuda,
-        "torch_cpu_wheel": cpu_size, "torch_cpu_source": cpu_source,
-        "total_with_cpu_torch": None if cpu_size is None else rest_size + cpu_size,
-        "wheels": wheels,
-    }
-    rows = "\n".join(table(["torch", "torch and what it pulls in", "the whole build"], [
-        [f"torch {torch['version']} from PyPI (CUDA)",
-         f"{mb(torch['size'] + sum(w['size'] for w in gpu_stack))} (torch {mb(torch['size'])}, {len(gpu_stack)} "
-         f"nvidia/cuda/triton wheels {mb(sum(w['size'] for w in gpu_stack))})", mb(total_cuda)],
-        [f"torch {torch['version']}+cpu (CPU build)", mb(cpu_size), mb(rest_size + cpu_size)] if cpu_size is not None
-        else ["torch CPU build", f"not measured: {cpu_source}", ""]]))
-    markdown = (
-        "# The Space build's downloads: torch's CUDA build (PyPI) against its CPU build\n\n"
+    result = {"requirements": requirements, "platform": f"manylinux_2_28_x86_64, Python {python_version}",
+              "torch_version": torch["version"], "torch_cuda_wheel": torch["size"],
+              "gpu_stack": {wheel["name"]: wheel["size"] for wheel in gpu_stack},
+              "everything_else": rest_size, "packages": len(wheels), "total_with_cuda_torch": total_cuda,
+              "torch_cpu_wheel": cpu_size, "torch_cpu_source": cpu_source,
+              "total_with_cpu_torch": None if cpu_size is None else rest_size + cpu_size, "wheels": wheels}
+    markdown = [
+        "# The Space build's downloads: torch's CUDA build (PyPI) against its CPU build", "",
         f"requirements.txt plus gradio=={header['sdk_version']}, resolved by pip for {result['platform']} "
-        f"(the Hub's build platform) from PyPI: {len(wheels)} wheels.\n\n"
-        f"{rows}\n\n"
-        f"Everything but torch and its GPU stack: {mb(rest_size)}. CPU wheel size from {cpu_source}.\n\n"
-        "Sizes are of the compressed wheels: what pip downloads.\n\n"
+        f"(the Hub's build platform) from PyPI: {len(wheels)} wheels.", "",
+        *table(["torch", "torch and what it pulls in", "the whole build"], [
+            [f"torch {torch['version']} from PyPI (CUDA)",
+             f"{mb(torch['size'] + sum(w['size'] for w in gpu_stack))} (torch {mb(torch['size'])}, {len(gpu_stack)} "
+             f"nvidia/cuda/triton wheels {mb(sum(w['size'] for w in gpu_stack))})", mb(total_cuda)],
+            [f"torch {torch['version']}+cpu (CPU build)", mb(cpu_size), mb(rest_size + cpu_size)]
+            if cpu_size is not None else ["torch CPU build", f"not measured: {cpu_source}", ""]]), "",
+        f"Everything but torch and its GPU stack: {mb(rest_size)}. CPU wheel size from {cpu_source}.", "",
+        "Sizes are of the compressed wheels: what pip downloads.", "",
         "Command: `.venv/bin/python benchmarks/space_wheels.py"
-        f"{' --torch ' + args.torch if args.torch else ''}{' --cpu-wheel ' + str(args.cpu_wheel) if args.cpu_wheel else ''}`\n")
+        f"{' --torch ' + args.torch if args.torch else ''}{' --cpu-wheel ' + str(args.cpu_wheel) if args.cpu_wheel else ''}`"]
     write_results(folder, "space_wheels", result, markdown)
 
 

@@ -1,15 +1,11 @@
 """Speed and memory of bertscore.stats at corpus scale (pure numpy, no model).
 
-Each function runs on N per-segment scores (default 100,000; drawn from the real WMT17 F1 values
-of tests/data plus noise: the values do not change the cost) with 1,000 resamples (the permutation
-test also at its default 10,000), best of --rounds; then once more under tracemalloc for the peak
-of memory it allocated (numpy reports its buffers to tracemalloc: harness.PeakMemory(kind="python")).
-The one-shot alternative (all indices and gathered scores at once, as sacrebleu does) is shown as
-the memory it would need.
+Each function runs on --segments per-segment scores (real WMT17 F1 values of tests/data plus noise: the
+values do not change the cost), best of --rounds, then once more for its peak allocation
+(harness.PeakMemory(kind="python")), next to what the one-shot way (as sacrebleu does) would hold.
+docs/statistics.md quotes the report, which says how each figure is counted.
 
-    .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]
-
-Writes stats_speed.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
+    .venv/bin/python benchmarks/stats_speed.py [--segments 100000] [--rounds 3]  # stats_speed.md, .json
 """
 
 import argparse
@@ -70,25 +66,18 @@ def main(argv: list[str] | None = None) -> int:
         with PeakMemory(kind="python") as memory:  # tracemalloc's peak during one more call
             call()
         best = min(walls)
-        row = {
-            "case": key, "call": label, "seconds_best": round(best, 3), "seconds_rounds": [round(w, 3) for w in walls],
-            "cpu_seconds_best_round": round(cpus[walls.index(best)], 3), "peak_mib": round(memory.peak / 2**20, 1),
-            "one_shot_mib": round(one_shot_bytes / 2**20, 1),
-            "target_seconds": TARGET_SECONDS if targeted else None,
-        }
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        rows.append({"case": key, "call": label, "seconds_best": round(best, 3),
+                     "seconds_rounds": [round(w, 3) for w in walls],
+                     "cpu_seconds_best_round": round(cpus[walls.index(best)], 3),
+                     "peak_mib": round(memory.peak / 2**20, 1), "one_shot_mib": round(one_shot_bytes / 2**20, 1),
+                     "target_seconds": TARGET_SECONDS if targeted else None})
+        print(json.dumps(rows[-1]), flush=True)
 
-    result = {
-        "command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} --rounds {args.rounds}",
-        "segments": args.segments,
-        "resamples": r,
-        "rounds": args.rounds,
-        "block_elements": resampling.BLOCK_ELEMENTS,
-        "rows": rows,
-        "machine": {**info, "numpy": np.__version__,
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-    }
+    result = {"command": f".venv/bin/python benchmarks/stats_speed.py --segments {args.segments} --resamples {r} "
+                         f"--rounds {args.rounds}", "segments": args.segments, "resamples": r, "rounds": args.rounds,
+              "block_elements": resampling.BLOCK_ELEMENTS, "rows": rows,
+              "machine": {**info, "numpy": np.__version__,
+                          "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
     write_results(args.out, "stats_speed", result, render(result))
     return 0
 

@@ -4,11 +4,6 @@ Runs `python -m pytest -q -n auto -p no:cacheprovider` (what `make test` runs, o
 this checkout with tests/cpu_profile.py on, and writes the wall time of each run, its pass/skip/
 fail counts, and the CPU seconds of each test file (its subprocesses included) from the first run.
 
-  --runs 3             three runs in a row (the suite must pass each: no rerun plugin is installed)
-  --busy-core-run 2    run 2 of them with a busy loop on one core (another user of the machine)
-  --warm-oracles       keep tests/.oracle-cache between runs (by default each run starts without
-                       it, as a clean clone does)
-
 Reproduce docs/testing.md's table:
   HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/suite_time.py --runs 3 --busy-core-run 3 --update-results
 """
@@ -16,11 +11,11 @@ Reproduce docs/testing.md's table:
 import argparse
 import collections
 import json
-import multiprocessing
 import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,29 +28,21 @@ OURS = "python -m pytest -q -n auto -p no:cacheprovider"
 SUMMARY = re.compile(r"=* ?(.*\b(?:passed|failed|error)\b.*) in ([0-9.]+)s")
 
 
-def _busy_loop() -> None:  # pragma: no cover - runs in a child process until killed
-    while True:
-        pass
-
-
 def run_suite(folder: Path, command: str, profile: Path | None, busy: bool, warm_oracles: bool = False) -> dict:
     """One run of `command` (its `python` is this interpreter) in `folder`: wall, CPU, counts."""
     if not warm_oracles:
         shutil.rmtree(folder / "tests" / ".oracle-cache", ignore_errors=True)  # as in a clean clone
     argv = shlex.split(command)
     argv[0] = sys.executable if argv[0] == "python" else argv[0]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(folder))
-    if profile is not None:
-        env["BERTSCORE_CPU_PROFILE"] = str(profile)
-    loop = multiprocessing.Process(target=_busy_loop, daemon=True) if busy else None
-    if loop is not None:
-        loop.start()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(folder),
+               **({"BERTSCORE_CPU_PROFILE": str(profile)} if profile is not None else {}))
+    loop = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None  # another user of a core
     try:
         done = run_child(argv, env, folder)
     finally:
         if loop is not None:
             loop.kill()
-            loop.join()
+            loop.wait()
     # pytest's summary line: the last one that says it (tests/uncovered.py prints what was not covered after it)
     tail = next((line for line in reversed(done.stdout.strip().splitlines()) if SUMMARY.search(line)),
                 done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:])
@@ -85,20 +72,20 @@ def by_file(profile: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--busy-core-run", type=int, default=0, help="which run (1-based) has a busy loop on one core")
-    parser.add_argument("--warm-oracles", action="store_true", help="keep tests/.oracle-cache between runs")
+    parser.add_argument("--runs", type=int, default=1, help="runs in a row (the suite must pass each: no reruns)")
+    parser.add_argument("--busy-core-run", type=int, default=0,
+                        help="which run (1-based) has a busy loop on one core (another user of the machine)")
+    parser.add_argument("--warm-oracles", action="store_true",
+                        help="keep tests/.oracle-cache between runs (by default each starts without, as a clean clone)")
     args, _, info = begin(parser, argv)
 
     runs = []
     with tempfile.TemporaryDirectory(prefix="suite-time-") as tmp:
         profile = Path(tmp) / "cpu.jsonl"
         for number in range(1, args.runs + 1):
-            run = run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run,
-                            warm_oracles=args.warm_oracles)
-            run["run"] = number
-            print(json.dumps(run), flush=True)
-            runs.append(run)
+            runs.append({**run_suite(ROOT, OURS, profile if number == 1 else None, busy=number == args.busy_core_run,
+                                     warm_oracles=args.warm_oracles), "run": number})
+            print(json.dumps(runs[-1]), flush=True)
         files = by_file(profile) if profile.is_file() else []
 
     flags = [f"--runs {args.runs}"] + ([f"--busy-core-run {args.busy_core_run}"] if args.busy_core_run else []) + (
