@@ -170,8 +170,7 @@ def test_the_pipeline_tokenizes_ahead_where_a_core_is_free(monkeypatch, device, 
         settings=SimpleNamespace(all_layers=False, score_layers=1, chunk_size=4),
         model=SimpleNamespace(device=torch.device(device), tokenizes_without_gil=True),
         tokenize=lambda texts: set(texts),
-        score_pairs=lambda cands, refs, store, weights, batch_size=None, progress=None, reuse=None: torch.ones(
-            len(cands), 3),
+        score_pairs=lambda cands, refs, store, weights, **options: torch.ones(len(cands), 3),
     )
     scores = pipeline_module.score_in_blocks(stand_in, CANDS, REFS, None, None, False, None, lambda *_: None)
     assert asked == [ahead] and scores.shape == (len(CANDS), 3) and bool((scores == 1).all())
