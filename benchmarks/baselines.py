@@ -30,34 +30,32 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import run_child, table, tatoeba_english
+from harness import json_child, table, tatoeba_english
 from machine import ROOT, begin, header, machine_info, machine_line, write_results
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
 TOLERANCE = 0.01
 
-# Runs the CLI in a child and reports the child's own CPU time and peak RSS.
+# Runs the CLI in a child (harness.json_child) and reports the child's own CPU time and peak RSS.
 CHILD = r"""
-import json, resource, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import json, resource
 from bertscore.cli.baseline import main
 from harness import peak_rss, timed
 seconds, code = timed(lambda: main(sys.argv[1:]))
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({{"exit_code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-                  "peak_rss_bytes": peak_rss()}}), file=sys.stderr)
+print(json.dumps({"exit_code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_bytes": peak_rss()}))
 """
 
 
 def run_cli(argv: list[str], threads: int) -> dict:
-    child = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=threads)
-    done = run_child([sys.executable, "-c", child, *argv])
-    report = json.loads(done.stderr.strip().splitlines()[-1])
-    if done.returncode != 0 or report["exit_code"] != 0:
-        sys.exit(f"error: bertscore baseline failed:\n{done.stderr[-3000:]}")
+    try:
+        report = json_child(CHILD, *argv, threads=threads)
+    except RuntimeError as error:
+        sys.exit(f"error: bertscore baseline failed:\n{error}")
+    if report["exit_code"] != 0:
+        sys.exit(f"error: bertscore baseline exited with {report['exit_code']}")
     return report
 
 

@@ -14,8 +14,7 @@ and probes the scoring call (`measure`: harness.PeakMemory): the resident set at
 
 Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
 official runs `bert_score.score`; both fp32 on the CPU (--device), batch_size=64, idf off.
-Writes memory.md and memory.json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -31,13 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import PeakMemory, measured, random_bert, json_child, table  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from harness import PeakMemory, measured, random_bert, json_child, table
 
 CHILD = r"""
 import csv, json
@@ -83,7 +75,7 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
+    from machine import begin, header, machine_line, write_results  # here: the children import this module, not it
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
@@ -91,17 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true", help="add to the runs already in <out>/memory.json")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--ffn", type=int, default=384, help="FFN width (384 keeps the run short)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="where both packages score (CPU: the committed results)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, machine = begin(parser, argv, threads=2, data=True, threads_elsewhere=True, serial_tokenizers=True)
     sizes = {"ours": [int(x) for x in args.sizes.split(",") if x],
              "official": [int(x) for x in args.official_sizes.split(",") if x]}
-    machine = machine_info(torch_threads=args.threads)  # each child sets these threads
-    print(machine_line(machine), flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
@@ -151,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__}, "machine": machine,
     }
     lines = [
-        "# Peak memory: 5,000 vs 50,000 pairs",
-        "",
+        *header("Peak memory: 5,000 vs 50,000 pairs", None),
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in commands),
         "",
         f"Model: {result['model']} (random weights, fp32, {'CPU' if args.device == 'cpu' else args.device}). Pairs: seeded draw from the WMT17 "

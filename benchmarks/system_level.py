@@ -52,35 +52,50 @@ def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, p
     return keep(outputs, "lp"), keep(references, "lp"), keep(human, "LP")
 
 
+def system_pairs(outputs: pd.DataFrame, references: pd.DataFrame, lp: str, system: str,
+                 limit: int | None = None) -> tuple[list[str], list[str]]:
+    """One system's outputs in sid order (the first `limit`), and the references of the same segments."""
+    rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
+    rows = rows.assign(order=rows.sid.astype(int)).sort_values("order").head(limit)
+    refs = references[references.lp == lp].set_index("sid")["reference"]
+    missing = sorted(set(rows.sid) - set(refs.index), key=int)
+    if missing:
+        sys.exit(f"error: {lp} {system}: no reference for sid {', '.join(missing[:5])}")
+    return rows.candidate.tolist(), refs.loc[rows.sid].tolist()
+
+
 def digest(texts: list[str]) -> str:
+    """A system's candidates and references, fingerprinted (the cache's key; long_texts.py reads it too)."""
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
 
 
+def language_pairs(text: str) -> list[str]:
+    """--lps: comma-separated WMT17 to-English pairs."""
+    lps = [lp.strip() for lp in text.split(",") if lp.strip()]
+    unknown = [lp for lp in lps if lp not in PAIRS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+    return lps
+
+
 # ----- scoring, cached per (pair, system) ------------------------------------------------------------
-def cached_scores(path: Path, scorer_hash: str, texts_digest: str) -> dict | None:
+def cached_scores(path: Path, scorer_hash: str | None, texts_digest: str) -> dict | None:
+    """The cached per-segment P, R, F and their meta for these texts, computed with `scorer_hash` (None: any)."""
     if not path.is_file():
         return None
     with np.load(path) as stored:
         meta = json.loads(str(stored["meta"]))
-        if meta["hash"] != scorer_hash or meta["digest"] != texts_digest:
+        if scorer_hash not in (None, meta["hash"]) or meta["digest"] != texts_digest:
             return None
         return {"P": stored["P"], "R": stored["R"], "F": stored["F"], **meta}
 
 
 def score_pair(lp: str, outputs: pd.DataFrame, references: pd.DataFrame, systems: list[str], args) -> dict[str, dict]:
     """Per-segment P/R/F of each system of one language pair (cached)."""
-    refs = references[references.lp == lp].set_index("sid")["reference"]
     scorer = None
     scored = {}
     for system in systems:
-        rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
-        rows = rows.assign(order=rows.sid.astype(int)).sort_values("order")
-        if args.limit_segments:
-            rows = rows.head(args.limit_segments)
-        missing = sorted(set(rows.sid) - set(refs.index), key=int)
-        if missing:
-            sys.exit(f"error: {lp} {system}: no reference for sid {', '.join(missing[:5])}")
-        cands, ref_texts = rows.candidate.tolist(), refs.loc[rows.sid].tolist()
+        cands, ref_texts = system_pairs(outputs, references, lp, system, args.limit_segments)
         if scorer is None:
             scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, dtype=args.dtype)
         texts_digest = digest(cands + ref_texts)
@@ -166,7 +181,7 @@ def pair_statistics(lp: str, scored: dict[str, dict], human: dict[str, float], a
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated language pairs (default: all 7)")
     parser.add_argument("--limit-systems", type=int, default=None, help="score only the first N systems of a pair")
     parser.add_argument("--limit-segments", type=int, default=None, help="score only the first N segments")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
@@ -179,11 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
     args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
-
-    lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
-    unknown = [lp for lp in lps if lp not in PAIRS]
-    if unknown:
-        parser.error(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+    lps = args.lps
     started = time.perf_counter()
     outputs, references, human_table = load_data(args.data, lps)
     check = None
