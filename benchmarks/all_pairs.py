@@ -2,17 +2,11 @@
 script and the official package's flattened call, side by side in one run, and the peak memory
 of large all-pairs matrices.
 
-Texts, each set scored against itself (N x N pairs, as MBR does): "short", the first distinct
-Tatoeba English sentences of 5 to 15 words (STS-B-like), and "news", distinct WMT17 de-en
-references; short texts also for memory. Model: the embedded MiniLM at its default layer, fp32 on
-CPU, cache off, batch_size=64 everywhere. Each size runs its methods in turn, `--repeats` times
-(the first size) and once for larger sizes; the plain script at 64 x 64 only (one padded batch:
-its einsum holds N^2 L^2 floats), the official package only at `--official-sizes`.
-
-Peak memory runs in a fresh subprocess per size (`matrix_peak`): harness.PeakMemory around
-`score_matrix` after loading the model and a 2 x 2 warm-up: the resident set at its start and the
-process's peak inside it (VmHWM); the difference is the figure ("above the loaded model").
-gpu_check.py runs `matrix_vs_flattened`, `matrix_peak` and `against_floor` on the GPU.
+Texts scored against themselves (N x N pairs, as MBR does): the first distinct Tatoeba English
+sentences of 5 to 15 words ("short", also for memory) and distinct WMT17 de-en references ("news");
+the embedded MiniLM, fp32, cache off, batch_size=64 (the report says the rest). Peak memory: a fresh
+subprocess per size (`matrix_peak`). gpu_check.py runs `matrix_vs_flattened`, `matrix_peak` and
+`against_floor` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
         [--memory-sizes 512,1024] [--repeats 3] [--device cpu] [--update-results] [--render SAVED.json]
@@ -28,7 +22,8 @@ from typing import Any
 
 import torch
 
-from harness import device_sync, measured, official_scorer, json_child, table, tatoeba_english, timed, wmt17_segments
+from harness import (device_sync, json_child, max_delta, measured, official_scorer, table, tatoeba_english, timed,
+                     wmt17_segments)
 from machine import begin, header, write_results
 
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
@@ -94,7 +89,7 @@ def matrix_vs_flattened(scorer: Any, texts: list[str]) -> tuple[float, float, fl
     sync = device_sync(str(scorer.device))
     matrix_s, matrix = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)
     flat_s, flat = timed(lambda: scorer.score(*flattened(texts), notes=[]), sync)
-    return matrix_s, flat_s, max(float((m.flatten() - f).abs().max()) for m, f in zip(matrix, flat)), matrix
+    return matrix_s, flat_s, max_delta((m.flatten() for m in matrix), flat), matrix
 
 
 def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
@@ -174,19 +169,16 @@ def speed(args: argparse.Namespace) -> list[dict]:
                 if size in PLAIN_SCRIPT_SIZES:
                     seconds, plain = timed(lambda: plain_script(tokenizer, model, texts), device_sync(args.device))
                     runs["plain"].append(seconds)
-                    deltas["max_abs_delta_vs_plain"] = max(float((m - p.cpu()).abs().max()) for m, p in zip(matrix, plain))
+                    deltas["max_abs_delta_vs_plain"] = max_delta(matrix, plain)
                 if size in args.official_sizes:
                     seconds, theirs = timed(lambda: official.score(flat_c, flat_r, batch_size=64), device_sync(args.device))
                     runs["official"].append(seconds)
-                    deltas["max_abs_delta_vs_official"] = max(
-                        float((m.flatten() - t).abs().max()) for m, t in zip(matrix, theirs))
+                    deltas["max_abs_delta_vs_official"] = max_delta((m.flatten() for m in matrix), theirs)
                 print(f"{kind} {size} x {size}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items() if v),
                       flush=True)
-            ratios = {name: [other / m for other, m in zip(runs[name], runs["matrix"])]
-                      for name in ("flattened", "plain", "official")}
             rows.append({"texts": kind, "size": size, "pairs": size * size, "seconds": runs,
-                         "x_vs_flattened": ratios["flattened"], "x_vs_plain": ratios["plain"],
-                         "x_vs_official": ratios["official"], **deltas})
+                         **{f"x_vs_{name}": [other / m for other, m in zip(runs[name], runs["matrix"])]
+                            for name in ("flattened", "plain", "official")}, **deltas})
     return rows
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs
+from harness import FIXTURE, interleaved, official_scorer, random_bert, table, timed, wmt17_pairs
 from machine import begin, header, write_results  # TOKENIZERS_PARALLELISM: as the user has it
 
 from bertscore import BERTScorer
@@ -54,8 +54,7 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
 
 
 def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); on CUDA a
-    synchronise ends the encode and match steps, so that a step's device work counts in it.
+    """Wall time of our call (on the CPU) split by pipeline step, wrapping the pipeline's own methods.
 
     tokenize: on the caller's thread; tokenize_ahead: blocks tokenized on the background thread
     while the caller scores the block before (off the critical path, bertscore/scoring/tokenize_ahead.py);
@@ -65,7 +64,7 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     from bertscore.scoring import pipeline as pipeline_module
     from bertscore.scoring import tokenize_ahead as ahead_module
 
-    pipe, sync = scorer.pipeline, device_sync(str(scorer.device))
+    pipe = scorer.pipeline
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
     originals = (pipe.tokenize, pipe.embedder.embed, pipeline_module.match_pairs, ahead_module.tokenized_blocks)
 
@@ -73,10 +72,7 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
         def wrapper(*args, **kwargs):
             start, matched = time.perf_counter(), spent["match"]
             try:
-                out = function(*args, **kwargs)
-                if sync is not None and name in ("encode", "match"):
-                    sync()
-                return out
+                return function(*args, **kwargs)
             finally:  # tokenizing on the background thread overlaps the caller's work: apart
                 ahead = name == "tokenize" and threading.current_thread() is not threading.main_thread()
                 # The matching runs inside the embedding step (`Embedder.embed(before_check=...)`): its own phase.
@@ -104,9 +100,7 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     pipeline_module.match_pairs = clocked("match", originals[2])
     ahead_module.tokenized_blocks = waited
     try:
-        start = time.perf_counter()
-        scorer.score(cands, refs)
-        spent["total"] = time.perf_counter() - start
+        spent["total"] = timed(lambda: scorer.score(cands, refs))[0]
     finally:
         del pipe.tokenize, pipe.embedder.embed
         pipeline_module.match_pairs, ahead_module.tokenized_blocks = originals[2], originals[3]
@@ -148,29 +142,19 @@ def padding_copies(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dic
 def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]:
     """The caller thread's CPU seconds in `call()`: in all, and inside the functions `device_work`
     names ((owner, attribute) pairs, wrapped for the call: what a device would compute)."""
-    spent = {"device": 0.0}
+    spent, depth = {"device": 0.0}, [0]
     originals = [(owner, name, getattr(owner, name)) for owner, name in device_work]
 
-    def clocked(function: Any) -> Any:
+    def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
             start = time.thread_time()
             try:
                 return function(*args, **kwargs)
             finally:
-                spent["device"] += time.thread_time() - start
-        return wrapper
-
-    depth = [0]
-
-    def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
-        inner = clocked(function)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            depth[0] += 1
-            try:
-                return inner(*args, **kwargs) if depth[0] == 1 else function(*args, **kwargs)
-            finally:
                 depth[0] -= 1
+                if depth[0] == 0:
+                    spent["device"] += time.thread_time() - start
         return wrapper
 
     for owner, name, function in originals:

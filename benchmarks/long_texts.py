@@ -1,19 +1,15 @@
 """Long texts: does scoring whole documents help, and what does it cost? (issue 8)
 
-1. Correlation. WMT17 to-English system outputs (../shared/data/wmt17/syslevel): the first
-   --docs x --segments-per-doc segments of each system (sid order) are joined, --segments-per-doc
-   at a time, into pseudo-documents (consecutive segments, most past 1,000 MiniLM tokens), and
-   so are the references. Each system is scored by its mean document F1 with (a) the default
-   long_texts="truncate" (every document cut at 510 content tokens) and (b) long_texts="window"
-   (whole documents, windows of 510 every 255), and by (c) the usual mean of sentence-level F1
-   over the same segments. Then the system-level Pearson r with the human DA score
-   (DA-syslevel.csv), per language pair. Per-segment scores of benchmarks/system_level.py are
-   reused when its cache (--sentence-cache) holds them for the same scorer hash and texts.
-2. Resources. One pair of texts of about 1k, 10k and 30k tokens (real WMT17 text: a system's
-   output against the references, consecutive segments: `consecutive`), scored with window vs
-   truncate, each in a fresh subprocess (`cost`, harness.PeakMemory): seconds (total, and in the
-   encoder), the resident set at the call's start and the process's peak inside it. gpu_check.py
-   runs `consecutive` and `cost` on the GPU.
+1. Correlation (`correlation`): WMT17 to-English systems scored on pseudo-documents of
+   --segments-per-doc consecutive segments (the first --docs of each system, and of the references)
+   with (a) long_texts="truncate" (the default) and (b) long_texts="window", and by (c) the mean
+   sentence-level F1 over the same segments (benchmarks/system_level.py's per-segment scores reused
+   from --sentence-cache when a spot check agrees); then the system-level Pearson r with the human DA
+   score (DA-syslevel.csv), per language pair.
+2. Resources (`resources`): one pair of real WMT17 texts of about 1k, 10k and 30k tokens
+   (`consecutive`), window vs truncate, each in a fresh subprocess (`cost`): seconds (total, and in
+   the encoder), the resident set at the call's start and the peak inside it. gpu_check.py runs
+   `consecutive` and `cost` on the GPU.
 
 MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
@@ -271,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     from system_level import CACHE as SENTENCE_CACHE, language_pairs
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated pairs (default: all 7)")
     parser.add_argument("--docs", type=int, default=8, help="pseudo-documents per system (the first ones)")
     parser.add_argument("--segments-per-doc", type=int, default=48, help="consecutive segments per document")
     parser.add_argument("--device", default="cpu", help="where the resources part scores (CPU: the committed results)")

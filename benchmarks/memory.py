@@ -1,19 +1,12 @@
-"""Peak memory (RSS) of scoring 5,000 vs 50,000 real pairs: ours vs the official package.
-
-The model is a small RANDOM BertModel with MiniLM's hidden size (384; --layers layers, FFN
---ffn), built from a BertConfig with the MiniLM tokenizer of the embedded folder and saved to
-a temporary folder: the hidden size sets the embedding memory, the small depth keeps the run
-short. Pairs are drawn (seeded) from the 170k WMT17 to-English system outputs joined with
-their references. Each measurement runs in a fresh subprocess, which reads only its pairs
-and probes the scoring call (`measure`: harness.PeakMemory): the resident set at its start
-(model + data loaded) and the process's high-water mark (VmHWM) inside it. gpu_check.py runs
-`measure` on the GPU (the allocator's peak).
+"""Peak memory (RSS) of scoring 5,000 vs 50,000 real pairs: ours (`bertscore.score`) vs the official
+package (`bert_score.score`), each measurement in a fresh subprocess that reads only its pairs
+(`measure`: harness.PeakMemory around the scoring call; the report says what each figure is). The
+model is a small RANDOM BertModel of MiniLM's hidden size (384; --layers, --ffn): the hidden size sets
+the embedding memory, the small depth keeps the run short. gpu_check.py runs `measure` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py [--sizes 5000,50000] [--official-sizes 5000,50000]
         [--device cpu]
 
-Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
-official runs `bert_score.score`; both fp32 on the CPU (--device), batch_size=64, idf off.
 Writes memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 

@@ -9,12 +9,9 @@ own reference, as in lm-eval's tasks), the embedded MiniLM from its folder at la
 - the drop-in's `bert_score.BERTScorer(...)` built anew for every call, as DeepEval does;
 - the official package's `bert_score.score([c], [r], ...)` per call (bert-score 0.3.13).
 
-The official package and the drop-in are both `bert_score`, so no process can hold both: each round
-runs two child interpreters, one with PYTHONPATH=bert_score_dropin:<repo> (our three loops), one with
-the repository on the path and the official package from the venv. In each, a kept scorer runs
-beside the loops, interleaved call by call (on a machine shared with other work, loops timed one
-after the other differ by more than the effect measured), and each ratio is against the kept scorer
-of its own interpreter and round. Every loop's first call is untimed (reported apart: the load).
+The official package and the drop-in are both `bert_score`: each round runs two child interpreters
+(`one_round`), in each a kept scorer beside the loops, interleaved call by call (loops timed one after
+the other on a shared machine differ by more than the effect measured); the report says the rest.
 
     .venv/bin/python benchmarks/per_call.py [--rounds 5] [--device cpu] [--update-results]
 

@@ -14,9 +14,8 @@ Every method scores the same N (candidate, reference) pairs, drawn with a fixed 
                            candidates (second call reuses the reference embeddings)
 
 Methods run in rounds (each method once per round, same order); the best time of the rounds
-is reported. Peak memory: harness.PeakMemory (on the CPU the process's resident-set high-water
-mark, VmHWM, reset at the method's start; on CUDA the allocator's peak). `side_by_side` is what
-gpu_check.py's throughput section runs on the GPU.
+is reported, with the peak memory (harness.PeakMemory). `side_by_side` is what gpu_check.py's
+throughput section runs on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1] [--device cpu]
 
@@ -266,13 +265,14 @@ def main(argv: list[str] | None = None) -> int:
             "measured": f"{speedup:.2f}x, {found['bf16_max_abs_dF_vs_fp32']:.2e}, {found['bf16_pearson_F_vs_fp32']:.5f}",
             "met": speedup >= 2 and found["bf16_max_abs_dF_vs_fp32"] <= 5e-3 and found["bf16_pearson_F_vs_fp32"] >= 0.999}
     options = ["--pairs", args.pairs, "--rounds", args.rounds] + ["--skip", args.skip] * bool(args.skip)
+    options += ["--device", device] * (device != "cpu")
     machine = {**info, "load_average_at_end": os.getloadavg(),
                "bert_score": importlib.metadata.version("bert-score")}  # its __version__ says 0.3.12
     repeat = {"first_s": first, "second_s": second, "speedup": first / second, "all": repeats,
               "token_bound": token_count(sorted(seen)) / max(1, token_count(new_texts))}
-    options += ["--device", device] * (device != "cpu")
     result = {"command": command("speed.py", options), "pairs": n,
-              "unique_texts": len(dict.fromkeys(t.strip() for t in cands + refs)), "tokens": total_tokens, "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})", "device": device,
+              "unique_texts": len(dict.fromkeys(t.strip() for t in cands + refs)), "tokens": total_tokens,
+              "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})", "device": device,
               "max_tokens_per_batch": scorers["ours_fp32"].embedder.max_tokens_per_batch, "rounds": args.rounds,
               "methods": results, "repeat": repeat, "deltas": found, "targets": targets, "machine": machine}
     write_results(args.out, f"speed_{device.split(':')[0]}", result, render(result))

@@ -74,7 +74,8 @@ def language_pairs(text: str) -> list[str]:
     lps = [lp.strip() for lp in text.split(",") if lp.strip()]
     unknown = [lp for lp in lps if lp not in PAIRS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+        raise argparse.ArgumentTypeError(f"unknown language pair(s) {', '.join(unknown)}; choose from "
+                                         f"{', '.join(PAIRS)}")
     return lps
 
 
@@ -181,7 +182,7 @@ def pair_statistics(lp: str, scored: dict[str, dict], human: dict[str, float], a
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated pairs (default: all 7)")
     parser.add_argument("--limit-systems", type=int, default=None, help="score only the first N systems of a pair")
     parser.add_argument("--limit-segments", type=int, default=None, help="score only the first N segments")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
