@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from harness import json_child, table, tatoeba_english
-from machine import ROOT, begin, header, machine_info, machine_line, write_results
+from machine import ROOT, begin, header, machine_line, write_results
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
@@ -97,10 +97,6 @@ def step_shipped(corpus_file: Path, work: Path, threads: int, refresh: bool) -> 
             shutil.copyfile(baselines.sidecar_path(out), baselines.sidecar_path(SHIPPED))
             result["refreshed_shipped_files"] = True
     return result
-
-
-def step_pair_counts(corpus_file: Path, work: Path, threads: int, counts: list[int]) -> dict:
-    return {str(n): cli_baseline(corpus_file, work / f"pairs_{n}.tsv", threads, n) for n in counts}
 
 
 def step_calibration(sentences: list[str], work: Path) -> dict:
@@ -237,12 +233,8 @@ def main() -> int:
                              "change that moves the numbers or the sidecar; what differed is recorded)")
     parser.add_argument("--steps", default="shipped,counts,calibration",
                         help="steps to run; the others are kept from an existing baselines.json")
-    args = begin(parser, data=True, serial_tokenizers=True)[0]
-    steps = set(args.steps.split(","))
-
-    import torch
-
-    threads = torch.get_num_threads()
+    args, _, info = begin(parser, data=True, serial_tokenizers=True)
+    steps, threads = set(args.steps.split(",")), info["torch_threads"]  # begin set --threads, if given
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus
 
@@ -255,7 +247,7 @@ def main() -> int:
     result.pop("command", None)
 
     def save() -> None:
-        result["machine"] = {**machine_info(threads), "load_average_at_end": os.getloadavg()}
+        result["machine"] = {**info, "load_average_at_end": os.getloadavg()}
         write_results(args.out, "baselines", result, render(result))
 
     with tempfile.TemporaryDirectory() as folder:
@@ -266,8 +258,8 @@ def main() -> int:
             result["shipped"] = step_shipped(corpus_file, work, threads, args.refresh_shipped)
             save()
         if "counts" in steps:
-            counts = [int(n) for n in args.counts.split(",") if n]
-            result["pair_counts"] = step_pair_counts(corpus_file, work, threads, counts)
+            result["pair_counts"] = {str(int(n)): cli_baseline(corpus_file, work / f"pairs_{n}.tsv", threads, int(n))
+                                     for n in args.counts.split(",") if n}
             save()
         if "calibration" in steps:
             result["calibration"] = step_calibration(sentences, work)

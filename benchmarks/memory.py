@@ -120,14 +120,11 @@ def main(argv: list[str] | None = None) -> int:
                f"--official-sizes '{args.official_sizes}' --layers {args.layers} --ffn {args.ffn}"
                + (" --merge" if args.merge else "") + (f" --device {args.device}" if args.device != "cpu" else ""))
     commands = list(dict.fromkeys([c for c in commands if c] + [command]))
-    import torch
-    import transformers
-
     result = {
         "command": command, "commands": commands,
         "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
         "runs": results, "growth": growth, "target": target,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__}, "machine": machine,
+        "versions": {name: machine[name] for name in ("torch", "transformers")}, "machine": machine,
     }
     lines = [
         *header("Peak memory: 5,000 vs 50,000 pairs", None),

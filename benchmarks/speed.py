@@ -291,9 +291,6 @@ def render(r: dict) -> str:
         f"{tuple(round(x, 1) for x in m['load_average_at_end'])} (machine shared).",
         "",
     ]
-    extra = [f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
-             f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
-             for name, row in r["methods"].items() if "x_own_encoder_time" in row]
     lines += table(
         ["method", "seconds (best)", "CPU s", "pairs/s", "throughput vs official", "time vs floor (same precision)",
          "peak MiB", "all rounds (s)"],
@@ -302,7 +299,11 @@ def render(r: dict) -> str:
           f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", row["peak_mib"],
           ", ".join(f"{x:.1f}" for x in row["all_seconds"])] for name, row in r["methods"].items()])
     rep = r["repeat"]
-    lines += [""] + extra + [
+    lines += [
+        "",
+        *(f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
+          f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
+          for name, row in r["methods"].items() if "x_own_encoder_time" in row),
         "",
         f"Repeated evaluation (cached BERTScorer, same {r['pairs']} references, new candidates): first "
         f"{rep['first_s']:.2f} s, second {rep['second_s']:.2f} s, **{rep['speedup']:.2f}x** faster "
@@ -314,8 +315,6 @@ def render(r: dict) -> str:
         "",
         *table(["target", "measured", "met"],
                [[key, value["measured"], "yes" if value["met"] else "NO"] for key, value in r["targets"].items()]),
-    ]
-    lines += [
         "",
         "torchmetrics: speed only (it has a known pair-misalignment bug; its numbers are not compared).",
         "Floors: the encoder forward alone over the unique texts, inputs prebuilt, same batches and precision.",

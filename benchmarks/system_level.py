@@ -3,14 +3,11 @@
 Every system output of newstest2017 (7 pairs into English, 65 systems, 170,180 segments) is scored
 against the reference with the embedded MiniLM (sentence-transformers/all-MiniLM-L6-v2, default
 layer, F1, no idf, no rescaling; one scorer per pair, so its references are embedded once and
-served from the cache for every system). Then, per language pair:
-
-- each system's mean F1 with its 95% bootstrap interval (`bertscore.stats.bootstrap_ci`);
-- the system-level Pearson r (and Kendall tau) of mean F1 with the human DA score
-  (DA-syslevel.csv), and the mean over the pairs (the paper's system-level protocol);
-- every pair of systems compared with the paired permutation test (10,000 randomizations) and
-  sacrebleu's paired bootstrap (1,000 resamples): how many pairs each separates at p < 0.05, and
-  how many of those the human DA orders the same way.
+served from the cache for every system). Then, per language pair (`pair_statistics`): each
+system's mean F1 with its 95% bootstrap interval, the system-level Pearson r and Kendall tau with
+the human DA score (DA-syslevel.csv; the mean over the pairs is the paper's protocol), and every pair
+of systems compared with the paired permutation test and sacrebleu's paired bootstrap: how many
+pairs each separates at p < 0.05, and how many of those the human DA orders the same way.
 
 Per-segment scores are cached under benchmarks/results/tmp/system_level/ (ignored by git), one
 file per (pair, system), checked against the scorer hash and the candidates: rerunning the
