@@ -5,19 +5,15 @@
 Corpus: every distinct English sentence of the Tatoeba test set of LASER (column `english` of
 ../shared/data/tatoeba/tatoeba_pairs.tsv.gz, file order), written one per line to a temporary file.
 
-1. The shipped computation, in a fresh subprocess: `bertscore baseline --model
-   sentence-transformers/all-MiniLM-L6-v2 --lang en --corpus <that file> --seed 0 --device cpu`:
-   wall and CPU time, peak RSS (getrusage of the child), and the written file and sidecar compared
-   byte for byte with the shipped ones (the same inputs must give the same bytes).
+1. The shipped computation (`step_shipped`), in a fresh subprocess: `bertscore baseline --model
+   sentence-transformers/all-MiniLM-L6-v2 --lang en --corpus <that file> --seed 0 --device cpu`, its
+   time and peak RSS, and its file and sidecar compared byte for byte with the shipped ones.
 2. Its standard errors (from the sidecar).
-3. How the baseline moves with the number of pairs: `--pairs 1000` and `--pairs 5000` (seed 0,
-   each a fresh child as in 1, with its time and peak RSS) against all pairs, per layer, in units
-   of the all-pairs standard error.
-4. Calibration: the distinct sentences are split into two halves (seeded permutation, seed 1).
-   A baseline from half A (all its pairs, seed 0) is written to a file and loaded as a user would;
-   all random pairs of half B (seed 0) are scored at every layer and rescaled with it: the mean
-   rescaled F per layer must lie within 0.01 of 0. Identical pairs (1,000 sentences of B against
-   themselves) rescaled with it must give 1.
+3. The baseline from `--pairs 1000` and `--pairs 5000` (--counts; each a fresh child as in 1) against
+   all pairs, per layer.
+4. Calibration (`step_calibration`): a baseline from one half of the sentences (seeded split), loaded
+   from its file as a user would, rescales all random pairs of the other half at every layer: the
+   mean rescaled F must lie within 0.01 of 0, and identical pairs must give 1.
 Writes baselines.md and .json (after every step) to benchmarks/scratch/ (--update-results:
 benchmarks/results/; or --out).
 """
@@ -57,10 +53,6 @@ def run_cli(argv: list[str], threads: int) -> dict:
     if report["exit_code"] != 0:
         sys.exit(f"error: bertscore baseline exited with {report['exit_code']}")
     return report
-
-
-def layer_table(table) -> dict:
-    return {"mean": table.mean.tolist(), "standard_error": table.standard_error.tolist()}
 
 
 def cli_baseline(corpus_file: Path, out: Path, threads: int, pairs: int | None = None) -> dict:
@@ -131,7 +123,8 @@ def step_calibration(sentences: list[str], work: Path) -> dict:
     deviation = torch.stack([p, r, f]).sub(1).abs().amax(dim=(0, 2))
     return {
         "sentences_a": len(half_a), "sentences_b": len(half_b), "pairs_a": table_a.num_pairs, "pairs_b": len(cands),
-        "baseline_a": layer_table(table_a), "raw_b": {"mean": raw_mean.tolist(), "standard_error": raw_error.tolist()},
+        "baseline_a": {"mean": table_a.mean.tolist(), "standard_error": table_a.standard_error.tolist()},
+        "raw_b": {"mean": raw_mean.tolist(), "standard_error": raw_error.tolist()},
         "rescaled_b": {"mean": mean.tolist(), "standard_error": error.tolist()},
         "identical_pairs": len(identical), "identical_max_abs_deviation_from_1": deviation.tolist(),
         "seconds": time.perf_counter() - start,

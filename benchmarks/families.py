@@ -7,7 +7,6 @@ of tiny_families.official_patches where it needs them) with idf off and on and a
 against ours over batchings, the token ids against the official sent_encode, and what the padding
 probe chose. Then what one-length batches cost (`one_length_cost`) and what the probe costs
 (`probe_cost`), and the official package's call-order dependence on block-sparse BigBird (unpatched).
-The report says how each is measured.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py [--threads 1]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from harness import FIXTURE, interleaved, official_scorer, random_bert, table, timed, wmt17_pairs
+from harness import FIXTURE, interleaved, max_delta, official_scorer, random_bert, table, timed, wmt17_pairs
 from machine import begin, header, write_results  # TOKENIZERS_PARALLELISM: as the user has it
 
 from bertscore import BERTScorer
@@ -231,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         padding = padding_copies(ours, cands[:2000], refs[:2000])
         check = min(300, len(cands))
         exact = official_scorer(folder, 1, batch_size=1)
-        delta = max(float((a - b).abs().max()) for a, b in zip(ours.score(cands[:check], refs[:check]),
-                                                             exact.score(cands[:check], refs[:check])))
+        delta = max_delta(ours.score(cands[:check], refs[:check]), exact.score(cands[:check], refs[:check]))
     ahead = ours.pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(ours.device)
     rate = {name: len(cands) / seconds for name, seconds in best.items()}
     ratio = rate["ours"] / rate["official"]

@@ -1,6 +1,6 @@
 """Long texts: does scoring whole documents help, and what does it cost? (issue 8)
 
-1. Correlation (`correlation`): WMT17 to-English systems scored on pseudo-documents of
+1. Correlation (`correlation`): WMT17 to-English systems scored (embedded MiniLM) on pseudo-documents of
    --segments-per-doc consecutive segments (the first --docs of each system, and of the references)
    with (a) long_texts="truncate" (the default) and (b) long_texts="window", and by (c) the mean
    sentence-level F1 over the same segments (benchmarks/system_level.py's per-segment scores reused
@@ -10,8 +10,6 @@
    (`consecutive`), window vs truncate, each in a fresh subprocess (`cost`): seconds (total, and in
    the encoder), the resident set at the call's start and the peak inside it. gpu_check.py runs
    `consecutive` and `cost` on the GPU.
-
-MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
         [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources] [--device cpu]
@@ -84,21 +82,18 @@ def correlation(args) -> dict:
             cands_all, refs_all = system_pairs(outputs, references, lp, system)
             cands, refs = cands_all[:segments], refs_all[:segments]
             cand_docs, ref_docs = documents(cands, args.segments_per_doc), documents(refs, args.segments_per_doc)
-            doc_f1 = {}
-            for mode, scorer in scorers.items():
-                notes: list[str] = []
-                doc_f1[mode] = float(scorer.score(cand_docs, ref_docs, notes=notes)[2].mean())
+            doc_f1 = {mode: float(scorer.score(cand_docs, ref_docs, notes=[])[2].mean())
+                      for mode, scorer in scorers.items()}
             # system_level.py's per-segment scores (fp32, all segments), whatever code version computed them
             # (its hash then differs in format): reused only if a spot check of the first document's segments agrees.
             found = cached_scores(args.sentence_cache / lp / f"{system}.float32.{len(cands_all)}.npz", None,
                                   digest(cands_all + refs_all))
             if found is not None:
-                f1, cached_hash = found["F"].astype(np.float64), found["hash"]
-                check = args.segments_per_doc
+                f1, check = found["F"].astype(np.float64), args.segments_per_doc
                 fresh = sentence_scorer.score(cands[:check], refs[:check])[2].double().numpy()
                 deviation = float(np.abs(fresh - f1[:check]).max())
                 spot_checks.append(deviation)
-                cached_hashes.add(cached_hash)
+                cached_hashes.add(found["hash"])
                 found = None if deviation > 1e-5 else found
             if found is not None:
                 reused += 1
@@ -108,13 +103,11 @@ def correlation(args) -> dict:
                 sentence = float(sentence_scorer.score(cands, refs)[2].double().mean())
             store = sentence_scorer.pipeline.tokenize(cand_docs + ref_docs)
             lengths += [store.content_length(d.strip()) for d in cand_docs + ref_docs]
-            rows[system] = {"human": human[system], "truncate": doc_f1["truncate"], "window": doc_f1["window"],
-                            "sentence": sentence}
+            rows[system] = {"human": human[system], **doc_f1, "sentence": sentence}
             print(f"{lp} {system}: " + ", ".join(f"{k} {v:.4f}" for k, v in rows[system].items()), flush=True)
-        da = np.array([rows[s]["human"] for s in systems])
-        summary = {"lp": lp, "systems": len(systems)}
-        for measure in ("truncate", "window", "sentence"):
-            summary[measure] = float(pearsonr([rows[s][measure] for s in systems], da)[0])
+        da, measures = np.array([rows[s]["human"] for s in systems]), ("truncate", "window", "sentence")
+        summary = {"lp": lp, "systems": len(systems),
+                   **{m: float(pearsonr([rows[s][m] for s in systems], da)[0]) for m in measures}}
         per_pair.append({"summary": summary, "systems": rows})
         print(json.dumps(summary), flush=True)
     lengths_array = np.array(lengths)
@@ -194,10 +187,6 @@ def resources(args) -> list[dict]:
 
 
 # ----- report ------------------------------------------------------------------------------------------------
-def _maybe(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1e}"
-
-
 def render(result: dict) -> str:
     lines = [
         *header("Long texts: truncate vs window (issue 8)", None),
@@ -209,7 +198,7 @@ def render(result: dict) -> str:
     ]
     corr = result.get("correlation")
     if corr:
-        t = corr["document_tokens"]
+        t, spot = corr["document_tokens"], corr["sentence_scores"]["spot_check_max_abs_diff"]
         lines += [
             "",
             "## Does it help? System-level Pearson r with human DA, WMT17 to-English",
@@ -234,7 +223,7 @@ def render(result: dict) -> str:
             f"Hashes: truncate `{corr['hashes']['truncate']}`; window `{corr['hashes']['window']}`. Sentence-level "
             f"scores: {corr['sentence_scores']['reused_from_cache']} systems reused from the cache of "
             f"benchmarks/system_level.py (same texts; a spot check rescoring each system's first document's "
-            f"segments agreed to {_maybe(corr['sentence_scores']['spot_check_max_abs_diff'])}), "
+            f"segments agreed to {'-' if spot is None else f'{spot:.1e}'}), "
             f"{corr['sentence_scores']['computed']} computed here. "
             f"Correlation part: {corr['seconds']:,.0f} s.",
         ]

@@ -68,7 +68,7 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import begin, header, machine_line, write_results  # here: the children import this module, not it
+    from machine import begin, command, header, machine_line, write_results  # here: the children import this module
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
@@ -116,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     if "ours" in growth:
         target = {"target": f"ours at {growth['ours']['large']} <= 1.25x ours at {growth['ours']['small']}",
                   "measured": round(growth["ours"]["ratio"], 3), "met": growth["ours"]["ratio"] <= 1.25}
-    command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes '{args.sizes}' "
-               f"--official-sizes '{args.official_sizes}' --layers {args.layers} --ffn {args.ffn}"
-               + (" --merge" if args.merge else "") + (f" --device {args.device}" if args.device != "cpu" else ""))
-    commands = list(dict.fromkeys([c for c in commands if c] + [command]))
+    reproduce = command("memory.py", ["--sizes", f"'{args.sizes}'", "--official-sizes", f"'{args.official_sizes}'",
+                                      "--layers", args.layers, "--ffn", args.ffn, *["--merge"] * args.merge,
+                                      *["--device", args.device] * (args.device != "cpu")])
+    commands = list(dict.fromkeys([c for c in commands if c] + [reproduce]))
     result = {
-        "command": command, "commands": commands,
+        "command": reproduce, "commands": commands,
         "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
         "runs": results, "growth": growth, "target": target,
         "versions": {name: machine[name] for name in ("torch", "transformers")}, "machine": machine,

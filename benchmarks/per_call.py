@@ -70,11 +70,8 @@ def one_pair_calls(loops: dict[str, Callable[[str, str], Any]], pairs: list[tupl
 
 
 def child(kind: str, device: str) -> None:
-    """One round in this interpreter: the kept scorer and the per-call loops of `kind` (`one_pair_calls`).
-    Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
-    import torch
-
-    torch.set_num_threads(THREADS)
+    """One round in this interpreter (`one_round`'s child: its torch threads set): the kept scorer and the
+    per-call loops of `kind` (`one_pair_calls`). Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
     import bert_score
 
     import bertscore

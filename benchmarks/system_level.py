@@ -40,15 +40,6 @@ ALPHA = 0.05
 
 
 # ----- data --------------------------------------------------------------------------------------
-def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """System outputs, references and human system scores of the language pairs `lps` (None: all)."""
-    outputs, references, human = wmt17_syslevel(data, human=True)
-    if lps is None:
-        return outputs, references, human
-    keep = lambda frame, column: frame[frame[column].isin(lps)]  # noqa: E731
-    return keep(outputs, "lp"), keep(references, "lp"), keep(human, "LP")
-
-
 def system_pairs(outputs: pd.DataFrame, references: pd.DataFrame, lp: str, system: str,
                  limit: int | None = None) -> tuple[list[str], list[str]]:
     """One system's outputs in sid order (the first `limit`), and the references of the same segments."""
@@ -194,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
     lps = args.lps
     started = time.perf_counter()
-    outputs, references, human_table = load_data(args.data, lps)
+    outputs, references, human_table = wmt17_syslevel(args.data, human=True)
+    outputs, references = outputs[outputs.lp.isin(lps)], references[references.lp.isin(lps)]
     check = None
     if args.dtype_check:
         check_path = args.cache / f"dtype_check.{args.dtype_check}.json"
@@ -244,8 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def render(r: dict) -> str:
-    s = r["settings"]
-    t = r["totals"]
+    s, t = r["settings"], r["totals"]
     lines = [
         "# WMT17 to-English, system level: BERTScore with intervals and paired tests",
         "",
