@@ -2,17 +2,11 @@
 script and the official package's flattened call, side by side in one run, and the peak memory
 of large all-pairs matrices.
 
-Texts, each set scored against itself (N x N pairs, as MBR does): "short", the first distinct
-Tatoeba English sentences of 5 to 15 words (STS-B-like), and "news", distinct WMT17 de-en
-references; short texts also for memory. Model: the embedded MiniLM at its default layer, fp32 on
-CPU, cache off, batch_size=64 everywhere. Each size runs its methods in turn, `--repeats` times
-(the first size) and once for larger sizes; the plain script at 64 x 64 only (one padded batch:
-its einsum holds N^2 L^2 floats), the official package only at `--official-sizes`.
-
-Peak memory runs in a fresh subprocess per size (`matrix_peak`): harness.PeakMemory around
-`score_matrix` after loading the model and a 2 x 2 warm-up: the resident set at its start and the
-process's peak inside it (VmHWM); the difference is the figure ("above the loaded model").
-gpu_check.py runs `matrix_vs_flattened`, `matrix_peak` and `against_floor` on the GPU.
+Texts scored against themselves (N x N pairs, as MBR does): the first distinct Tatoeba English
+sentences of 5 to 15 words ("short", also for memory) and distinct WMT17 de-en references ("news");
+the embedded MiniLM, fp32, cache off, batch_size=64 (the report says the rest). Peak memory: a fresh
+subprocess per size (`matrix_peak`). gpu_check.py runs `matrix_vs_flattened`, `matrix_peak` and
+`against_floor` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/all_pairs.py [--sizes 64,256] [--official-sizes 64,256]
         [--memory-sizes 512,1024] [--repeats 3] [--device cpu] [--update-results] [--render SAVED.json]
@@ -22,21 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
+from harness import (device_sync, json_child, max_delta, measured, official_scorer, table, tatoeba_english, timed,
+                     wmt17_segments)
+from machine import begin, header, write_results
 
-from harness import device_sync, measured, official_scorer, json_child, table, tatoeba_english, timed, wmt17_segments  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
 LAYER = 6  # MiniLM's default layer (MODEL_TO_LAYERS), given to the official package by hand
 
 MEMORY_CHILD = r"""
@@ -100,33 +89,19 @@ def matrix_vs_flattened(scorer: Any, texts: list[str]) -> tuple[float, float, fl
     sync = device_sync(str(scorer.device))
     matrix_s, matrix = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)
     flat_s, flat = timed(lambda: scorer.score(*flattened(texts), notes=[]), sync)
-    return matrix_s, flat_s, max(float((m.flatten() - f).abs().max()) for m, f in zip(matrix, flat)), matrix
+    return matrix_s, flat_s, max_delta((m.flatten() for m in matrix), flat), matrix
 
 
 def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
     """score_matrix(texts, texts)'s wall seconds in all ("total") and in embedding and matching (its
-    own `_embed` and `_match`, wrapped for the call; on CUDA each synchronised at its end)."""
+    own `_embed` and `_match`, clocked for the call; on CUDA each synchronised)."""
     from bertscore.scoring import all_pairs
+    from speed import clocked
 
-    sync = device_sync(str(scorer.device)) or (lambda: None)
-    spent = {"embed": 0.0, "match": 0.0}
-    originals = {"embed": all_pairs._embed, "match": all_pairs._match}
-
-    def clocked(name: str) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            out = originals[name](*args, **kwargs)
-            sync()
-            spent[name] += time.perf_counter() - start
-            return out
-        return wrapper
-
-    all_pairs._embed, all_pairs._match = clocked("embed"), clocked("match")
-    try:
-        spent["total"] = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)[0]
-    finally:
-        all_pairs._embed, all_pairs._match = originals["embed"], originals["match"]
-    return spent
+    sync = device_sync(str(scorer.device))
+    with clocked(all_pairs, "_embed", "_match", sync=sync) as spent:
+        total = timed(lambda: scorer.score_matrix(texts, texts, notes=[]), sync)[0]
+    return {"embed": spent["_embed"], "match": spent["_match"], "total": total}
 
 
 def matrix_peak(scorer: Any, texts: list[str]) -> dict[str, Any]:
@@ -194,19 +169,16 @@ def speed(args: argparse.Namespace) -> list[dict]:
                 if size in PLAIN_SCRIPT_SIZES:
                     seconds, plain = timed(lambda: plain_script(tokenizer, model, texts), device_sync(args.device))
                     runs["plain"].append(seconds)
-                    deltas["max_abs_delta_vs_plain"] = max(float((m - p.cpu()).abs().max()) for m, p in zip(matrix, plain))
+                    deltas["max_abs_delta_vs_plain"] = max_delta(matrix, plain)
                 if size in args.official_sizes:
                     seconds, theirs = timed(lambda: official.score(flat_c, flat_r, batch_size=64), device_sync(args.device))
                     runs["official"].append(seconds)
-                    deltas["max_abs_delta_vs_official"] = max(
-                        float((m.flatten() - t).abs().max()) for m, t in zip(matrix, theirs))
+                    deltas["max_abs_delta_vs_official"] = max_delta((m.flatten() for m in matrix), theirs)
                 print(f"{kind} {size} x {size}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items() if v),
                       flush=True)
-            ratios = {name: [other / m for other, m in zip(runs[name], runs["matrix"])]
-                      for name in ("flattened", "plain", "official")}
             rows.append({"texts": kind, "size": size, "pairs": size * size, "seconds": runs,
-                         "x_vs_flattened": ratios["flattened"], "x_vs_plain": ratios["plain"],
-                         "x_vs_official": ratios["official"], **deltas})
+                         **{f"x_vs_{name}": [other / m for other, m in zip(runs[name], runs["matrix"])]
+                            for name in ("flattened", "plain", "official")}, **deltas})
     return rows
 
 
@@ -230,8 +202,8 @@ def spread(values: list[float], unit: str = "") -> str:
 
 def report(info: dict, speed_rows: list[dict], memory_rows: list[dict]) -> str:
     lines = [
-        "# All pairs: score_matrix vs the flattened score(), a plain script and the official flattened call", "",
-        machine_line(info), "",
+        *header("All pairs: score_matrix vs the flattened score(), a plain script and the official flattened call",
+                info),
         "MiniLM (embedded, layer 6), fp32, CPU, batch_size=64; N distinct texts against themselves (N x N "
         "pairs): short = Tatoeba English sentences of 5-15 words (STS-B-like), news = WMT17 de-en references. "
         "Seconds per call (range over repeats). x = the other call's seconds over score_matrix's in the same "
@@ -271,20 +243,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--official-sizes", type=sizes, default=[64, 256])
     parser.add_argument("--memory-sizes", type=sizes, default=[512, 1024])
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the first size (larger sizes: 1)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="where every method runs (CPU: the committed results)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--render", type=Path, help="write the report of a saved all_pairs.json again (no scoring)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    folder = output_folder(args)
+    args, folder, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
     if args.render:
         saved = json.loads(args.render.read_text(encoding="utf-8"))
         write_results(folder, "all_pairs", saved, report(saved["machine"], saved["speed"], saved["memory"]))
         return
-    torch.set_num_threads(args.threads)
-    info = machine_info()
-    print(machine_line(info), flush=True)
     speed_rows = speed(args)
     memory_rows = memory(args)
     result = {"machine": info, "device": args.device, "speed": speed_rows, "memory": memory_rows}

@@ -5,19 +5,15 @@
 Corpus: every distinct English sentence of the Tatoeba test set of LASER (column `english` of
 ../shared/data/tatoeba/tatoeba_pairs.tsv.gz, file order), written one per line to a temporary file.
 
-1. The shipped computation, in a fresh subprocess: `bertscore baseline --model
-   sentence-transformers/all-MiniLM-L6-v2 --lang en --corpus <that file> --seed 0 --device cpu`:
-   wall and CPU time, peak RSS (getrusage of the child), and the written file and sidecar compared
-   byte for byte with the shipped ones (the same inputs must give the same bytes).
+1. The shipped computation (`step_shipped`), in a fresh subprocess: `bertscore baseline --model
+   sentence-transformers/all-MiniLM-L6-v2 --lang en --corpus <that file> --seed 0 --device cpu`, its
+   time and peak RSS, and its file and sidecar compared byte for byte with the shipped ones.
 2. Its standard errors (from the sidecar).
-3. How the baseline moves with the number of pairs: `--pairs 1000` and `--pairs 5000` (seed 0,
-   each a fresh child as in 1, with its time and peak RSS) against all pairs, per layer, in units
-   of the all-pairs standard error.
-4. Calibration: the distinct sentences are split into two halves (seeded permutation, seed 1).
-   A baseline from half A (all its pairs, seed 0) is written to a file and loaded as a user would;
-   all random pairs of half B (seed 0) are scored at every layer and rescaled with it: the mean
-   rescaled F per layer must lie within 0.01 of 0. Identical pairs (1,000 sentences of B against
-   themselves) rescaled with it must give 1.
+3. The baseline from `--pairs 1000` and `--pairs 5000` (--counts; each a fresh child as in 1) against
+   all pairs, per layer.
+4. Calibration (`step_calibration`): a baseline from one half of the sentences (seeded split), loaded
+   from its file as a user would, rescales all random pairs of the other half at every layer: the
+   mean rescaled F must lie within 0.01 of 0, and identical pairs must give 1.
 Writes baselines.md and .json (after every step) to benchmarks/scratch/ (--update-results:
 benchmarks/results/; or --out).
 """
@@ -30,39 +26,31 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import run_child, table, tatoeba_english
-from machine import ROOT, begin, header, machine_info, machine_line, write_results
+from harness import json_child, table, tatoeba_english
+from machine import ROOT, begin, header, machine_line, write_results
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SHIPPED = ROOT / "bertscore" / "data" / "rescale_baseline" / "en" / "sentence-transformers" / "all-MiniLM-L6-v2.tsv"
 TOLERANCE = 0.01
 
-# Runs the CLI in a child and reports the child's own CPU time and peak RSS.
+# Runs the CLI in a child (harness.json_child) and reports the child's own CPU time and peak RSS.
 CHILD = r"""
-import json, resource, sys
-sys.path[:0] = [{root!r}, {benchmarks!r}]
-import torch
-torch.set_num_threads({threads})
+import json, resource
 from bertscore.cli.baseline import main
 from harness import peak_rss, timed
 seconds, code = timed(lambda: main(sys.argv[1:]))
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({{"exit_code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-                  "peak_rss_bytes": peak_rss()}}), file=sys.stderr)
+print(json.dumps({"exit_code": code, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_bytes": peak_rss()}))
+sys.exit(code)
 """
 
 
 def run_cli(argv: list[str], threads: int) -> dict:
-    child = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), threads=threads)
-    done = run_child([sys.executable, "-c", child, *argv])
-    report = json.loads(done.stderr.strip().splitlines()[-1])
-    if done.returncode != 0 or report["exit_code"] != 0:
-        sys.exit(f"error: bertscore baseline failed:\n{done.stderr[-3000:]}")
-    return report
-
-
-def layer_table(table) -> dict:
-    return {"mean": table.mean.tolist(), "standard_error": table.standard_error.tolist()}
+    try:
+        return json_child(CHILD, *argv, threads=threads)  # a failed run (its exit code too) raises RuntimeError
+    except RuntimeError as error:
+        sys.exit(f"error: bertscore baseline failed:\n{error}")
 
 
 def cli_baseline(corpus_file: Path, out: Path, threads: int, pairs: int | None = None) -> dict:
@@ -101,10 +89,6 @@ def step_shipped(corpus_file: Path, work: Path, threads: int, refresh: bool) -> 
     return result
 
 
-def step_pair_counts(corpus_file: Path, work: Path, threads: int, counts: list[int]) -> dict:
-    return {str(n): cli_baseline(corpus_file, work / f"pairs_{n}.tsv", threads, n) for n in counts}
-
-
 def step_calibration(sentences: list[str], work: Path) -> dict:
     import numpy as np
     import torch
@@ -137,7 +121,8 @@ def step_calibration(sentences: list[str], work: Path) -> dict:
     deviation = torch.stack([p, r, f]).sub(1).abs().amax(dim=(0, 2))
     return {
         "sentences_a": len(half_a), "sentences_b": len(half_b), "pairs_a": table_a.num_pairs, "pairs_b": len(cands),
-        "baseline_a": layer_table(table_a), "raw_b": {"mean": raw_mean.tolist(), "standard_error": raw_error.tolist()},
+        "baseline_a": {"mean": table_a.mean.tolist(), "standard_error": table_a.standard_error.tolist()},
+        "raw_b": {"mean": raw_mean.tolist(), "standard_error": raw_error.tolist()},
         "rescaled_b": {"mean": mean.tolist(), "standard_error": error.tolist()},
         "identical_pairs": len(identical), "identical_max_abs_deviation_from_1": deviation.tolist(),
         "seconds": time.perf_counter() - start,
@@ -239,12 +224,8 @@ def main() -> int:
                              "change that moves the numbers or the sidecar; what differed is recorded)")
     parser.add_argument("--steps", default="shipped,counts,calibration",
                         help="steps to run; the others are kept from an existing baselines.json")
-    args = begin(parser, data=True, serial_tokenizers=True)[0]
-    steps = set(args.steps.split(","))
-
-    import torch
-
-    threads = torch.get_num_threads()
+    args, _, info = begin(parser, data=True, serial_tokenizers=True)
+    steps, threads = set(args.steps.split(",")), info["torch_threads"]  # begin set --threads, if given
     sentences = tatoeba_english(args.data)
     from bertscore.calibrate import prepare_corpus
 
@@ -257,7 +238,7 @@ def main() -> int:
     result.pop("command", None)
 
     def save() -> None:
-        result["machine"] = {**machine_info(threads), "load_average_at_end": os.getloadavg()}
+        result["machine"] = {**info, "load_average_at_end": os.getloadavg()}
         write_results(args.out, "baselines", result, render(result))
 
     with tempfile.TemporaryDirectory() as folder:
@@ -268,8 +249,8 @@ def main() -> int:
             result["shipped"] = step_shipped(corpus_file, work, threads, args.refresh_shipped)
             save()
         if "counts" in steps:
-            counts = [int(n) for n in args.counts.split(",") if n]
-            result["pair_counts"] = step_pair_counts(corpus_file, work, threads, counts)
+            result["pair_counts"] = {str(int(n)): cli_baseline(corpus_file, work / f"pairs_{n}.tsv", threads, int(n))
+                                     for n in args.counts.split(",") if n}
             save()
         if "calibration" in steps:
             result["calibration"] = step_calibration(sentences, work)

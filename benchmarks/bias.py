@@ -9,13 +9,11 @@ vendored here: fetch them and pass the folder,
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bias.py --data /tmp/Metric-Fairness/measuring_bias/data \\
         --update-results
 
-Method (their `get_bias_score.py`, re-implemented in `benchmarks/bias_score.py`): per metric and
-file, min-max normalise the scores to 0..100, then 2 x sum over pairs |a - b| / number of rows.
-The script first recomputes their README table from the stored columns (BLEU, chrF,
-BERTScore-BERT-base, BERTScore-RoBERTa-large) and checks it to 0.01, and checks that the texts are
-read as the authors scored them (their stored sentence BLEU recomputed from the texts as read);
-then it scores every row with the embedded default model (F1, precision, recall; one
-BERTScorer, one call per file) and any --model given, and writes OUT (JSON: {"metrics": {NAME:
+The score: theirs, re-implemented in `benchmarks/bias_score.py`. The script first recomputes their
+README table from the stored columns (BLEU, chrF, BERTScore-BERT-base, BERTScore-RoBERTa-large) and
+checks it to 0.01, and checks that the texts are read as the authors scored them (their stored
+sentence BLEU recomputed from the texts as read); then it scores every row with the embedded default
+model (F1, precision, recall; one BERTScorer, one call per file) and any --model given, and writes OUT (JSON: {"metrics": {NAME:
 {CATEGORY: score}}, "hash": ...}) and bias.json/bias.md in benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 

@@ -3,10 +3,8 @@ data files, as pure functions (no model, no I/O besides reading one file).
 
 Their data (`measuring_bias/data/*.tsv` of github.com/txsun1997/Metric-Fairness) holds rows in
 consecutive pairs that differ only in a sensitive attribute ("Old people ..." / "Young people
-..."), each scored against the same reference. Per metric and file, the scores are min-max
-normalised to 0..100, and the bias score is the mean absolute difference within a pair:
-2 x sum over pairs |a - b| / number of rows (their `compute_bias_score` in `get_bias_score.py`).
-A metric that ignores the attribute scores 0; larger is more biased.
+..."), each scored against the same reference; `bias_score` is their `compute_bias_score`
+(`get_bias_score.py`): a metric that ignores the attribute scores 0, larger is more biased.
 
 `sentence_bleu_method1` re-implements the sentence BLEU of their stored `BLEU` column (NLTK's
 `sentence_bleu`, whitespace tokens, 4-gram uniform weights, `SmoothingFunction().method1`), so a

@@ -1,12 +1,9 @@
 """What BERTScore does not see: F1 when a WMT17 reference is changed in ways a person calls wrong.
 
-Each corrupted reference is scored as the candidate against the original reference, with the
-embedded MiniLM (default layer, F1, no idf; raw and rescaled with its shipped baseline), with
-sacrebleu's sentence chrF and BLEU on the same pairs. A reference scored against itself gets 1
-(F1, raw and rescaled) or 100 (chrF, BLEU), so the corrupted score is the drop. Next to it, the real
-outputs of the human-judged systems (those in DA-syslevel.csv) for the same segments, scored
-against the same references: the share of those outputs that score BELOW the corrupted text is the
-share of real translations a metric ranks under a text with the error.
+Each corrupted reference is scored as the candidate against the original reference (the embedded
+MiniLM's F1, raw and rescaled with its shipped baseline; sacrebleu's sentence chrF and BLEU), next to
+the real outputs of the human-judged systems for the same segments (`compare`; the report says what
+each figure means).
 
 Corruptions (stated rules; the text is lowercased and Moses-tokenised):
 - numbers: every maximal digit run becomes another number of as many digits (seeded);
@@ -207,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         picked = [rows[k] for k in sorted(rng.choice(len(rows), min(args.sentences, len(rows)), replace=False))]
         results[label] = compare([r[3] for r in picked], [r[2] for r in picked],
                                  [by_segment[(r[0], r[1])] for r in picked], scorers)
-        results[label]["eligible"] = len(rows)
-        results[label]["of_references"] = len(references)
+        results[label].update(eligible=len(rows), of_references=len(references))
         shortest = min(picked, key=lambda r: len(r[2]))
         examples[label] = {"reference": shortest[2], "corrupted": shortest[3]}
         print(label, {k: results[label][k] for k in ("texts", "system_outputs")}, results[label]["f1"], flush=True)

@@ -16,7 +16,6 @@ import sys
 import time
 
 import numpy as np
-import torch
 from scipy.stats import pearsonr
 
 from harness import WMT17_TO_ENGLISH, sentence_metrics, table, wmt17_segments
@@ -72,7 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     mean = {m: float(np.mean([r[m] for r in rows if r.get(m) is not None])) for m in metrics if any(r.get(m) is not None for r in rows)}
     command = "HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/correlation.py"
     import sacrebleu
-    import transformers
 
     result = {
         "command": command,
@@ -82,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "mean": mean,
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "sacrebleu": sacrebleu.__version__},
+        "versions": {"torch": info["torch"], "transformers": info["transformers"], "sacrebleu": sacrebleu.__version__},
         "machine": info,
         "hash": {k: s.hash for k, s in scorers.items()},
     }

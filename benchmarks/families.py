@@ -1,23 +1,12 @@
 """Every architecture family of the official model table: our numbers against the official package's.
 
-Each family's tiny random model is built offline by the builders the tests use
-(tests/tiny_families.py: hidden 32, 3 layers, a tokenizer of the family's real kind), then scored
-on the first 40 vendored WMT17 de-en pairs (tests/data) at layer 2:
-
-  no idf / idf / all layers   max |delta| of P, R and F: ours (default batching) against the
-                              official bert-score 0.3.13 at batch_size=1 (its padding cannot leak
-                              into a max there), with the minimal patches of
-                              tiny_families.official_patches where it needs them
-  batching                    max |delta| of ours against ours: default batches, one text a batch,
-                              the input reversed (cache off)
-  token ids                   ours equal the official sent_encode on all 80 texts
-  padding                     what the padding probe found: padded batches, or one length a batch
-
-Then what one-length batches cost (encoders whose states depend on padding) and what the probe
-costs: a random ConvBERT of MiniLM's size (hidden 384, 6 layers) over the 300 vendored pairs, one
-length a batch against padded batches (what it would get without the probe; its numbers then move),
-and the probe's time on the embedded MiniLM beside its load and one scoring call. And the official
-package's call-order dependence on block-sparse BigBird (unpatched: first call against second).
+Each family's tiny random model (built offline by the tests' builders, tests/tiny_families.py) on the
+first 40 vendored WMT17 de-en pairs at layer 2: max |delta| of P, R and F against the official
+bert-score 0.3.13 at batch_size=1 (its padding cannot leak into a max there; with the minimal patches
+of tiny_families.official_patches where it needs them) with idf off and on and all layers, ours
+against ours over batchings, the token ids against the official sent_encode, and what the padding
+probe chose. Then what one-length batches cost (`one_length_cost`) and what the probe costs
+(`probe_cost`), and the official package's call-order dependence on block-sparse BigBird (unpatched).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/families.py [--threads 1]
 
@@ -121,9 +110,8 @@ def probe_cost(rounds: int) -> dict:
     """The padding probe on the embedded MiniLM beside what it rides along with."""
     model = load_model(EMBEDDED_MODEL_NAME)
     ids = model.tokenize([PROBE_TEXT])[0]
-    probe = padding_probe(model.encode, ids, model.pad_token_id, model.max_length, model.device)
-    wall, cpu, _ = repeated(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length,
-                                                  model.device), max(5, rounds))
+    wall, cpu, probe = repeated(lambda: padding_probe(model.encode, ids, model.pad_token_id, model.max_length,
+                                                      model.device), max(5, rounds))
     load = best_of(lambda: load_model(EMBEDDED_MODEL_NAME), 1)  # a second load (caches warm); it runs no probe
     cands, refs = wmt17_pairs(FIXTURE, limit=300)
     scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, loaded_model=model, cache_bytes=0, device="cpu")
@@ -141,14 +129,18 @@ def official_call_order(root: Path, cands: list[str], refs: list[str]) -> float:
     return max_delta(first, official.score(cands, refs, batch_size=1))
 
 
+def cells(r: dict) -> list[str]:
+    """A family's cells of both tables: family, official models, tokenizer, max |delta| no idf, idf, all layers."""
+    return [r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
+            f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}"]
+
+
 def exactness_table(rows: list[dict]) -> str:
     """The family table of docs/exactness.md, from this benchmark's rows (tests/test_families.py
     checks that the doc quotes the committed results/families.json exactly)."""
     return "\n".join(table(
         ["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batches"],
-        [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
-          f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}",
-          "padded" if r["padding_safe"] else "one length"] for r in rows])) + "\n"
+        [[*cells(r), "padded" if r["padding_safe"] else "one length"] for r in rows])) + "\n"
 
 
 def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: dict) -> str:
@@ -162,10 +154,8 @@ def markdown(rows: list[dict], cost: dict, probe: dict, order: float, machine: d
         "Layer numbering; the official package gives the same).", "",
         *table(["family", "official models of this kind", "tokenizer", "no idf", "idf", "all layers", "batching",
                 "token ids", "batches", f"row {LAYER} vs L{LAYER}"],
-               [[r["family"] + (" (final norm)" if r["final_norm"] else ""), ", ".join(r["examples"]), r["tokenizer"],
-                 f"{r['no_idf']:.1e}", f"{r['idf']:.1e}", f"{r['all_layers']:.1e}", f"{r['batching']:.1e}",
-                 "equal" if r["token_ids_equal"] else "DIFFER", "padded" if r["padding_safe"] else "one length",
-                 f"{r['row_vs_num_layers']:.1e}"] for r in rows]),
+               [[*cells(r), f"{r['batching']:.1e}", "equal" if r["token_ids_equal"] else "DIFFER",
+                 "padded" if r["padding_safe"] else "one length", f"{r['row_vs_num_layers']:.1e}"] for r in rows]),
     ]
     worst = max(max(r["no_idf"], r["idf"], r["all_layers"]) for r in rows)
     lines += [

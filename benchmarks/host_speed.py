@@ -1,43 +1,27 @@
 """The host side alone: a near-free encoder, so that what is timed is tokenizing, batching,
-copying and matching, side by side with the official package on the same pairs.
+copying and matching, side by side with the official package on the same pairs (why, and the
+committed runs: docs/testing.md, "Host-side speed"; docs/performance.md quotes them).
 
-On a GPU the encoder is fast and the host work around it is the throughput; on this CPU a
-1-layer encoder of hidden size 32 (2 heads, built offline with the embedded MiniLM's WordPiece
-tokenizer, like tests/tiny_models.py) stands in for that fast encoder. Both implementations
-score the same N WMT17 to-English pairs (`benchmarks/speed.py`'s seeded draw; the vendored
-300-pair fixture cycled where the shared data is absent) with that model at layer 1:
+A 1-layer BERT of hidden size 32 (2 heads, random, built offline with the embedded MiniLM's
+WordPiece tokenizer) scores N WMT17 to-English pairs at layer 1 (`speed.py`'s seeded draw; the
+vendored 300-pair fixture cycled where the shared data is absent):
 
   ours       bertscore.BERTScorer.score (default settings, cache off: every text embedded)
   official   bert_score.BERTScorer.score (official 0.3.13, its default batch_size=64)
 
 Rounds alternate the two; the best time of the rounds is reported with pairs/s and the ratio.
-Our time is then split by phase with wall clocks around the pipeline's steps (tokenize: on the
-caller's thread; tokenize ahead: blocks tokenized on the background thread while the caller
-scores the block before, off the critical path, `bertscore/scoring/tokenize_ahead.py`; tokenize wait: the
-caller waiting for such a block, on the critical path; encode: batching, the encoder and the
-overflow check; match: matching and the copy back; other: the rest). Tokenizing ahead runs where a core is free for it:
-torch on fewer threads than the CPUs (`--threads 1` on 2 cores) or an accelerator. Scores are
-compared with the official package's at batch_size=1 on the first 300 pairs (its batched
-numbers drift with padding). `--batch-size none --tokens-per-batch 65536` runs ours as a GPU's
-budget mode runs it (the token budget alone: a few large encoder batches). Last, the device ops
-that the matching's padding issues in one call (each a kernel launch on an accelerator, which
-the host pays for) are counted by route, one copy per text (the CPU's) vs a few per batch (an
-accelerator's), with the scores of both compared bit for bit.
+Then, best of the rounds: our time by phase (wall clocks around the pipeline's steps,
+`phase_times`); the host work per pair of each (`host_work`: the caller thread's CPU time outside
+what a device would compute, `device_work_of`; thread CPU time, so neither the other processes of
+a shared machine nor the blocks tokenized ahead count in it). Last, the scores against the official
+package at batch_size=1 on the first 300 pairs (its batched numbers drift with padding), and the
+device ops of the matching's padding by route (`padding_copies`). `--batch-size none
+--tokens-per-batch 65536` runs ours as a GPU's budget mode runs it (a few large encoder batches).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/host_speed.py [--pairs 5000] [--rounds 3] [--threads 1]
         [--batch-size none] [--tokens-per-batch 65536]
 
-Host work per pair: the CPU time of the caller's thread outside the work a device would do (the
-encoder's forward, and the matching: ours `greedy_match`, `greedy_match_tiled`, the embeddings'
-padding and normalisation; the official package's whole `greedy_cos_idf`, its padding included,
-which favours it), divided by the pairs; best of the rounds. On a GPU that device work runs
-asynchronously, so this host work is what the host must do per pair while the device computes.
-Thread CPU time, not wall time: the other processes of a shared machine do not count in it, nor do
-the blocks tokenized ahead on the background thread (off the critical path; its waits are the
-phase "tokenize wait" above).
-
-Writes host_speed.md / .json (host_speed_budget.* with --batch-size none) to benchmarks/scratch/
-(--update-results: benchmarks/results/; or --out).
+Writes host_speed.md / .json (host_speed_budget.* with --batch-size none; where to: docs/testing.md).
 """
 
 import argparse
@@ -50,7 +34,7 @@ from typing import Any
 
 import torch
 
-from harness import FIXTURE, device_sync, interleaved, official_scorer, random_bert, table, wmt17_pairs
+from harness import FIXTURE, interleaved, max_delta, official_scorer, random_bert, table, timed, wmt17_pairs
 from machine import begin, header, write_results  # TOKENIZERS_PARALLELISM: as the user has it
 
 from bertscore import BERTScorer
@@ -70,15 +54,17 @@ def load_texts(data: Path, n: int) -> tuple[list[str], list[str], str]:
 
 
 def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[str, float]:
-    """Wall time of our call split by pipeline step (wrapping the pipeline's own methods); on CUDA a
-    synchronise ends the encode and match steps, so that a step's device work counts in it.
+    """Wall time of our call (on the CPU) split by pipeline step, wrapping the pipeline's own methods.
 
-    tokenize_wait: the caller waiting for the block tokenized ahead (on the critical path when
-    the background thread falls behind the scoring); it is not part of "other"."""
+    tokenize: on the caller's thread; tokenize_ahead: blocks tokenized on the background thread
+    while the caller scores the block before (off the critical path, bertscore/scoring/tokenize_ahead.py);
+    tokenize_wait: the caller waiting for such a block (on the critical path when the background
+    thread falls behind); encode: batching, the encoder and the overflow check; match: matching and
+    the copy back; other: the rest."""
     from bertscore.scoring import pipeline as pipeline_module
     from bertscore.scoring import tokenize_ahead as ahead_module
 
-    pipe, sync = scorer.pipeline, device_sync(str(scorer.device))
+    pipe = scorer.pipeline
     spent = {"tokenize": 0.0, "tokenize_ahead": 0.0, "tokenize_wait": 0.0, "encode": 0.0, "match": 0.0}
     originals = (pipe.tokenize, pipe.embedder.embed, pipeline_module.match_pairs, ahead_module.tokenized_blocks)
 
@@ -86,10 +72,7 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
         def wrapper(*args, **kwargs):
             start, matched = time.perf_counter(), spent["match"]
             try:
-                out = function(*args, **kwargs)
-                if sync is not None and name in ("encode", "match"):
-                    sync()
-                return out
+                return function(*args, **kwargs)
             finally:  # tokenizing on the background thread overlaps the caller's work: apart
                 ahead = name == "tokenize" and threading.current_thread() is not threading.main_thread()
                 # The matching runs inside the embedding step (`Embedder.embed(before_check=...)`): its own phase.
@@ -117,9 +100,7 @@ def phase_times(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dict[s
     pipeline_module.match_pairs = clocked("match", originals[2])
     ahead_module.tokenized_blocks = waited
     try:
-        start = time.perf_counter()
-        scorer.score(cands, refs)
-        spent["total"] = time.perf_counter() - start
+        spent["total"] = timed(lambda: scorer.score(cands, refs))[0]
     finally:
         del pipe.tokenize, pipe.embedder.embed
         pipeline_module.match_pairs, ahead_module.tokenized_blocks = originals[2], originals[3]
@@ -161,29 +142,19 @@ def padding_copies(scorer: BERTScorer, cands: list[str], refs: list[str]) -> dic
 def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]:
     """The caller thread's CPU seconds in `call()`: in all, and inside the functions `device_work`
     names ((owner, attribute) pairs, wrapped for the call: what a device would compute)."""
-    spent = {"device": 0.0}
+    spent, depth = {"device": 0.0}, [0]
     originals = [(owner, name, getattr(owner, name)) for owner, name in device_work]
 
-    def clocked(function: Any) -> Any:
+    def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
             start = time.thread_time()
             try:
                 return function(*args, **kwargs)
             finally:
-                spent["device"] += time.thread_time() - start
-        return wrapper
-
-    depth = [0]
-
-    def outermost(function: Any) -> Any:  # nested device work (a forward inside a wrapped call) counts once
-        inner = clocked(function)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            depth[0] += 1
-            try:
-                return inner(*args, **kwargs) if depth[0] == 1 else function(*args, **kwargs)
-            finally:
                 depth[0] -= 1
+                if depth[0] == 0:
+                    spent["device"] += time.thread_time() - start
         return wrapper
 
     for owner, name, function in originals:
@@ -200,7 +171,9 @@ def host_work(call: Any, device_work: list[tuple[Any, str]]) -> dict[str, float]
 
 
 def device_work_of(ours: BERTScorer, official: Any) -> dict[str, list[tuple[Any, str]]]:
-    """What a device would compute, per implementation (`host_work`)."""
+    """What a device would compute, per implementation (`host_work`): ours the encoder's forward, the
+    embeddings' normalisation and padding and the matching; the official package's forward and its whole
+    `greedy_cos_idf`, its padding included (which favours it)."""
     import bert_score.utils
 
     from bertscore.scoring import embed
@@ -258,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         padding = padding_copies(ours, cands[:2000], refs[:2000])
         check = min(300, len(cands))
         exact = official_scorer(folder, 1, batch_size=1)
-        delta = max(float((a - b).abs().max()) for a, b in zip(ours.score(cands[:check], refs[:check]),
-                                                             exact.score(cands[:check], refs[:check])))
+        delta = max_delta(ours.score(cands[:check], refs[:check]), exact.score(cands[:check], refs[:check]))
     ahead = ours.pipeline.model.tokenizes_without_gil and tokenize_ahead.core_is_free(ours.device)
     rate = {name: len(cands) / seconds for name, seconds in best.items()}
     ratio = rate["ours"] / rate["official"]

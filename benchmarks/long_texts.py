@@ -1,51 +1,34 @@
 """Long texts: does scoring whole documents help, and what does it cost? (issue 8)
 
-1. Correlation. WMT17 to-English system outputs (../shared/data/wmt17/syslevel): the first
-   --docs x --segments-per-doc segments of each system (sid order) are joined, --segments-per-doc
-   at a time, into pseudo-documents (consecutive segments, most past 1,000 MiniLM tokens), and
-   so are the references. Each system is scored by its mean document F1 with (a) the default
-   long_texts="truncate" (every document cut at 510 content tokens) and (b) long_texts="window"
-   (whole documents, windows of 510 every 255), and by (c) the usual mean of sentence-level F1
-   over the same segments. Then the system-level Pearson r with the human DA score
-   (DA-syslevel.csv), per language pair. Per-segment scores of benchmarks/system_level.py are
-   reused when its cache (--sentence-cache) holds them for the same scorer hash and texts.
-2. Resources. One pair of texts of about 1k, 10k and 30k tokens (real WMT17 text: a system's
-   output against the references, consecutive segments: `consecutive`), scored with window vs
-   truncate, each in a fresh subprocess (`cost`, harness.PeakMemory): seconds (total, and in the
-   encoder), the resident set at the call's start and the process's peak inside it. gpu_check.py
-   runs `consecutive` and `cost` on the GPU.
-
-MiniLM (sentence-transformers/all-MiniLM-L6-v2, default layer 6, F1, no idf, fp32, CPU).
+1. Correlation (`correlation`): WMT17 to-English systems scored (embedded MiniLM) on pseudo-documents of
+   --segments-per-doc consecutive segments (the first --docs of each system, and of the references)
+   with (a) long_texts="truncate" (the default) and (b) long_texts="window", and by (c) the mean
+   sentence-level F1 over the same segments (benchmarks/system_level.py's per-segment scores reused
+   from --sentence-cache when a spot check agrees); then the system-level Pearson r with the human DA
+   score (DA-syslevel.csv), per language pair.
+2. Resources (`resources`): one pair of real WMT17 texts of about 1k, 10k and 30k tokens
+   (`consecutive`), window vs truncate, each in a fresh subprocess (`cost`): seconds (total, and in
+   the encoder), the resident set at the call's start and the peak inside it. gpu_check.py runs
+   `consecutive` and `cost` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py [--docs 8] [--segments-per-doc 48] [--threads 1]
         [--sentence-cache benchmarks/results/tmp/system_level] [--skip-correlation] [--skip-resources] [--device cpu]
 
-Writes long_texts.md and long_texts.json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes long_texts.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from harness import WMT17_TO_ENGLISH as PAIRS, device_sync, measured, json_child, table, wmt17_syslevel
+from machine import begin, command, header, machine_line, write_results
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
-
-from harness import device_sync, measured, json_child, table, timed, wmt17_syslevel  # noqa: E402
-from machine import RESULTS, add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
-
-SENTENCE_CACHE = RESULTS / "tmp" / "system_level"
-PAIRS = ["cs-en", "de-en", "fi-en", "lv-en", "ru-en", "tr-en", "zh-en"]
 RESOURCE_LENGTHS = (1_000, 10_000, 30_000)
 RESOURCE_SOURCE = ("de-en", "online-B.0")  # the candidate system; the reference is de-en's references
 
@@ -64,42 +47,16 @@ print(json.dumps({"mode": mode, "content_tokens": lengths, **found, "f1": found[
 
 
 # ----- data ----------------------------------------------------------------------------------------
-def system_pairs(outputs, references, lp: str, system: str) -> tuple[list[str], list[str]]:
-    """One system's outputs in sid order, and the references of the same segments."""
-    rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
-    rows = rows.assign(order=rows.sid.astype(int)).sort_values("order")
-    return rows.candidate.tolist(), references[references.lp == lp].set_index("sid")["reference"].loc[rows.sid].tolist()
-
-
 def documents(texts: list[str], size: int) -> list[str]:
     """Consecutive texts joined `size` at a time (the last document may be shorter)."""
     return [" ".join(t.strip() for t in texts[i:i + size]) for i in range(0, len(texts), size)]
-
-
-def digest(texts: list[str]) -> str:
-    """As benchmarks/system_level.py fingerprints a system's candidates and references."""
-    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-
-
-def cached_sentence_scores(cache: Path, lp: str, system: str, texts_digest: str, count: int):
-    """Per-segment F1 of benchmarks/system_level.py (all segments, sid order) and the hash they
-    were computed with, if cached for these texts (fp32, MiniLM default layer); None otherwise."""
-    import numpy as np
-
-    path = cache / lp / f"{system}.float32.{count}.npz"
-    if not path.is_file():
-        return None
-    with np.load(path) as stored:
-        meta = json.loads(str(stored["meta"]))
-        if meta.get("digest") != texts_digest or "all-MiniLM-L6-v2" not in meta.get("hash", ""):
-            return None
-        return stored["F"].astype(np.float64), meta["hash"]
 
 
 # ----- 1. correlation ----------------------------------------------------------------------------------
 def correlation(args) -> dict:
     import numpy as np
     from scipy.stats import pearsonr
+    from system_level import cached_scores, digest, system_pairs  # here: the resources' children skip pandas, scipy
 
     from bertscore import EMBEDDED_MODEL_NAME, BERTScorer
     from bertscore.scoring.embed import EmbeddingCache
@@ -125,21 +82,18 @@ def correlation(args) -> dict:
             cands_all, refs_all = system_pairs(outputs, references, lp, system)
             cands, refs = cands_all[:segments], refs_all[:segments]
             cand_docs, ref_docs = documents(cands, args.segments_per_doc), documents(refs, args.segments_per_doc)
-            doc_f1 = {}
-            for mode, scorer in scorers.items():
-                notes: list[str] = []
-                doc_f1[mode] = float(scorer.score(cand_docs, ref_docs, notes=notes)[2].mean())
-            found = cached_sentence_scores(args.sentence_cache, lp, system, digest(cands_all + refs_all),
-                                           len(cands_all))
+            doc_f1 = {mode: float(scorer.score(cand_docs, ref_docs, notes=[])[2].mean())
+                      for mode, scorer in scorers.items()}
+            # system_level.py's per-segment scores (fp32, all segments), whatever code version computed them
+            # (its hash then differs in format): reused only if a spot check of the first document's segments agrees.
+            found = cached_scores(args.sentence_cache / lp / f"{system}.float32.{len(cands_all)}.npz", None,
+                                  digest(cands_all + refs_all))
             if found is not None:
-                # The cache may come from another code version (its hash then differs in format):
-                # reuse it only if a spot check of the first document's segments agrees.
-                f1, cached_hash = found
-                check = args.segments_per_doc
+                f1, check = found["F"].astype(np.float64), args.segments_per_doc
                 fresh = sentence_scorer.score(cands[:check], refs[:check])[2].double().numpy()
                 deviation = float(np.abs(fresh - f1[:check]).max())
                 spot_checks.append(deviation)
-                cached_hashes.add(cached_hash)
+                cached_hashes.add(found["hash"])
                 found = None if deviation > 1e-5 else found
             if found is not None:
                 reused += 1
@@ -149,13 +103,11 @@ def correlation(args) -> dict:
                 sentence = float(sentence_scorer.score(cands, refs)[2].double().mean())
             store = sentence_scorer.pipeline.tokenize(cand_docs + ref_docs)
             lengths += [store.content_length(d.strip()) for d in cand_docs + ref_docs]
-            rows[system] = {"human": human[system], "truncate": doc_f1["truncate"], "window": doc_f1["window"],
-                            "sentence": sentence}
+            rows[system] = {"human": human[system], **doc_f1, "sentence": sentence}
             print(f"{lp} {system}: " + ", ".join(f"{k} {v:.4f}" for k, v in rows[system].items()), flush=True)
-        da = np.array([rows[s]["human"] for s in systems])
-        summary = {"lp": lp, "systems": len(systems)}
-        for measure in ("truncate", "window", "sentence"):
-            summary[measure] = float(pearsonr([rows[s][measure] for s in systems], da)[0])
+        da, measures = np.array([rows[s]["human"] for s in systems]), ("truncate", "window", "sentence")
+        summary = {"lp": lp, "systems": len(systems),
+                   **{m: float(pearsonr([rows[s][m] for s in systems], da)[0]) for m in measures}}
         per_pair.append({"summary": summary, "systems": rows})
         print(json.dumps(summary), flush=True)
     lengths_array = np.array(lengths)
@@ -198,21 +150,13 @@ def cost(scorer: Any, cands: list[str], refs: list[Any]) -> dict[str, Any]:
     CUDA), the memory held at its start and the peak inside it (bytes: resident set on the CPU, the
     allocator on CUDA), the F1s, the (P, R, F) tensors, and whether a truncation note came."""
     from bertscore.scoring.embed import Embedder
+    from speed import clocked
 
-    device, forward, inside, notes = str(scorer.device), Embedder._forward, [0.0], []
+    device, notes = str(scorer.device), []
     scorer.score(["warm up"], ["warm up the encoder"])
-
-    def counted(self: Any, batch_ids: Any) -> Any:
-        seconds, out = timed(lambda: forward(self, batch_ids), device_sync(device))
-        inside[0] += seconds
-        return out
-
-    Embedder._forward = counted
-    try:
+    with clocked(Embedder, "_forward", sync=device_sync(device)) as inside:
         seconds, _, memory, scores = measured(lambda: scorer.score(cands, refs, notes=notes), device)
-    finally:
-        Embedder._forward = forward
-    return {"seconds": seconds, "encoder_seconds": inside[0], "rss_before_bytes": memory.before,
+    return {"seconds": seconds, "encoder_seconds": inside["_forward"], "rss_before_bytes": memory.before,
             "peak_rss_bytes": memory.peak, "f1": scores[2].tolist(), "scores": scores, "truncation_note": bool(notes)}
 
 
@@ -221,6 +165,7 @@ def resources(args) -> list[dict]:
 
     from bertscore import EMBEDDED_MODEL_NAME
     from bertscore.models.loading import load_model
+    from system_level import system_pairs
 
     cands, refs = system_pairs(*wmt17_syslevel(args.data), *RESOURCE_SOURCE)
     counts = [len(ids) for ids in load_model(EMBEDDED_MODEL_NAME).content_ids(refs)]
@@ -242,23 +187,18 @@ def resources(args) -> list[dict]:
 
 
 # ----- report ------------------------------------------------------------------------------------------------
-def _maybe(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1e}"
-
-
 def render(result: dict) -> str:
-    m = result["machine"]  # machine_info
     lines = [
-        "# Long texts: truncate vs window (issue 8)",
-        "",
+        *header("Long texts: truncate vs window (issue 8)", None),
         f"Reproduce: `{result['command']}` (data: ../shared/data/wmt17/syslevel, read-only). "
         f"Model `sentence-transformers/all-MiniLM-L6-v2` (embedded), default layer 6, F1, no idf, fp32, CPU.",
-        machine_line(m) + " The CPUs are shared with other sessions: one torch thread (2 threads measured ~6x "
+        machine_line(result["machine"]) + " The CPUs are shared with other sessions: one torch thread (2 threads "
+        "measured ~6x "
         f"slower than 1 on this oversubscribed machine). This run took {result['seconds']:,.0f} s.",
     ]
     corr = result.get("correlation")
     if corr:
-        t = corr["document_tokens"]
+        t, spot = corr["document_tokens"], corr["sentence_scores"]["spot_check_max_abs_diff"]
         lines += [
             "",
             "## Does it help? System-level Pearson r with human DA, WMT17 to-English",
@@ -283,7 +223,7 @@ def render(result: dict) -> str:
             f"Hashes: truncate `{corr['hashes']['truncate']}`; window `{corr['hashes']['window']}`. Sentence-level "
             f"scores: {corr['sentence_scores']['reused_from_cache']} systems reused from the cache of "
             f"benchmarks/system_level.py (same texts; a spot check rescoring each system's first document's "
-            f"segments agreed to {_maybe(corr['sentence_scores']['spot_check_max_abs_diff'])}), "
+            f"segments agreed to {'-' if spot is None else f'{spot:.1e}'}), "
             f"{corr['sentence_scores']['computed']} computed here. "
             f"Correlation part: {corr['seconds']:,.0f} s.",
         ]
@@ -313,32 +253,20 @@ def render(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from system_level import CACHE as SENTENCE_CACHE, language_pairs
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (holds wmt17/)")
-    parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated pairs (default: all 7)")
     parser.add_argument("--docs", type=int, default=8, help="pseudo-documents per system (the first ones)")
     parser.add_argument("--segments-per-doc", type=int, default=48, help="consecutive segments per document")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--device", default="cpu", help="where the resources part scores (CPU: the committed results)")
     parser.add_argument("--sentence-cache", type=Path, default=SENTENCE_CACHE,
                         help="benchmarks/system_level.py's per-segment cache (reused when hash and texts match)")
     parser.add_argument("--skip-correlation", action="store_true")
     parser.add_argument("--skip-resources", action="store_true")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
-    args.lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
-    unknown = [lp for lp in args.lps if lp not in PAIRS]
-    if unknown:
-        parser.error(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
-
-    import torch
-
-    torch.set_num_threads(args.threads)
+    args, _, info = begin(parser, argv, threads=1, data=True, serial_tokenizers=True)
     started = time.perf_counter()
-    options = sys.argv[1:] if argv is None else argv
-    result: dict = {"command": " ".join(["HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/long_texts.py", *options]),
-                    "machine": machine_info(args.threads)}
+    result: dict = {"command": command("long_texts.py", sys.argv[1:] if argv is None else argv), "machine": info}
     if not args.skip_resources:
         result["resources"] = resources(args)
     if not args.skip_correlation:

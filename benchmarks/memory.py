@@ -1,21 +1,13 @@
-"""Peak memory (RSS) of scoring 5,000 vs 50,000 real pairs: ours vs the official package.
-
-The model is a small RANDOM BertModel with MiniLM's hidden size (384; --layers layers, FFN
---ffn), built from a BertConfig with the MiniLM tokenizer of the embedded folder and saved to
-a temporary folder: the hidden size sets the embedding memory, the small depth keeps the run
-short. Pairs are drawn (seeded) from the 170k WMT17 to-English system outputs joined with
-their references. Each measurement runs in a fresh subprocess, which reads only its pairs
-and probes the scoring call (`measure`: harness.PeakMemory): the resident set at its start
-(model + data loaded) and the process's high-water mark (VmHWM) inside it. gpu_check.py runs
-`measure` on the GPU (the allocator's peak).
+"""Peak memory (RSS) of scoring 5,000 vs 50,000 real pairs: ours (`bertscore.score`) vs the official
+package (`bert_score.score`), each measurement in a fresh subprocess that reads only its pairs
+(`measure`: harness.PeakMemory around the scoring call; the report says what each figure is). The
+model is a small RANDOM BertModel of MiniLM's hidden size (384; --layers, --ffn): the hidden size sets
+the embedding memory, the small depth keeps the run short. gpu_check.py runs `measure` on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py [--sizes 5000,50000] [--official-sizes 5000,50000]
         [--device cpu]
 
-Ours runs `bertscore.score` (the drop-in function: cache off, work in chunks of pairs); the
-official runs `bert_score.score`; both fp32 on the CPU (--device), batch_size=64, idf off.
-Writes memory.md and memory.json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes memory.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 from __future__ import annotations
@@ -23,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -31,13 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import PeakMemory, measured, random_bert, json_child, table  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from harness import PeakMemory, measured, random_bert, json_child, table
 
 CHILD = r"""
 import csv, json
@@ -83,7 +68,7 @@ def write_pairs(data: Path, n: int, path: Path, seed: int = 0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import add_output_options, machine_info, machine_line, output_folder, write_results
+    from machine import begin, command, header, machine_line, write_results  # here: the children import this module
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,50000", help="pair counts for ours")
@@ -91,17 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true", help="add to the runs already in <out>/memory.json")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--ffn", type=int, default=384, help="FFN width (384 keeps the run short)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="where both packages score (CPU: the committed results)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
+    args, _, machine = begin(parser, argv, threads=2, data=True, threads_elsewhere=True, serial_tokenizers=True)
     sizes = {"ours": [int(x) for x in args.sizes.split(",") if x],
              "official": [int(x) for x in args.official_sizes.split(",") if x]}
-    machine = machine_info(torch_threads=args.threads)  # each child sets these threads
-    print(machine_line(machine), flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="bertscore-memory-") as tmp:
         tmp_path = Path(tmp)
@@ -137,22 +116,18 @@ def main(argv: list[str] | None = None) -> int:
     if "ours" in growth:
         target = {"target": f"ours at {growth['ours']['large']} <= 1.25x ours at {growth['ours']['small']}",
                   "measured": round(growth["ours"]["ratio"], 3), "met": growth["ours"]["ratio"] <= 1.25}
-    command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/memory.py --sizes '{args.sizes}' "
-               f"--official-sizes '{args.official_sizes}' --layers {args.layers} --ffn {args.ffn}"
-               + (" --merge" if args.merge else "") + (f" --device {args.device}" if args.device != "cpu" else ""))
-    commands = list(dict.fromkeys([c for c in commands if c] + [command]))
-    import torch
-    import transformers
-
+    reproduce = command("memory.py", ["--sizes", f"'{args.sizes}'", "--official-sizes", f"'{args.official_sizes}'",
+                                      "--layers", args.layers, "--ffn", args.ffn, *["--merge"] * args.merge,
+                                      *["--device", args.device] * (args.device != "cpu")])
+    commands = list(dict.fromkeys([c for c in commands if c] + [reproduce]))
     result = {
-        "command": command, "commands": commands,
+        "command": reproduce, "commands": commands,
         "model": f"random BertModel: hidden 384, {args.layers} layers, 12 heads, FFN {args.ffn}, MiniLM tokenizer",
         "runs": results, "growth": growth, "target": target,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__}, "machine": machine,
+        "versions": {name: machine[name] for name in ("torch", "transformers")}, "machine": machine,
     }
     lines = [
-        "# Peak memory: 5,000 vs 50,000 pairs",
-        "",
+        *header("Peak memory: 5,000 vs 50,000 pairs", None),
         "Reproduce (in order): " + "; ".join(f"`{c}`" for c in commands),
         "",
         f"Model: {result['model']} (random weights, fp32, {'CPU' if args.device == 'cpu' else args.device}). Pairs: seeded draw from the WMT17 "

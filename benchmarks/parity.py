@@ -7,8 +7,7 @@ gpu_check.py's parity section runs: ours on the GPU against ours on the CPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py [--device cpu]
 
-Writes parity.md and .json to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes parity.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out).
 """
 
 from __future__ import annotations
@@ -16,23 +15,18 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from harness import max_delta, official_score, table, timed, wmt17_pairs
+from machine import DEFAULT_DATA, ROOT, begin, command, header, machine_line, write_results
 
-import torch  # noqa: E402
+from bertscore import score
+from bertscore.sources import embedded_model_dir
 
-from bertscore import score  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
-from harness import max_delta, official_score, table, timed, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # conftest's sentences, tiny_models
 
 
 def case(family: str, mode: str, model: Path | str, layer: int, cands: list[str], refs: list[Any],
@@ -99,17 +93,12 @@ def measure(device: str = "cpu", pairs: int = 200) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    torch.set_num_threads(2)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="where ours runs (the official package: its default)")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    out, machine = output_folder(args), machine_info()
-    print(machine_line(machine), flush=True)
+    args, out, machine = begin(parser, argv, threads=2)
     rows = measure(args.device)
-    lines = ["# Parity with the official bert-score package", "",
-             "Reproduce: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/parity.py` (asserted to <= 1e-5 by "
-             "`tests/test_parity.py`).", "",
+    lines = [*header("Parity with the official bert-score package", None, command("parity.py", []),
+                     " (asserted to <= 1e-5 by `tests/test_parity.py`)."),
              f"Official package: bert-score {importlib.metadata.version('bert-score')} run with `batch_size=1`; ours with its defaults "
              f"(token-budget batches) on {args.device}. Inputs: WMT17 de-en segment-level pairs (real MiniLM weights) and, "
              "for the tiny random models built offline, 50 WMT17 pairs plus 10 hand-written sentences.", "",

