@@ -96,7 +96,7 @@ def matrix_phases(scorer: Any, texts: list[str]) -> dict[str, float]:
     """score_matrix(texts, texts)'s wall seconds in all ("total") and in embedding and matching (its
     own `_embed` and `_match`, clocked for the call; on CUDA each synchronised)."""
     from bertscore.scoring import all_pairs
-    from speed import clocked
+    from harness import clocked
 
     sync = device_sync(str(scorer.device))
     with clocked(all_pairs, "_embed", "_match", sync=sync) as spent:

@@ -1,9 +1,10 @@
-"""What every benchmark shares, written once (each function says what it does): timing (`timed`, `repeated`,
+"""What every benchmark shares, written once (each function says what it does): timing (`timed`, `repeated`, `clocked`,
 `interleaved`, `run_child`), the one memory probe (`PeakMemory`, `measured`), the public data (`wmt17_*`,
 `tatoeba_english`), the official bert-score 0.3.13 (`official_scorer`, `official_score`), a random BERT,
 `max_delta`, `sentence_metrics`, an older revision's tree (`checkout`) and the markdown `table`.
 """
 
+import contextlib
 import csv
 import os
 import re
@@ -16,7 +17,7 @@ import traceback
 import tracemalloc
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from shared_data import missing_data
 
@@ -63,6 +64,31 @@ def repeated(fn: Callable[[], Any], rounds: int) -> tuple[list[float], list[floa
         walls.append(wall)
         cpus.append(cpu)
     return walls, cpus, out
+
+
+@contextlib.contextmanager
+def clocked(owner: Any, *names: str, sync: Callable[[], None] | None = None) -> Iterator[dict[str, float]]:
+    """{name: wall seconds spent in it} of `owner`'s functions `names` while the block runs: each is
+    wrapped for the block (every call timed with `sync`, harness.timed) and put back after it."""
+    spent, own = dict.fromkeys(names, 0.0), {name: vars(owner)[name] for name in names if name in vars(owner)}
+
+    def wrapped(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seconds, out = timed(lambda: function(*args, **kwargs), sync)
+            spent[name] += seconds
+            return out
+        return call
+
+    for name in names:
+        setattr(owner, name, wrapped(name, getattr(owner, name)))
+    try:
+        yield spent
+    finally:
+        for name in names:
+            if name in own:
+                setattr(owner, name, own[name])
+            else:
+                delattr(owner, name)
 
 
 class Child(NamedTuple):

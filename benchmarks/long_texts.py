@@ -150,7 +150,7 @@ def cost(scorer: Any, cands: list[str], refs: list[Any]) -> dict[str, Any]:
     CUDA), the memory held at its start and the peak inside it (bytes: resident set on the CPU, the
     allocator on CUDA), the F1s, the (P, R, F) tensors, and whether a truncation note came."""
     from bertscore.scoring.embed import Embedder
-    from speed import clocked
+    from harness import clocked
 
     device, notes = str(scorer.device), []
     scorer.score(["warm up"], ["warm up the encoder"])

@@ -25,16 +25,15 @@ Writes speed_cpu.md and .json (speed_cuda.* with --device cuda) to benchmarks/sc
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from harness import max_delta, measured, official_scorer, table, timed, wmt17_joined
+from harness import clocked, max_delta, measured, official_scorer, table, wmt17_joined
 from machine import begin, command, header, machine_line, write_results
 
 from bertscore import BERTScorer
@@ -66,31 +65,6 @@ def load_pairs(data: Path, n: int, seed: int = 0) -> tuple[list[str], list[str],
 
 
 # ----- methods ---------------------------------------------------------------------------------
-@contextlib.contextmanager
-def clocked(owner: Any, *names: str, sync: Callable[[], None] | None = None) -> Iterator[dict[str, float]]:
-    """{name: wall seconds spent in it} of `owner`'s functions `names` while the block runs: each is
-    wrapped for the block (every call timed with `sync`, harness.timed) and put back after it."""
-    spent, own = dict.fromkeys(names, 0.0), {name: vars(owner)[name] for name in names if name in vars(owner)}
-
-    def wrapped(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            seconds, out = timed(lambda: function(*args, **kwargs), sync)
-            spent[name] += seconds
-            return out
-        return call
-
-    for name in names:
-        setattr(owner, name, wrapped(name, getattr(owner, name)))
-    try:
-        yield spent
-    finally:
-        for name in names:
-            if name in own:
-                setattr(owner, name, own[name])
-            else:
-                delattr(owner, name)
-
-
 def make_floor(loaded, texts: list[str], max_tokens: int, max_sentences: int | None = None):
     """The encoder forward alone over unique `texts`: padded batches prebuilt on the encoder's
     device (token budget, and at most `max_sentences` texts each, as the Embedder batches), timed forward.

@@ -130,6 +130,28 @@ def test_rounds_interleave_and_time_every_call() -> None:
     assert calls[-4:] == ["c"] * 4 and last == len(calls) and len(walls) == len(cpus) == 4
 
 
+def test_clocked_counts_the_time_inside_the_named_functions_and_puts_them_back() -> None:
+    """clocked(owner, *names): every call of the named functions inside the block is timed (a class's own
+    function and an instance attribute alike), and afterwards the owner is as before."""
+    import time
+
+    harness = _harness()
+
+    class Owner:
+        def slow(self) -> str:
+            time.sleep(0.05)
+            return "slow"
+
+    plain = Owner.slow
+    with harness.clocked(Owner, "slow") as spent:
+        assert [Owner().slow(), Owner().slow()] == ["slow", "slow"]
+    assert 0.1 <= spent["slow"] < 10 and Owner.slow is plain
+    instance = Owner()  # `slow` comes from its class: wrapped on the instance, then removed from it
+    with harness.clocked(instance, "slow") as inside:
+        instance.slow()
+    assert inside["slow"] >= 0.05 and "slow" not in vars(instance) and instance.slow() == "slow"
+
+
 def test_a_table_escapes_a_pipe_inside_a_cell() -> None:
     harness = _harness()
     assert harness.table(["check", "max |delta|"], [["x", 1e-7], ["a|b", "c"]]) == [
